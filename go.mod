@@ -1,0 +1,3 @@
+module github.com/airlockdev/airlock
+
+go 1.26
