@@ -1,0 +1,33 @@
+// Package state holds airlock's state root — transaction records, event logs
+// and the per-base locks that serialise commits — and guarantees that it
+// never reads or acts on state it cannot trust.
+//
+// Every directory it creates is 0700 and every file 0600. State that is not
+// the regular file or directory expected where it is found (a symlink, a
+// FIFO, a device), that is not owned by the current user, or that is writable
+// by group or others is refused with an *UnsafeError naming it: it is checked
+// with Lstat, or opened with O_NOFOLLOW and checked with fstat, before it is
+// read or acted on, so a planted symlink is refused rather than followed.
+//
+// # Layout
+//
+//	<root>/tx/<id>/          one directory per transaction
+//	    open.json            immutable open record, written once
+//	    events.jsonl         append-only event log, one JSON object a line
+//	    port                 the transaction's port base, recorded under the global lock
+//	    ...                  other files the caller writes through Tx.Path
+//	<root>/bases/<key>/      per-base state; key = first 32 hex digits of sha256(base path)
+//	    lock                 flock(2) file serialising commits on that base
+//	    base.json            path, device and inode of the base, for humans and gc
+//	    inflight             present while an apply journal is in flight: names the tx
+//	    head                 digest of the last receipt committed to the base
+//	<root>/trash/            transaction directories being removed by gc
+//	<root>/lock              global flock for id and port allocation
+//
+// # Durability
+//
+// Small state files are replaced atomically and durably (temp file, fsync,
+// rename, fsync of the directory). Write-once records are published with
+// link(2), so they appear complete or not at all and are never overwritten.
+// Each event is appended with one write and fsync'd before Append returns.
+package state

@@ -1,0 +1,54 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockFile takes an exclusive flock(2) on path, creating it if needed, and
+// waits for it until ctx is done. flock locks belong to the open file, so
+// they exclude other processes and other lockFile calls in this process
+// alike, and the kernel drops them when a holder dies — a crashed commit
+// never leaves a stale lock behind.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	f, err := openChecked(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, stateErr("lock", path, err)
+	}
+	// Polling rather than a blocking flock keeps ctx in charge: a blocked
+	// flock(2) cannot be interrupted from Go without signalling the thread.
+	delay := time.Millisecond
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("lock %s: still held by another airlock process: %w", path, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			unix.Flock(int(f.Fd()), unix.LOCK_UN)
+			f.Close()
+		})
+	}, nil
+}
