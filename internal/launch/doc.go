@@ -1,0 +1,26 @@
+// Package launch runs the command of `airlock run` inside a staged
+// workspace and reports how it ended, so that the caller can settle the
+// transaction by that outcome alone.
+//
+// It guarantees that the command starts in the staged counterpart of the
+// directory airlock was started in, with the caller's environment and
+// airlock's own standard streams; that SIGINT and SIGTERM sent to airlock
+// reach the command instead of killing airlock; and that every way the
+// command can end is told apart: its own exit code, death by a signal
+// (reported as 128+N, the shell's convention), a command that was not found
+// (127) or could not be executed (126), and an exit that could not be
+// observed (an error).
+//
+// # Same path
+//
+// On Linux, where a mount namespace can be had (as root, or through an
+// unprivileged user namespace), the command sees the staged workspace at the
+// base's own path: a private mount namespace bind-mounts the staged tree over
+// the base, so absolute paths, virtualenvs and build caches keep working and
+// a write through the base's path lands in the staged tree. Go cannot mount
+// between fork and exec, so the binary re-executes itself as a small helper
+// that mounts, changes directory and then execs the command; [Init] is that
+// helper's entry point and must be the first call in main. Where no
+// namespace can be had, [Run] runs the command at the staged path instead
+// and says why in [Result.Fallback].
+package launch

@@ -1,0 +1,318 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Spec says what to run and where.
+type Spec struct {
+	// Argv is the command and its arguments; Argv[0] is resolved like a
+	// shell would, against the PATH in Env.
+	Argv []string
+	// Staged is the absolute root of the staged workspace.
+	Staged string
+	// Base is the absolute root of the base; same-path mode mounts Staged
+	// over it.
+	Base string
+	// Dir is the slash-separated directory, relative to the root, in which
+	// the command starts ("" is the root).
+	Dir string
+	// Env is the command's whole environment; nil means airlock's own.
+	// PWD is set to the directory the command starts in.
+	Env []string
+	// SamePath asks for same-path mode; Run falls back to the staged path
+	// where it cannot be had.
+	SamePath bool
+	// Stdin, Stdout and Stderr are the command's streams; nil connects the
+	// null device. An *os.File is handed to the command as it is.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+}
+
+// Result is how the command ended.
+type Result struct {
+	// ExitCode is the command's exit code, 128+N after death by signal N,
+	// 127 when the command was not found, 126 when it could not be
+	// executed, and -1 when there is no exit code to report (Run failed
+	// before or while waiting for the command).
+	ExitCode int
+	// Signaled says the command was killed by Signal.
+	Signaled bool
+	Signal   syscall.Signal
+	// SamePath says the command saw the staged tree at the base's path.
+	SamePath bool
+	// Fallback, when same-path mode was asked for but not used, says why
+	// in one line.
+	Fallback string
+}
+
+var (
+	// ErrNotFound means the command could not be found (exit code 127).
+	ErrNotFound = errors.New("command not found")
+	// ErrNotExecutable means the command was found but could not be
+	// executed (exit code 126).
+	ErrNotExecutable = errors.New("command not executable")
+)
+
+// ExecError is the error Run returns when the command could not be started:
+// errors.Is matches ErrNotFound or ErrNotExecutable, and the system error
+// that caused it.
+type ExecError struct {
+	Name  string // the command as given
+	Kind  error  // ErrNotFound or ErrNotExecutable
+	Cause error  // the errno from the lookup or from execve
+}
+
+func (e *ExecError) Error() string {
+	if e.Kind == ErrNotFound {
+		return e.Name + ": command not found"
+	}
+	return e.Name + ": " + e.Cause.Error()
+}
+
+func (e *ExecError) Unwrap() []error { return []error{e.Kind, e.Cause} }
+
+// ExitCode is the shell's code for this failure: 127 or 126.
+func (e *ExecError) ExitCode() int {
+	if e.Kind == ErrNotFound {
+		return 127
+	}
+	return 126
+}
+
+// execError classifies a failed lookup or execve the way a shell does:
+// only a missing file is "not found"; every other reason the kernel gives
+// (no permission, not a binary, a directory, …) is "cannot execute".
+func execError(name string, errno syscall.Errno) *ExecError {
+	if errno == syscall.ENOENT {
+		return &ExecError{Name: name, Kind: ErrNotFound, Cause: errno}
+	}
+	return &ExecError{Name: name, Kind: ErrNotExecutable, Cause: errno}
+}
+
+// helperEnv marks a start of this binary as the same-path helper; the
+// helper removes it before the command runs.
+const helperEnv = "_AIRLOCK_LAUNCH_HELPER"
+
+// killGrace is how long a command whose context was cancelled gets between
+// SIGTERM and SIGKILL, and how long Run waits for output copying after the
+// command has exited.
+var killGrace = 5 * time.Second
+
+// Run runs spec.Argv and waits for it to end. While it runs, SIGINT and
+// SIGTERM sent to this process are forwarded to the command rather than
+// acted on. A non-nil error with Result.ExitCode 127 or 126 is an
+// *ExecError; any other error means the command's end could not be
+// observed and Result.ExitCode is -1. Cancelling ctx sends the command
+// SIGTERM, then SIGKILL after a grace period, and makes Run return an error.
+func Run(ctx context.Context, spec Spec) (Result, error) {
+	if err := spec.validate(); err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("run %s: %w", spec.Argv[0], err)
+	}
+	fw := startForwarding()
+	defer fw.stop()
+
+	if !spec.SamePath {
+		return runDirect(ctx, spec, fw)
+	}
+	res, fallback, err := runSamePath(ctx, spec, fw)
+	if fallback == "" {
+		return res, err
+	}
+	res, err = runDirect(ctx, spec, fw)
+	res.Fallback = fallback
+	return res, err
+}
+
+func (s *Spec) validate() error {
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return errors.New("run: no command given")
+	}
+	if !filepath.IsAbs(s.Staged) {
+		return fmt.Errorf("run %s: staged workspace path %q is not absolute", s.Argv[0], s.Staged)
+	}
+	if s.SamePath && !filepath.IsAbs(s.Base) {
+		return fmt.Errorf("run %s: base path %q is not absolute", s.Argv[0], s.Base)
+	}
+	if c := path.Clean(s.Dir); path.IsAbs(s.Dir) || c == ".." || strings.HasPrefix(c, "../") {
+		return fmt.Errorf("run %s: start directory %q is not a relative path inside the workspace", s.Argv[0], s.Dir)
+	}
+	return nil
+}
+
+// relDir is spec.Dir as a native relative path ("" for the root).
+func (s *Spec) relDir() string {
+	d := path.Clean(s.Dir)
+	if d == "." {
+		return ""
+	}
+	return filepath.FromSlash(d)
+}
+
+// runDirect runs the command at the staged path.
+func runDirect(ctx context.Context, spec Spec, fw *forwarder) (Result, error) {
+	name := spec.Argv[0]
+	cwd := filepath.Join(spec.Staged, spec.relDir())
+	// exec.Cmd reports a missing working directory and a missing program
+	// with the same error, so check the directory first: its absence is
+	// airlock's failure, not the command's.
+	if fi, err := os.Stat(cwd); err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("run %s: start directory: %w", name, err)
+	} else if !fi.IsDir() {
+		return Result{ExitCode: -1}, fmt.Errorf("run %s: start directory %s is not a directory", name, cwd)
+	}
+	env := commandEnv(spec.Env, cwd)
+	prog, errno := lookPath(name, envPath(env), cwd)
+	if errno != 0 {
+		ee := execError(name, errno)
+		return Result{ExitCode: ee.ExitCode()}, ee
+	}
+
+	cmd := exec.CommandContext(ctx, prog)
+	cmd.Args = spec.Argv
+	cmd.Dir = cwd
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = killGrace
+	if err := cmd.Start(); err != nil {
+		var pe *os.PathError
+		var errno syscall.Errno
+		if errors.As(err, &pe) && errors.As(pe.Err, &errno) && errno != syscall.EAGAIN {
+			ee := execError(name, errno)
+			return Result{ExitCode: ee.ExitCode()}, ee
+		}
+		return Result{ExitCode: -1}, fmt.Errorf("run %s: %w", name, err)
+	}
+	fw.attach(cmd.Process)
+	err := cmd.Wait()
+	fw.detach()
+	return waitResult(ctx, name, cmd.ProcessState, err)
+}
+
+// waitResult turns what Wait saw into a Result.
+func waitResult(ctx context.Context, name string, ps *os.ProcessState, waitErr error) (Result, error) {
+	if ps == nil {
+		return Result{ExitCode: -1}, fmt.Errorf("wait for %s: its exit could not be observed: %w", name, waitErr)
+	}
+	res := Result{ExitCode: ps.ExitCode()}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res = Result{ExitCode: 128 + int(ws.Signal()), Signaled: true, Signal: ws.Signal()}
+	}
+	if err := ctx.Err(); err != nil {
+		// Whatever it exited with, it did not finish on its own.
+		return res, fmt.Errorf("run %s: interrupted: %w", name, err)
+	}
+	return res, nil
+}
+
+// commandEnv is the command's environment: env (airlock's own when nil)
+// without the helper's marker, with PWD naming cwd so that shells print the
+// logical directory.
+func commandEnv(env []string, cwd string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "PWD=") || strings.HasPrefix(kv, helperEnv+"=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "PWD="+cwd)
+}
+
+// envPath is the PATH in env; unset means the search path execvp uses.
+func envPath(env []string) string {
+	p, ok := "", false
+	for _, kv := range env {
+		if v, found := strings.CutPrefix(kv, "PATH="); found {
+			p, ok = v, true
+		}
+	}
+	if !ok {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return p
+}
+
+// lookPath resolves name like a POSIX shell: a name with a slash is taken
+// as it is (relative to cwd), otherwise PATH is searched, an empty entry
+// meaning cwd. When PATH holds only non-executable matches, the first is
+// returned with its error, so the caller reports 126 rather than 127, as
+// bash does. Errors are errnos so that the same-path helper can send them
+// to the parent.
+func lookPath(name, pathEnv, cwd string) (string, syscall.Errno) {
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		// Not filepath.Join: cleaning "a/../b" is not what the kernel does
+		// when a is a symlink.
+		return cwd + string(filepath.Separator) + p
+	}
+	if strings.Contains(name, "/") {
+		p := abs(name)
+		_, errno := checkExec(p)
+		return p, errno
+	}
+	var denied string
+	var deniedErr syscall.Errno
+	for _, dir := range strings.Split(pathEnv, ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := abs(dir + "/" + name)
+		isFile, errno := checkExec(p)
+		if errno == 0 {
+			return p, 0
+		}
+		if isFile && denied == "" {
+			denied, deniedErr = p, errno
+		}
+	}
+	if denied != "" {
+		return denied, deniedErr
+	}
+	return "", syscall.ENOENT
+}
+
+// checkExec says whether p is an executable file: isFile reports that p
+// exists and is not a directory, whatever the verdict.
+func checkExec(p string) (isFile bool, errno syscall.Errno) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return false, toErrno(err)
+	}
+	if fi.IsDir() {
+		return false, syscall.EISDIR
+	}
+	if err := unix.Access(p, unix.X_OK); err != nil {
+		return true, toErrno(err)
+	}
+	return true, 0
+}
+
+func toErrno(err error) syscall.Errno {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return syscall.EINVAL
+}

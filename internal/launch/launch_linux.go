@@ -1,0 +1,333 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The helper is this binary re-executed with helperArg0 as argv[0] and
+// helperEnv set; Init recognises it by both, so a marker leaked into some
+// unrelated environment is not enough to hijack a normal start.
+const (
+	helperArg0 = "airlock-launch-helper"
+	// errFD is where the helper finds the write end of the error pipe:
+	// ExtraFiles[0].
+	errFD = 3
+
+	modeRun   = "run"
+	modeProbe = "probe"
+
+	// Records on the error pipe. The helper writes msgExec just before
+	// execve; a successful execve closes the pipe, a failed one is
+	// followed by "\x00errno\x00text". Setup and chdir failures are
+	// "kind\x00errno\x00text". An empty pipe means the helper died before
+	// reaching execve.
+	msgExec  = "exec"
+	msgSetup = "setup"
+	msgChdir = "chdir"
+)
+
+var initCalled atomic.Bool
+
+// Init must be the first call in main. In a normal start it only records
+// that the binary can act as its own same-path helper. Started as that
+// helper (in a fresh mount namespace), it bind-mounts the staged tree over
+// the base, changes to the start directory and replaces itself with the
+// command; it never returns.
+func Init() {
+	initCalled.Store(true)
+	if os.Getenv(helperEnv) == "" {
+		return
+	}
+	if len(os.Args) == 0 || os.Args[0] != helperArg0 {
+		os.Unsetenv(helperEnv)
+		return
+	}
+	helperMain()
+}
+
+// helperMain runs in the new mount namespace, before the command exists.
+func helperMain() {
+	// The command must neither see the marker nor inherit the pipe: a
+	// successful execve closing the pipe is how the parent learns of it.
+	os.Unsetenv(helperEnv)
+	unix.CloseOnExec(errFD)
+	a := os.Args
+	if len(a) < 6 || a[5] != "--" {
+		fmt.Fprintln(os.Stderr, "airlock: same-path helper: malformed arguments (is this binary's launch.Init call out of date?)")
+		os.Exit(125)
+	}
+	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[6:]
+
+	// Private first, so that the bind mount below cannot propagate back to
+	// the host's mount table through a shared parent mount.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		helperFail(msgSetup, err, "make mounts private in the new namespace: "+err.Error())
+	}
+	if err := unix.Mount(staged, base, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		helperFail(msgSetup, err, fmt.Sprintf("bind-mount %s over %s: %v", staged, base, err))
+	}
+	if err := dropAmbientCaps(); err != nil {
+		helperFail(msgSetup, err, "drop the helper's capabilities: "+err.Error())
+	}
+	if mode == modeProbe {
+		os.Exit(0)
+	}
+	cwd := filepath.Join(base, dir)
+	if err := unix.Chdir(cwd); err != nil {
+		helperFail(msgChdir, err, fmt.Sprintf("start directory %s in the staged workspace: %v", cwd, err))
+	}
+	if len(argv) == 0 {
+		helperFail(msgExec, syscall.ENOENT, "no command")
+	}
+	env := os.Environ()
+	prog, errno := lookPath(argv[0], envPath(env), cwd)
+	helperWrite(msgExec)
+	if errno == 0 {
+		errno = toErrno(unix.Exec(prog, argv, env))
+	}
+	helperWrite("\x00" + strconv.Itoa(int(errno)) + "\x00" + errno.Error())
+	os.Exit(127)
+}
+
+// dropAmbientCaps takes back the CAP_SYS_ADMIN that a helper in a user
+// namespace was given to mount with, so the command runs with the user's
+// own powers: ambient capabilities survive execve, inheritable ones can be
+// picked up by a file with file capabilities.
+func dropAmbientCaps() error {
+	err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	if errors.Is(err, unix.EINVAL) {
+		return nil // a kernel without ambient capabilities gave none
+	}
+	if err != nil {
+		return err
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	return unix.Capset(&hdr, &data[0])
+}
+
+func helperFail(kind string, err error, text string) {
+	helperWrite(kind + "\x00" + strconv.Itoa(int(toErrno(err))) + "\x00" + text)
+	os.Exit(125)
+}
+
+func helperWrite(s string) {
+	// Small writes to a pipe are atomic; nothing useful can be done if
+	// the parent is gone.
+	_, _ = unix.Write(errFD, []byte(s))
+}
+
+// helper is a started same-path helper.
+type helper struct {
+	cmd  *exec.Cmd
+	errR *os.File
+	how  string
+}
+
+// nsAttempt is one way of getting a mount namespace.
+type nsAttempt struct {
+	how  string
+	attr func() *syscall.SysProcAttr
+}
+
+func nsAttempts() []nsAttempt {
+	uid, gid := os.Getuid(), os.Getgid()
+	var out []nsAttempt
+	if os.Geteuid() == 0 {
+		out = append(out, nsAttempt{"mount namespace", func() *syscall.SysProcAttr {
+			return &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+		}})
+	}
+	// The user maps to itself, so files keep their owner and what the
+	// command creates belongs to the user.
+	return append(out, nsAttempt{"user and mount namespace", func() *syscall.SysProcAttr {
+		return &syscall.SysProcAttr{
+			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+			// A non-root user keeps no capabilities across execve, not even
+			// in its own user namespace; the helper needs CAP_SYS_ADMIN
+			// there to mount, and drops it before the command runs.
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN},
+		}
+	}})
+}
+
+// startHelper starts the helper in the first kind of namespace that can be
+// had. A non-empty fallback says why none could; err is any other failure.
+func startHelper(ctx context.Context, mode, staged, base, dir string, argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (h *helper, fallback string, err error) {
+	args := append([]string{helperArg0, mode, staged, base, dir, "--"}, argv...)
+	var whyNot []string
+	for _, at := range nsAttempts() {
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			return nil, "", fmt.Errorf("same-path helper: %w", err)
+		}
+		cmd := exec.CommandContext(ctx, "/proc/self/exe")
+		cmd.Args = args
+		cmd.Env = append(env, helperEnv+"=1")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+		cmd.ExtraFiles = []*os.File{errW}
+		cmd.SysProcAttr = at.attr()
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = killGrace
+		err = cmd.Start()
+		errW.Close()
+		if err == nil {
+			return &helper{cmd: cmd, errR: errR, how: at.how}, "", nil
+		}
+		errR.Close()
+		whyNot = append(whyNot, at.how+": "+err.Error())
+	}
+	return nil, "cannot create a private mount namespace (" + strings.Join(whyNot, "; ") + ")", nil
+}
+
+// helperReport is what the helper said on the error pipe.
+type helperReport struct {
+	kind  string // "" (died before execve), msgExec, msgSetup, msgChdir
+	errno syscall.Errno
+	text  string // empty for a successful execve
+}
+
+func parseReport(b []byte) helperReport {
+	parts := strings.SplitN(string(b), "\x00", 3)
+	r := helperReport{kind: parts[0]}
+	if len(parts) == 3 {
+		n, _ := strconv.Atoi(parts[1])
+		r.errno, r.text = syscall.Errno(n), parts[2]
+	}
+	return r
+}
+
+func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fallback string, err error) {
+	if !initCalled.Load() {
+		return Result{}, reasonNoInit, nil
+	}
+	name := spec.Argv[0]
+	cwd := filepath.Join(spec.Base, spec.relDir())
+	env := commandEnv(spec.Env, cwd)
+
+	// exec.Cmd would start copying a non-file stdin into the helper at
+	// once; if the helper then falls back, that input would be lost. So
+	// the copying waits until the command itself is running.
+	stdin := spec.Stdin
+	var stdinR, stdinW *os.File
+	if _, isFile := stdin.(*os.File); stdin != nil && !isFile {
+		var err error
+		if stdinR, stdinW, err = os.Pipe(); err != nil {
+			return Result{ExitCode: -1}, "", fmt.Errorf("run %s: stdin pipe: %w", name, err)
+		}
+		stdin = stdinR
+	}
+	closeStdinW := func() {
+		if stdinW != nil {
+			stdinW.Close()
+		}
+	}
+
+	h, fallback, err := startHelper(ctx, modeRun, spec.Staged, spec.Base, spec.relDir(), spec.Argv, env, stdin, spec.Stdout, spec.Stderr)
+	if stdinR != nil {
+		// Only the child may hold the read end, or the copy below would
+		// block on a full pipe instead of failing once the command exits.
+		stdinR.Close()
+	}
+	if fallback != "" || err != nil {
+		closeStdinW()
+		return Result{ExitCode: -1}, fallback, err
+	}
+	fw.attach(h.cmd.Process)
+	msg, readErr := io.ReadAll(h.errR)
+	h.errR.Close()
+	rep := parseReport(msg)
+
+	if rep.kind == msgExec && rep.text == "" && readErr == nil {
+		if stdinW != nil {
+			go func() {
+				_, _ = io.Copy(stdinW, spec.Stdin)
+				stdinW.Close()
+			}()
+		}
+		werr := h.cmd.Wait()
+		fw.detach()
+		res, err := waitResult(ctx, name, h.cmd.ProcessState, werr)
+		res.SamePath = true
+		return res, "", err
+	}
+
+	closeStdinW()
+	werr := h.cmd.Wait()
+	fw.detach()
+	switch {
+	case readErr != nil:
+		return Result{ExitCode: -1}, "", fmt.Errorf("run %s: read the same-path helper's report: %w", name, readErr)
+	case rep.kind == msgSetup:
+		return Result{}, "same path unavailable: " + rep.text, nil
+	case rep.kind == msgChdir:
+		return Result{ExitCode: -1}, "", fmt.Errorf("run %s: %s", name, rep.text)
+	case rep.kind == msgExec:
+		ee := execError(name, rep.errno)
+		return Result{ExitCode: ee.ExitCode(), SamePath: true}, "", ee
+	}
+	// The helper died before execve. A signal we forwarded does that, and
+	// then the command was interrupted before it began.
+	ps := h.cmd.ProcessState
+	if ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res, err := waitResult(ctx, name, ps, werr)
+			res.SamePath = true
+			return res, "", err
+		}
+	}
+	if werr == nil {
+		werr = errors.New("exited without a report")
+	}
+	return Result{ExitCode: -1}, "", fmt.Errorf("run %s: the same-path helper failed before starting it: %w", name, werr)
+}
+
+const reasonNoInit = "this binary does not call launch.Init, so it cannot act as its own mount helper"
+
+// SamePathSupport reports whether same-path mode works here, by mounting
+// in a throw-away namespace; reason says how, or why not.
+func SamePathSupport() (ok bool, reason string) {
+	if !initCalled.Load() {
+		return false, reasonNoInit
+	}
+	d, err := os.MkdirTemp("", "airlock-probe-")
+	if err != nil {
+		return false, "probe directory: " + err.Error()
+	}
+	defer os.Remove(d)
+	h, fallback, err := startHelper(context.Background(), modeProbe, d, d, "", nil, os.Environ(), nil, nil, nil)
+	if fallback != "" {
+		return false, fallback
+	}
+	if err != nil {
+		return false, err.Error()
+	}
+	msg, _ := io.ReadAll(h.errR)
+	h.errR.Close()
+	werr := h.cmd.Wait()
+	if rep := parseReport(msg); rep.kind == msgSetup {
+		return false, rep.text
+	}
+	if werr != nil {
+		return false, "mount helper: " + werr.Error()
+	}
+	return true, "bind mounts in a private " + h.how
+}

@@ -1,0 +1,303 @@
+package launch_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlockdev/airlock/internal/launch"
+)
+
+// mountsAt lists the host mount table's entries whose mount point is p.
+func mountsAt(t *testing.T, p string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == p {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func TestSamePath(t *testing.T) {
+	requireSamePath(t)
+	for _, dir := range []string{"", "sub"} {
+		t.Run("dir="+dir, func(t *testing.T) {
+			base, staged := roots(t)
+			var out, errOut bytes.Buffer
+			res, err := launch.Run(t.Context(), launch.Spec{
+				Argv:   []string{"sh", "-c", `cat "$BASE/f"; echo new > "$BASE/g"; pwd; echo "$PWD"; /bin/pwd -P`},
+				Staged: staged, Base: base, Dir: dir, SamePath: true,
+				Env:    env("BASE=" + base),
+				Stdout: &out, Stderr: &errOut,
+			})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("Run = %+v, %v (stderr %q)", res, err, errOut.String())
+			}
+			if !res.SamePath || res.Fallback != "" {
+				t.Fatalf("result %+v, want same-path mode used", res)
+			}
+			cwd := filepath.Join(base, dir)
+			want := fmt.Sprintf("staged\n%s\n%s\n%s\n", cwd, cwd, cwd)
+			if out.String() != want {
+				t.Errorf("output %q, want %q (the staged f, seen at the base's path)", out.String(), want)
+			}
+			assertFile(t, filepath.Join(staged, "g"), "new\n")
+			assertNoFile(t, filepath.Join(base, "g"))
+			assertFile(t, filepath.Join(base, "f"), "base\n")
+			if m := mountsAt(t, base); len(m) != 0 {
+				t.Errorf("the host's mount table gained mounts at the base: %q", m)
+			}
+		})
+	}
+}
+
+// TestSamePathIdentity: the command runs as the user who ran airlock, and
+// a non-root user gets no capabilities from the namespace the helper used.
+func TestSamePathIdentity(t *testing.T) {
+	requireSamePath(t)
+	base, staged := roots(t)
+	var out bytes.Buffer
+	res, err := launch.Run(t.Context(), launch.Spec{
+		Argv:   []string{"sh", "-c", `id -u; id -g; grep -E '^Cap(Inh|Eff|Amb):' /proc/self/status`},
+		Staged: staged, Base: base, SamePath: true, Env: env(), Stdout: &out,
+	})
+	if err != nil || res.ExitCode != 0 || !res.SamePath {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	lines := strings.Fields(out.String())
+	if len(lines) != 8 {
+		t.Fatalf("unexpected output %q", out.String())
+	}
+	if lines[0] != fmt.Sprint(os.Getuid()) || lines[1] != fmt.Sprint(os.Getgid()) {
+		t.Errorf("command ran as %s:%s, want %d:%d", lines[0], lines[1], os.Getuid(), os.Getgid())
+	}
+	if os.Geteuid() != 0 {
+		for i := 2; i < 8; i += 2 {
+			if strings.Trim(lines[i+1], "0") != "" {
+				t.Errorf("%s %s, want none for a non-root user", lines[i], lines[i+1])
+			}
+		}
+	}
+}
+
+// TestSamePathMissingDir: a start directory absent from the staged tree is
+// airlock's failure, not a missing command, and not a reason to fall back.
+func TestSamePathMissingDir(t *testing.T) {
+	requireSamePath(t)
+	base, staged := roots(t)
+	if err := os.Mkdir(filepath.Join(base, "onlybase"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := launch.Run(t.Context(), launch.Spec{
+		Argv: []string{"true"}, Staged: staged, Base: base, Dir: "onlybase", SamePath: true, Env: env(),
+	})
+	if err == nil || res.ExitCode != -1 || res.Fallback != "" || errors.Is(err, launch.ErrNotFound) {
+		t.Fatalf("Run = %+v, %v; want a start-directory error", res, err)
+	}
+	if !strings.Contains(err.Error(), "onlybase") {
+		t.Errorf("error %q does not name the directory", err)
+	}
+}
+
+// TestSamePathFallsBackWhenBaseMissing: when the bind mount cannot be made,
+// the command still runs, at the staged path, and the reason is reported.
+func TestSamePathFallsBackWhenBaseMissing(t *testing.T) {
+	requireSamePath(t)
+	_, staged := roots(t)
+	var out bytes.Buffer
+	res, err := launch.Run(t.Context(), launch.Spec{
+		Argv: []string{"sh", "-c", "cat f; pwd"}, Staged: staged, Base: filepath.Join(t.TempDir(), "gone"),
+		SamePath: true, Env: env(), Stdout: &out,
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if res.SamePath || !strings.Contains(res.Fallback, "bind-mount") {
+		t.Errorf("result %+v, want a fallback that names the failed bind mount", res)
+	}
+	if want := "staged\n" + staged + "\n"; out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+}
+
+func TestSamePathSupport(t *testing.T) {
+	ok, reason := launch.SamePathSupport()
+	if !ok {
+		t.Skipf("same-path mode unavailable here: %s", reason)
+	}
+	if reason == "" {
+		t.Error("supported, but the reason does not say how")
+	}
+	t.Log(reason)
+}
+
+// openPTY opens a pseudo-terminal pair.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Skipf("cannot unlock a pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Skipf("cannot name a pseudo-terminal: %v", err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("cannot open a pseudo-terminal's slave: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return m, s
+}
+
+// TestTerminalSIGINTNotDoubled: Ctrl-C on the terminal signals airlock and
+// the command alike; airlock must not forward a second copy.
+func TestTerminalSIGINTNotDoubled(t *testing.T) {
+	master, slave := openPTY(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(exe)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), testMode+"=runcountint")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, w, w
+	// A new session whose controlling terminal is the pty: the runner's
+	// process group is then its foreground group, as in a shell.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var out strings.Builder
+	ready := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if sc.Text() == "ready" {
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the command never became ready")
+	}
+	if _, err := master.Write([]byte{0x03}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	<-done
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("runner: %v, output %q", err, out.String())
+	}
+	if got := ee.ExitCode() - 10; got != 1 {
+		t.Errorf("command saw %d SIGINTs for one Ctrl-C, want 1 (exit %d, output %q)", got, ee.ExitCode(), out.String())
+	}
+}
+
+func playPart() {
+	if os.Getenv(testMode) == "sharedmount" {
+		sharedMount()
+	}
+}
+
+// sharedMount runs in a mount namespace of its own (so the real host is
+// never touched) and plays the host whose mounts are shared, as systemd
+// makes them: LAUNCH_TEST_DIR becomes a shared mount holding base and
+// staged. A same-path run must leave no mount at base behind. Exits 0 when
+// it does not, 1 with a message when it does, 3 when the set-up fails.
+func sharedMount() {
+	dir := os.Getenv("LAUNCH_TEST_DIR")
+	fail := func(code int, format string, args ...any) {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+		os.Exit(code)
+	}
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		fail(3, "bind %s: %v", dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_SHARED, ""); err != nil {
+		fail(3, "make %s shared: %v", dir, err)
+	}
+	base, staged := filepath.Join(dir, "base"), filepath.Join(dir, "staged")
+	for _, d := range []string{base, staged} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			fail(3, "%v", err)
+		}
+	}
+	res, err := launch.Run(context.Background(), launch.Spec{
+		Argv: []string{"sh", "-c", `echo new > "$BASE/g"`}, Staged: staged, Base: base, SamePath: true,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "BASE=" + base}, Stderr: os.Stderr,
+	})
+	if err != nil || res.ExitCode != 0 || !res.SamePath {
+		fail(1, "Run = %+v, %v", res, err)
+	}
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == base {
+			fail(1, "the bind mount propagated back: %s", line)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(base, "g")); err == nil {
+		fail(1, "the write landed in the base")
+	}
+	os.Exit(0)
+}
+
+// TestNoPropagationToSharedMounts: on hosts whose mounts are shared (the
+// systemd default), the helper's bind mount must not propagate back.
+func TestNoPropagationToSharedMounts(t *testing.T) {
+	requireSamePath(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), testMode+"=sharedmount", "LAUNCH_TEST_DIR="+t.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ee.ExitCode() == 3:
+		t.Skipf("cannot play a host with shared mounts: %s", out)
+	default:
+		if errors.As(err, &ee) {
+			t.Fatalf("%s", out)
+		}
+		t.Skipf("cannot start a process in its own mount namespace: %v", err)
+	}
+}

@@ -1,0 +1,441 @@
+package launch_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/launch"
+)
+
+// testMode makes the test binary play a part in a test instead of running
+// the tests.
+const testMode = "LAUNCH_TEST_MODE"
+
+func TestMain(m *testing.M) {
+	// First, so that the test binary can be its own same-path helper.
+	launch.Init()
+	switch os.Getenv(testMode) {
+	case "countint":
+		countInts()
+	case "runcountint":
+		runCountInt()
+	default:
+		playPart()
+	}
+	os.Exit(m.Run())
+}
+
+// countInts prints "ready", then counts the SIGINTs that arrive within a
+// short while of the first and exits with 10+count.
+func countInts() {
+	ch := make(chan os.Signal, 16)
+	signal.Notify(ch, syscall.SIGINT)
+	os.Stdout.WriteString("ready\n")
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		os.Exit(99)
+	}
+	n := 1
+	deadline := time.After(300 * time.Millisecond)
+	for {
+		select {
+		case <-ch:
+			n++
+		case <-deadline:
+			os.Exit(10 + n)
+		}
+	}
+}
+
+// runCountInt runs countInts under launch.Run and exits with its code.
+// With LAUNCH_TEST_SELFINT set it sends itself SIGINT once the child is
+// ready, as `kill -INT <airlock>` would; otherwise the SIGINT must come
+// from elsewhere (a terminal).
+func runCountInt() {
+	exe, _ := os.Executable()
+	r, w, _ := os.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			os.Stdout.WriteString(sc.Text() + "\n")
+			if sc.Text() == "ready" && os.Getenv("LAUNCH_TEST_SELFINT") != "" {
+				syscall.Kill(os.Getpid(), syscall.SIGINT)
+			}
+		}
+	}()
+	wd, _ := os.Getwd()
+	res, err := launch.Run(context.Background(), launch.Spec{
+		Argv:   []string{exe},
+		Staged: wd,
+		Env:    []string{testMode + "=countint"},
+		Stdin:  os.Stdin,
+		Stdout: w,
+		Stderr: os.Stderr,
+	})
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+	}
+	os.Exit(res.ExitCode)
+}
+
+// modes are the two ways of running: at the staged path, and same-path
+// where this machine supports it.
+func modes(t *testing.T) []bool {
+	t.Helper()
+	if ok, _ := launch.SamePathSupport(); ok {
+		return []bool{false, true}
+	}
+	return []bool{false}
+}
+
+func modeName(samePath bool) string {
+	if samePath {
+		return "same-path"
+	}
+	return "staged-path"
+}
+
+// requireSamePath skips the test where same-path mode cannot be had.
+func requireSamePath(t *testing.T) {
+	t.Helper()
+	if ok, reason := launch.SamePathSupport(); !ok {
+		t.Skipf("same-path mode unavailable here: %s", reason)
+	}
+}
+
+// roots makes a base and a staged tree, each with f holding its own name
+// and an empty directory sub.
+func roots(t *testing.T) (base, staged string) {
+	t.Helper()
+	base, staged = filepath.Join(t.TempDir(), "base"), filepath.Join(t.TempDir(), "staged")
+	for _, d := range []string{base, staged} {
+		if err := os.MkdirAll(filepath.Join(d, "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "f"), []byte(filepath.Base(d)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base, staged
+}
+
+func env(extra ...string) []string {
+	return append([]string{"PATH=" + os.Getenv("PATH")}, extra...)
+}
+
+// run runs argv in a fresh pair of trees and returns its result and
+// output.
+func run(t *testing.T, samePath bool, argv ...string) (launch.Result, error, string) {
+	t.Helper()
+	base, staged := roots(t)
+	var out bytes.Buffer
+	res, err := launch.Run(t.Context(), launch.Spec{
+		Argv: argv, Staged: staged, Base: base, Env: env(), SamePath: samePath,
+		Stdout: &out, Stderr: &out,
+	})
+	if samePath && !res.SamePath && err == nil {
+		t.Fatalf("same-path mode was supported but not used: %s", res.Fallback)
+	}
+	return res, err, out.String()
+}
+
+func TestExitCode(t *testing.T) {
+	for _, sp := range modes(t) {
+		for _, code := range []string{"0", "1", "3", "255"} {
+			t.Run(modeName(sp)+"/"+code, func(t *testing.T) {
+				res, err, out := run(t, sp, "sh", "-c", "exit "+code)
+				if err != nil {
+					t.Fatalf("Run: %v (output %q)", err, out)
+				}
+				if got := res.ExitCode; got != atoi(code) || res.Signaled {
+					t.Errorf("exit code %d signaled %v, want %s", got, res.Signaled, code)
+				}
+			})
+		}
+	}
+}
+
+func atoi(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+func TestCannotExecute(t *testing.T) {
+	for _, sp := range modes(t) {
+		tests := []struct {
+			name     string
+			argv     []string
+			path     string // PATH, relative entries are under staged
+			want     error
+			code     int
+			wantText string
+			also     error
+		}{
+			{name: "not on PATH", argv: []string{"airlock-no-such-command"}, want: launch.ErrNotFound, code: 127, wantText: "airlock-no-such-command: command not found"},
+			{name: "missing relative", argv: []string{"./missing"}, want: launch.ErrNotFound, code: 127},
+			{name: "not executable", argv: []string{"./plain"}, want: launch.ErrNotExecutable, code: 126, wantText: "./plain: permission denied", also: fs.ErrPermission},
+			{name: "directory", argv: []string{"./sub"}, want: launch.ErrNotExecutable, code: 126},
+			{name: "bad format", argv: []string{"./garbage"}, want: launch.ErrNotExecutable, code: 126, wantText: "./garbage: exec format error"},
+			{name: "only non-executable on PATH", argv: []string{"plain"}, path: "bin", want: launch.ErrNotExecutable, code: 126},
+			{name: "found on relative PATH", argv: []string{"ok"}, path: "nothing:bin", code: 7},
+		}
+		for _, tc := range tests {
+			t.Run(modeName(sp)+"/"+tc.name, func(t *testing.T) {
+				base, staged := roots(t)
+				write := func(rel, content string, perm os.FileMode) {
+					p := filepath.Join(staged, rel)
+					os.MkdirAll(filepath.Dir(p), 0o755)
+					if err := os.WriteFile(p, []byte(content), perm); err != nil {
+						t.Fatal(err)
+					}
+				}
+				write("plain", "#!/bin/sh\nexit 0\n", 0o644)
+				write("bin/plain", "#!/bin/sh\nexit 0\n", 0o644)
+				write("bin/ok", "#!/bin/sh\nexit 7\n", 0o755)
+				write("garbage", "\x00\x01\x02\x03 not a program", 0o755)
+				path := os.Getenv("PATH")
+				if tc.path != "" {
+					path = tc.path
+				}
+				res, err := launch.Run(t.Context(), launch.Spec{
+					Argv: tc.argv, Staged: staged, Base: base, SamePath: sp, Env: []string{"PATH=" + path},
+				})
+				if tc.want == nil {
+					if err != nil || res.ExitCode != tc.code {
+						t.Fatalf("Run = %+v, %v; want exit %d", res, err, tc.code)
+					}
+					return
+				}
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("Run error = %v, want %v", err, tc.want)
+				}
+				if res.ExitCode != tc.code {
+					t.Errorf("exit code %d, want %d", res.ExitCode, tc.code)
+				}
+				var ee *launch.ExecError
+				if !errors.As(err, &ee) || ee.ExitCode() != tc.code {
+					t.Errorf("error %v is not an *ExecError with code %d", err, tc.code)
+				}
+				if tc.wantText != "" && err.Error() != tc.wantText {
+					t.Errorf("message %q, want %q", err.Error(), tc.wantText)
+				}
+				if tc.also != nil && !errors.Is(err, tc.also) {
+					t.Errorf("error %v does not match %v", err, tc.also)
+				}
+			})
+		}
+	}
+}
+
+func TestSignalDeath(t *testing.T) {
+	for _, sp := range modes(t) {
+		t.Run(modeName(sp), func(t *testing.T) {
+			res, err, out := run(t, sp, "sh", "-c", "kill -KILL $$")
+			if err != nil {
+				t.Fatalf("Run: %v (output %q)", err, out)
+			}
+			if !res.Signaled || res.Signal != syscall.SIGKILL || res.ExitCode != 128+9 {
+				t.Errorf("result %+v, want signaled by SIGKILL with exit code 137", res)
+			}
+		})
+	}
+}
+
+// readyPipe gives a command's stdout and a channel closed when it prints
+// "ready"; the rest of the output is collected in the returned buffer once
+// done is closed.
+func readyPipe(t *testing.T) (w *os.File, ready, done <-chan struct{}, rest *bytes.Buffer) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close(); r.Close() })
+	readyc, donec := make(chan struct{}), make(chan struct{})
+	rest = new(bytes.Buffer)
+	go func() {
+		defer close(donec)
+		sc := bufio.NewScanner(r)
+		seen := false
+		for sc.Scan() {
+			if !seen && sc.Text() == "ready" {
+				seen = true
+				close(readyc)
+				continue
+			}
+			rest.WriteString(sc.Text() + "\n")
+		}
+	}()
+	return w, readyc, donec, rest
+}
+
+// TestForwardSIGTERM sends SIGTERM to the test process itself, as a
+// supervisor would to airlock: the command must get it, and the test
+// process must survive it.
+func TestForwardSIGTERM(t *testing.T) {
+	for _, sp := range modes(t) {
+		t.Run(modeName(sp), func(t *testing.T) {
+			base, staged := roots(t)
+			w, ready, _, _ := readyPipe(t)
+			go func() {
+				select {
+				case <-ready:
+					syscall.Kill(os.Getpid(), syscall.SIGTERM)
+				case <-time.After(10 * time.Second):
+				}
+			}()
+			res, err := launch.Run(t.Context(), launch.Spec{
+				Argv:   []string{"sh", "-c", `trap "exit 42" TERM; echo ready; while :; do sleep 0.05; done`},
+				Staged: staged, Base: base, SamePath: sp, Env: env(), Stdout: w,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ExitCode != 42 {
+				t.Errorf("exit code %d, want 42 (the command's TERM trap)", res.ExitCode)
+			}
+		})
+	}
+}
+
+// TestForwardSIGINT: with no controlling terminal, a SIGINT sent to airlock
+// reaches the command exactly once. It runs in a new session so that the
+// terminal `go test` may have been started from plays no part.
+func TestForwardSIGINT(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), testMode+"=runcountint", "LAUNCH_TEST_SELFINT=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("runner: %v, output %q", err, out)
+	}
+	if got := ee.ExitCode() - 10; got != 1 {
+		t.Errorf("command saw %d SIGINTs, want 1 (exit %d, output %q)", got, ee.ExitCode(), out)
+	}
+}
+
+func TestContextCancel(t *testing.T) {
+	base, staged := roots(t)
+	w, ready, _, _ := readyPipe(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go func() {
+		<-ready
+		cancel()
+	}()
+	res, err := launch.Run(ctx, launch.Spec{
+		Argv:   []string{"sh", "-c", `trap "exit 0" TERM; echo ready; while :; do sleep 0.05; done`},
+		Staged: staged, Base: base, Env: env(), Stdout: w,
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %+v, %v; want an error wrapping context.Canceled even though the command exited 0", res, err)
+	}
+}
+
+func TestStagedPath(t *testing.T) {
+	base, staged := roots(t)
+	var out bytes.Buffer
+	res, err := launch.Run(t.Context(), launch.Spec{
+		Argv:   []string{"sh", "-c", `cat f; echo new > g; pwd; echo "$PWD"`},
+		Staged: staged, Base: base, Dir: "", Env: env(), Stdout: &out,
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run = %+v, %v", res, err)
+	}
+	if res.SamePath || res.Fallback != "" {
+		t.Errorf("same-path not asked for, yet result %+v", res)
+	}
+	want := "staged\n" + staged + "\n" + staged + "\n"
+	if out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+	assertFile(t, filepath.Join(staged, "g"), "new\n")
+	assertNoFile(t, filepath.Join(base, "g"))
+}
+
+func TestEnvAndStdin(t *testing.T) {
+	for _, sp := range modes(t) {
+		t.Run(modeName(sp), func(t *testing.T) {
+			base, staged := roots(t)
+			var out bytes.Buffer
+			res, err := launch.Run(t.Context(), launch.Spec{
+				Argv:   []string{"sh", "-c", `echo "FOO=$FOO"; env | grep -c AIRLOCK_LAUNCH; cat`},
+				Staged: staged, Base: base, Dir: "sub", SamePath: sp,
+				Env:   env("FOO=bar baz"),
+				Stdin: strings.NewReader("from stdin\n"), Stdout: &out,
+			})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("Run = %+v, %v", res, err)
+			}
+			// grep -c prints 0 (and exits 1, hidden by cat) when the helper's
+			// marker is gone.
+			if want := "FOO=bar baz\n0\nfrom stdin\n"; out.String() != want {
+				t.Errorf("output %q, want %q", out.String(), want)
+			}
+		})
+	}
+}
+
+func TestBadSpec(t *testing.T) {
+	_, staged := roots(t)
+	tests := []struct {
+		name string
+		spec launch.Spec
+	}{
+		{"no command", launch.Spec{Staged: staged}},
+		{"relative staged", launch.Spec{Argv: []string{"true"}, Staged: "rel"}},
+		{"dir escapes", launch.Spec{Argv: []string{"true"}, Staged: staged, Dir: "../x"}},
+		{"absolute dir", launch.Spec{Argv: []string{"true"}, Staged: staged, Dir: "/tmp"}},
+		{"missing dir", launch.Spec{Argv: []string{"true"}, Staged: staged, Dir: "nope"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := launch.Run(t.Context(), tc.spec)
+			if err == nil || res.ExitCode != -1 {
+				t.Fatalf("Run = %+v, %v; want an error and exit code -1", res, err)
+			}
+			if errors.Is(err, launch.ErrNotFound) {
+				t.Errorf("a bad spec reported as a missing command: %v", err)
+			}
+		})
+	}
+}
+
+func assertFile(t *testing.T, p, want string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != want {
+		t.Errorf("%s holds %q, want %q", p, b, want)
+	}
+}
+
+func assertNoFile(t *testing.T, p string) {
+	t.Helper()
+	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s exists (or cannot be checked: %v), want it absent", p, err)
+	}
+}

@@ -1,0 +1,136 @@
+package launch
+
+import (
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// forwarder catches SIGINT and SIGTERM for the life of one Run, so that
+// airlock survives them and settles, and passes them to the command.
+type forwarder struct {
+	ch   chan os.Signal
+	done chan struct{}
+	wg   sync.WaitGroup
+	// tty is the controlling terminal, nil without one.
+	tty *os.File
+
+	mu      sync.Mutex
+	proc    *os.Process
+	pending []os.Signal // caught while no command was running
+	skipped bool        // a terminal SIGINT was left to the terminal
+}
+
+func startForwarding() *forwarder {
+	f := &forwarder{ch: make(chan os.Signal, 8), done: make(chan struct{})}
+	var sigs []os.Signal
+	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		// A signal airlock was started with ignored (a background job of a
+		// non-interactive shell ignores SIGINT) stays ignored, for airlock
+		// and for the command; catching it would reset it to default in
+		// the child.
+		if !signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	signal.Notify(f.ch, sigs...)
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDONLY|syscall.O_NOCTTY, 0); err == nil {
+		f.tty = tty
+	}
+	f.wg.Add(1)
+	go f.loop()
+	return f
+}
+
+func (f *forwarder) loop() {
+	defer f.wg.Done()
+	for {
+		select {
+		case s := <-f.ch:
+			f.deliver(s)
+		case <-f.done:
+			return
+		}
+	}
+}
+
+func (f *forwarder) deliver(s os.Signal) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.proc == nil {
+		f.pending = append(f.pending, s)
+		return
+	}
+	f.send(s)
+}
+
+// send must be called with f.mu held.
+func (f *forwarder) send(s os.Signal) {
+	if f.deliveredByTerminal(s) {
+		return
+	}
+	// An error means the command has just exited; there is nobody left to
+	// tell.
+	_ = f.proc.Signal(s)
+}
+
+// deliveredByTerminal reports whether s is a SIGINT the command has
+// already received without our help. Ctrl-C makes the terminal signal its
+// whole foreground process group, which holds the command as well as
+// airlock; forwarding it too would deliver it twice, and programs treat a
+// second Ctrl-C as "stop cleaning up and quit". Go cannot see who sent a
+// signal, so this is inferred: airlock's group is the terminal's
+// foreground group and the command is still in it. The inference is wrong
+// for a `kill -INT` aimed at airlock alone while it is in the foreground,
+// so only the first such SIGINT is left to the terminal; later ones are
+// forwarded.
+func (f *forwarder) deliveredByTerminal(s os.Signal) bool {
+	if s != syscall.SIGINT || f.tty == nil || f.skipped {
+		return false
+	}
+	fg, err := unix.IoctlGetInt(int(f.tty.Fd()), unix.TIOCGPGRP)
+	if err != nil {
+		return false
+	}
+	own := unix.Getpgrp()
+	if fg != own {
+		return false
+	}
+	if pg, err := unix.Getpgid(f.proc.Pid); err != nil || pg != own {
+		return false
+	}
+	f.skipped = true
+	return true
+}
+
+// attach makes p the process that receives forwarded signals, delivering
+// any caught while no process was attached.
+func (f *forwarder) attach(p *os.Process) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.proc = p
+	for _, s := range f.pending {
+		f.send(s)
+	}
+	f.pending = nil
+}
+
+func (f *forwarder) detach() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.proc = nil
+}
+
+// stop restores the signals' default behaviour; signals caught after the
+// command ended are dropped, since airlock is settling.
+func (f *forwarder) stop() {
+	signal.Stop(f.ch)
+	close(f.done)
+	f.wg.Wait()
+	if f.tty != nil {
+		f.tty.Close()
+	}
+}
