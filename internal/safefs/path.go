@@ -17,6 +17,11 @@ var ErrEscape = errors.New("not a clean relative path beneath the root")
 // operation that must not follow it (open, chmod, fsync).
 var ErrSymlink = errors.New("refusing to follow a symlink")
 
+// CheckRel reports whether rel is a clean, non-empty, slash-separated path
+// relative to a root; the error matches ErrEscape. Callers use it to vet
+// paths that come from stored state before acting on them.
+func CheckRel(rel string) error { return checkRel(rel) }
+
 // checkRel reports whether rel is a clean, non-empty, slash-separated path
 // relative to the root. It runs before any system call, so that a malformed
 // path never reaches the kernel, where "a//b" or "./a" would quietly resolve.

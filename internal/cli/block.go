@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/airlockdev/airlock"
+)
+
+// writeBlock prints the settle block: one airlock.key=value line each, in
+// SPEC.md's order. Values never span lines: see escapeValue.
+func writeBlock(w io.Writer, res *airlock.Result) {
+	rc := res.Receipt
+	var refusal, paths string
+	if res.Refusal != nil {
+		refusal = string(res.Refusal.Kind)
+		var ps []string
+		for _, p := range res.Refusal.Paths {
+			ps = append(ps, escapeValue(p))
+		}
+		paths = strings.Join(ps, ",")
+	} else if rc != nil && rc.Refusal != "" {
+		refusal = rc.Refusal
+		var ps []string
+		for _, p := range rc.RefusedPaths {
+			ps = append(ps, escapeValue(string(p)))
+		}
+		paths = strings.Join(ps, ",")
+	}
+	var baseD, resultD, diffD, receiptPath string
+	if rc != nil {
+		baseD, resultD, diffD = rc.BaseDigest, rc.ResultDigest, rc.DiffDigest
+		receiptPath = res.ReceiptPath
+	}
+	lines := [][2]string{
+		{"tx", res.TxID},
+		{"outcome", string(res.Outcome)},
+		{"added", fmt.Sprint(res.Added)},
+		{"modified", fmt.Sprint(res.Modified)},
+		{"deleted", fmt.Sprint(res.Deleted)},
+		{"refusal", refusal},
+		{"refused_paths", paths},
+		{"base_digest", baseD},
+		{"result_digest", resultD},
+		{"diff_digest", diffD},
+		{"receipt", escapeValue(receiptPath)},
+		{"not_transactional", strings.Join(airlock.NotTransactional, ",")},
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "airlock.%s=%s\n", l[0], l[1])
+	}
+	io.WriteString(w, b.String())
+}
+
+// escapeValue keeps a path on one line and comma lists unambiguous: bytes
+// that are control characters, '%', ',', or not valid UTF-8 are written as
+// %XX, as in a URL. Every other path prints as itself.
+func escapeValue(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || r < 0x20 || r == 0x7f || r == '%' || r == ',' {
+			fmt.Fprintf(&b, "%%%02X", s[i])
+			i++
+			continue
+		}
+		b.WriteString(s[i : i+n])
+		i += n
+	}
+	return b.String()
+}

@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockdev/airlock/internal/receipt"
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+func newReceiptCmd(io IO) *cobra.Command {
+	c := &cobra.Command{Use: "receipt", Short: "Work with receipts"}
+	c.AddCommand(&cobra.Command{
+		Use:   "verify FILE|ID",
+		Short: "Check a receipt's integrity and required fields (exit 0 valid, 1 invalid)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			path, err := receiptFor(args[0])
+			if err != nil {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("read receipt: %w", err)
+			}
+			r, err := receipt.Verify(data)
+			if err != nil {
+				return &exitError{code: 1, msg: fmt.Sprintf("receipt %s is invalid: %v", path, err)}
+			}
+			fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s\n", path, r.TxID, r.Outcome, r.Digest)
+			return nil
+		},
+	})
+	return c
+}
+
+// receiptFor resolves FILE|ID: an existing file wins; otherwise a valid id
+// names the transaction's receipt.
+func receiptFor(arg string) (string, error) {
+	if _, err := os.Stat(arg); err == nil || strings.ContainsRune(arg, '/') {
+		return arg, nil
+	}
+	if state.ValidID(arg) != nil {
+		return arg, nil
+	}
+	st, err := store()
+	if err != nil {
+		return "", err
+	}
+	tx, err := st.Tx(arg)
+	if err != nil {
+		return "", err
+	}
+	return tx.ReceiptPath(), nil
+}

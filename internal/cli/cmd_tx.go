@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockdev/airlock"
+)
+
+func newOpenCmd(io IO) *cobra.Command {
+	var f txFlags
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "open [flags]",
+		Short: "Open a transaction and print its id and staged path",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			if f.receipt != "" || f.approve {
+				return errors.New("--receipt and --approve belong to `airlock commit ID`, not to open")
+			}
+			st, err := store()
+			if err != nil {
+				return err
+			}
+			tx, err := st.Open(c.Context(), f.openOptions(nil))
+			if err != nil {
+				return err
+			}
+			for _, w := range tx.Record().Warnings {
+				fmt.Fprintf(io.Err, "airlock: warning: %s\n", w)
+			}
+			if asJSON {
+				return writeJSON(io, map[string]any{
+					"id": tx.ID(), "path": tx.Path(), "base": tx.Base(),
+					"backend": tx.Record().Backend, "port_base": tx.Record().PortBase,
+				})
+			}
+			fmt.Fprintf(io.Out, "%s\n%s\n", tx.ID(), tx.Path())
+			return nil
+		},
+	}
+	f.register(c)
+	c.Flags().BoolVar(&asJSON, "json", false, "print one JSON object with id, path, base, backend and port_base")
+	return c
+}
+
+func newCommitCmd(io IO) *cobra.Command {
+	var approve, asJSON, quiet bool
+	var validate, receipt string
+	c := &cobra.Command{
+		Use:   "commit ID",
+		Short: "Apply a transaction's change set to its base, all or nothing",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if validate != "" {
+				return errors.New("--validate is not available in this version of airlock yet")
+			}
+			rpath, err := receiptPath(receipt)
+			if err != nil {
+				return err
+			}
+			return settle(c.Context(), io, args[0], quiet, asJSON, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
+				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath})
+			})
+		},
+	}
+	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
+	c.Flags().StringVar(&validate, "validate", "", "run CMD in a candidate tree before committing (not available yet)")
+	c.Flags().StringVar(&receipt, "receipt", "", "also write the receipt JSON to `FILE`")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result and receipt as JSON on stdout")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
+	return c
+}
+
+func newDiscardCmd(io IO) *cobra.Command {
+	var quiet bool
+	c := &cobra.Command{
+		Use:   "discard ID",
+		Short: "Drop a transaction's changes; the base is not touched",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return settle(c.Context(), io, args[0], quiet, false, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
+				return tx.Discard(ctx, airlock.SettleOptions{})
+			})
+		},
+	}
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
+	return c
+}
+
+// settle loads a transaction, settles it with do, and reports the result.
+func settle(ctx context.Context, io IO, id string, quiet, asJSON bool, do func(context.Context, *airlock.Tx) (*airlock.Result, error)) error {
+	st, err := store()
+	if err != nil {
+		return err
+	}
+	tx, err := st.Tx(id)
+	if err != nil {
+		return err
+	}
+	res, err := do(context.WithoutCancel(ctx), tx)
+	if res != nil {
+		if !quiet {
+			writeBlock(io.Err, res)
+		}
+		if asJSON {
+			if jerr := writeJSON(io, resultJSON(res)); jerr != nil {
+				return jerr
+			}
+		}
+	}
+	return err
+}
+
+func resultJSON(res *airlock.Result) map[string]any {
+	m := map[string]any{
+		"tx": res.TxID, "outcome": res.Outcome, "added": res.Added, "modified": res.Modified,
+		"deleted": res.Deleted, "receipt_path": res.ReceiptPath, "receipt": res.Receipt,
+		"repeat": res.Repeat,
+	}
+	if res.Refusal != nil {
+		m["refusal"] = res.Refusal.Kind
+		m["refused_paths"] = res.Refusal.Paths
+		m["reason"] = res.Refusal.Reason
+	}
+	if len(res.Kept) > 0 {
+		m["kept"] = res.Kept
+	}
+	return m
+}
+
+func writeJSON(io IO, v any) error {
+	enc := json.NewEncoder(io.Out)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func newRecoverCmd(io IO) *cobra.Command {
+	var workdir string
+	var quiet bool
+	c := &cobra.Command{
+		Use:   "recover [--workdir DIR]",
+		Short: "Resolve an apply that was interrupted (crash, kill, power loss)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			st, err := store()
+			if err != nil {
+				return err
+			}
+			rr, err := st.Recover(context.WithoutCancel(c.Context()), workdir)
+			if err != nil {
+				return err
+			}
+			switch {
+			case rr.TxID == "":
+				fmt.Fprintf(io.Err, "airlock: nothing to recover in %s\n", rr.Base)
+				return nil
+			case rr.RolledForward:
+				fmt.Fprintf(io.Err, "airlock: transaction %s had committed; its leftover journal was retired\n", rr.TxID)
+			default:
+				fmt.Fprintf(io.Err, "airlock: rolled %s back to its state before transaction %s (digest %s)\n", rr.Base, rr.TxID, rr.Digest)
+			}
+			for _, d := range rr.Displaced {
+				fmt.Fprintf(io.Err, "airlock: kept foreign content: %s\n", d)
+			}
+			if rr.Result != nil && !quiet {
+				writeBlock(io.Err, rr.Result)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory)")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
+	return c
+}

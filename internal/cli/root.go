@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockdev/airlock"
+)
+
+// IO is where a command reads and writes; tests substitute buffers.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+	// ErrTerminal says stderr is a terminal: progress goes there only then.
+	ErrTerminal bool
+}
+
+// Main runs airlock with args (without the program name) and returns the
+// exit code.
+func Main(ctx context.Context, args []string, io IO) int {
+	root := newRoot(io)
+	root.SetArgs(args)
+	root.SetIn(io.In)
+	root.SetOut(io.Out)
+	root.SetErr(io.Err)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		var x *exitError
+		if !errors.As(err, &x) || x.msg != "" {
+			fmt.Fprintf(io.Err, "airlock: %v\n", err)
+		}
+	}
+	return ExitCode(err)
+}
+
+func newRoot(io IO) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "airlock",
+		Short:         "Transactions over a directory for coding agents",
+		Long:          "airlock runs a command in a staged copy of a directory and applies its changes\nback only through one all-or-nothing, fail-closed, journaled commit.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	// Flag errors are airlock failing to start: exit 125 with the message.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see `airlock %s --help`)", err, c.Name())
+	})
+	root.AddCommand(
+		newRunCmd(io),
+		newOpenCmd(io),
+		newCommitCmd(io),
+		newDiscardCmd(io),
+		newRecoverCmd(io),
+		newReceiptCmd(io),
+	)
+	return root
+}
+
+// store opens the state root named by the environment.
+func store() (*airlock.Store, error) { return airlock.OpenStore("") }
+
+// txFlags are the flags `run` and `open` share.
+type txFlags struct {
+	workdir          string
+	exclude, protect []string
+	noDefaultProtect bool
+	approve          bool
+	backend          string
+	validate         string
+	id               string
+	receipt          string
+	quiet            bool
+}
+
+func (f *txFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.StringVar(&f.workdir, "workdir", "", "the base directory (default: the current directory)")
+	fl.StringArrayVar(&f.exclude, "exclude", nil, "gitignore-style selector not copied into the staged workspace (repeatable)")
+	fl.StringArrayVar(&f.protect, "protect", nil, "gitignore-style selector whose changes need --approve (repeatable)")
+	fl.BoolVar(&f.noDefaultProtect, "no-default-protect", false, "drop the default protected selectors ("+strings.Join(airlock.DefaultProtect, ", ")+")")
+	fl.BoolVar(&f.approve, "approve", false, "approve changes to protected paths")
+	fl.StringVar(&f.backend, "backend", "auto", "how the staged workspace is made: auto|copy|reflink|overlay|worktree")
+	fl.StringVar(&f.validate, "validate", "", "before commit, run CMD via sh -c in a candidate tree (not available yet)")
+	fl.StringVar(&f.id, "id", "", "the transaction id ([A-Za-z0-9._-]{1,64}; default: generated)")
+	fl.StringVar(&f.receipt, "receipt", "", "also write the receipt JSON to `FILE`")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the airlock.* block")
+}
+
+func (f *txFlags) check() error {
+	if f.validate != "" {
+		return errors.New("--validate is not available in this version of airlock yet; run your checks after the commit, or commit with `airlock open` + `airlock commit` once it lands")
+	}
+	switch f.backend {
+	case "", "auto", "copy":
+	case "reflink", "overlay", "worktree":
+		return fmt.Errorf("--backend %s is not available in this version of airlock yet; use --backend copy (or auto)", f.backend)
+	default:
+		return fmt.Errorf("--backend %q: unknown backend (want auto, copy, reflink, overlay or worktree)", f.backend)
+	}
+	return nil
+}
+
+func (f *txFlags) openOptions(command []string) airlock.OpenOptions {
+	return airlock.OpenOptions{
+		Base: f.workdir, Exclude: f.exclude, Protect: f.protect,
+		NoDefaultProtect: f.noDefaultProtect, Backend: f.backend, ID: f.id, Command: command,
+	}
+}
+
+// receiptPath makes --receipt absolute now, before a command may change
+// directory.
+func receiptPath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	if strings.HasPrefix(p, "/") {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return wd + "/" + p, nil
+}

@@ -1,0 +1,512 @@
+package journal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/airlockdev/airlock/internal/fault"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
+)
+
+// Op is one planned operation: make Path go from Before to After. A Kind of
+// none on either side means absent. Before.Digest and Backup are filled by
+// Prepare; After.Digest names the frozen object holding a file's new bytes.
+type Op struct {
+	Path   string
+	Before manifest.Entry
+	After  manifest.Entry
+	Backup string // backup file name for a regular file Before
+}
+
+type opJSON struct {
+	Path   manifest.Bytes `json:"path"`
+	Before manifest.Entry `json:"before"`
+	After  manifest.Entry `json:"after"`
+	Backup string         `json:"backup,omitempty"`
+}
+
+func (o Op) MarshalJSON() ([]byte, error) {
+	return json.Marshal(opJSON{manifest.Bytes(o.Path), o.Before, o.After, o.Backup})
+}
+
+func (o *Op) UnmarshalJSON(b []byte) error {
+	var j opJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*o = Op{string(j.Path), j.Before, j.After, j.Backup}
+	return nil
+}
+
+// Journal is the durable plan of one apply.
+type Journal struct {
+	Version int            `json:"version"`
+	TxID    string         `json:"tx"`
+	Base    manifest.Bytes `json:"base"`
+	Ops     []Op           `json:"ops"`
+	Digest  string         `json:"digest"`
+}
+
+const (
+	fileName  = "journal.json"
+	backupDir = "backup"
+)
+
+// DriftError reports a path that changed between the commit's checks and
+// its backup: the commit must refuse rather than overwrite it.
+type DriftError struct{ Path string }
+
+func (e *DriftError) Error() string {
+	return fmt.Sprintf("%s changed in the base while airlock prepared the commit", e.Path)
+}
+
+func (j *Journal) digest() (string, error) {
+	c := *j
+	c.Digest = ""
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	return manifest.HashBytes(b), nil
+}
+
+// TempPrefix starts the name of every temporary entry an apply or restore
+// of the transaction creates in the base, so that restore can find and
+// remove leftovers of a killed process.
+func TempPrefix(txID string) string { return ".airlock-" + txID + "-" }
+
+// Prepare writes the journal for ops into dir (created; it must not exist):
+// it checks that each path is still as the caller's checks saw it (Before),
+// backs up every regular file that will be overwritten or removed, and
+// fsyncs the backups, the journal and dir before returning. Nothing in the
+// base is modified.
+func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op) (*Journal, error) {
+	sort.Slice(ops, func(a, b int) bool { return ops[a].Path < ops[b].Path })
+	bdir := filepath.Join(dir, backupDir)
+	if err := os.MkdirAll(bdir, 0o700); err != nil {
+		return nil, fmt.Errorf("create journal %s: %w", dir, err)
+	}
+	for i := range ops {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		op := &ops[i]
+		cur, err := measure(root, op.Path)
+		if err != nil {
+			return nil, err
+		}
+		if !sameBefore(cur, op.Before) {
+			return nil, &DriftError{Path: op.Path}
+		}
+		if op.Before.Kind != manifest.KindFile {
+			continue
+		}
+		op.Backup = fmt.Sprintf("%06d", i)
+		d, err := backup(root, op, filepath.Join(bdir, op.Backup))
+		if err != nil {
+			return nil, err
+		}
+		op.Before.Digest = d
+	}
+	if err := safefs.SyncDir(bdir); err != nil {
+		return nil, err
+	}
+	j := &Journal{Version: 1, TxID: txID, Base: manifest.Bytes(root.Path()), Ops: ops}
+	d, err := j.digest()
+	if err != nil {
+		return nil, err
+	}
+	j.Digest = d
+	b, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	if err := safefs.WriteFile(filepath.Join(dir, fileName), b, 0o600); err != nil {
+		return nil, err
+	}
+	return j, safefs.SyncDir(filepath.Dir(dir))
+}
+
+// sameBefore compares what is in the base now with what the checks saw. The
+// Path and Digest fields are not stat facts.
+func sameBefore(cur, want manifest.Entry) bool {
+	if want.Kind == manifest.KindNone || cur.Kind == manifest.KindNone {
+		return want.Kind == cur.Kind
+	}
+	return manifest.SameStat(cur, want)
+}
+
+// measure lstats a base path through the traversal-safe layer; absent is an
+// entry of Kind none.
+func measure(root *safefs.Root, rel string) (manifest.Entry, error) {
+	info, err := root.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return manifest.Entry{Path: rel}, nil
+	}
+	if err != nil {
+		return manifest.Entry{}, err
+	}
+	e := entryOf(info)
+	e.Path = rel
+	if e.Kind == manifest.KindSymlink {
+		t, err := root.Readlink(rel)
+		if err != nil {
+			return manifest.Entry{}, err
+		}
+		e.Target = t
+	}
+	return e, nil
+}
+
+func entryOf(i safefs.Info) manifest.Entry {
+	e := manifest.Entry{Kind: manifest.KindOf(i.Mode), Mode: i.Mode & manifest.ModeMask, Size: i.Size,
+		MtimeNs: i.MtimeNs, CtimeNs: i.CtimeNs, Ino: i.Ino, Dev: i.Dev}
+	if e.Kind != manifest.KindFile {
+		e.Size = 0
+	}
+	return e
+}
+
+// backup copies a base file's bytes to dst and returns their digest. The
+// source is re-checked after the copy: a file written meanwhile is drift.
+func backup(root *safefs.Root, op *Op, dst string) (string, error) {
+	src, err := root.Open(op.Path)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("back up %s: %w", op.Path, err)
+	}
+	defer out.Close()
+	d, err := copyHash(out, src)
+	if err != nil {
+		return "", fmt.Errorf("back up %s: %w", op.Path, err)
+	}
+	if err := out.Sync(); err != nil {
+		return "", fmt.Errorf("back up %s: fsync: %w", op.Path, err)
+	}
+	after, err := measure(root, op.Path)
+	if err != nil {
+		return "", err
+	}
+	if !sameBefore(after, op.Before) {
+		return "", &DriftError{Path: op.Path}
+	}
+	return d, nil
+}
+
+func copyHash(dst io.Writer, src io.Reader) (string, error) {
+	h := newHash()
+	if _, err := io.Copy(io.MultiWriter(dst, h), src); err != nil {
+		return "", err
+	}
+	return manifest.Sum(h), nil
+}
+
+// Load reads a journal and refuses it unless its digest matches.
+func Load(dir string) (*Journal, error) {
+	p := filepath.Join(dir, fileName)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	var j Journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, fmt.Errorf("corrupt journal %s: %w; it is not acted on", p, err)
+	}
+	d, err := j.digest()
+	if err != nil {
+		return nil, err
+	}
+	if j.Version != 1 || d != j.Digest {
+		return nil, fmt.Errorf("journal %s does not match its digest: it was altered and is not acted on; restore the base by hand from %s", p, filepath.Join(dir, backupDir))
+	}
+	for i, op := range j.Ops {
+		if i > 0 && j.Ops[i-1].Path >= op.Path {
+			return nil, fmt.Errorf("corrupt journal %s: operations out of order at %q", p, op.Path)
+		}
+	}
+	return &j, nil
+}
+
+// Exists reports whether dir holds a journal.
+func Exists(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, fileName))
+	return err == nil
+}
+
+// Retire removes a journal whose apply is finished or undone. The journal
+// file goes first so a crash half-way through leaves no journal that names
+// missing backups.
+func Retire(dir string) error {
+	if err := os.Remove(filepath.Join(dir, fileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("retire journal: %w", err)
+	}
+	if err := safefs.SyncDir(dir); err != nil {
+		return err
+	}
+	return os.RemoveAll(dir)
+}
+
+func parent(rel string) string {
+	d := path.Dir(rel)
+	if d == "." {
+		return ""
+	}
+	return d
+}
+
+func tempName(txID string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return TempPrefix(txID) + hex.EncodeToString(b[:])
+}
+
+// ApplyResult says what an apply did beyond the plan.
+type ApplyResult struct {
+	// Kept lists directories the change set deleted that still hold paths
+	// the transaction never knew about: they are kept, never destroyed.
+	Kept []string
+}
+
+// Apply carries out a prepared journal. objects is the frozen change set's
+// object store. On error the base may be partly changed: the caller must
+// Restore. Fault points: "apply:N" after N operations.
+func Apply(ctx context.Context, root *safefs.Root, j *Journal, objects string) (*ApplyResult, error) {
+	res := &ApplyResult{}
+	kept := map[string]bool{}
+	touched := map[string]bool{}
+	n := 0
+	step := func() {
+		n++
+		fault.Count("apply", n)
+	}
+	// Removals, deepest first: deletions and changes of kind that involve
+	// a directory (a file cannot be renamed over a directory, nor the
+	// reverse).
+	for i := len(j.Ops) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		op := &j.Ops[i]
+		if !needsRemoval(op) {
+			continue
+		}
+		if op.Before.Kind == manifest.KindDir {
+			err := root.RemoveDir(op.Path)
+			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+				if op.After.Kind != manifest.KindNone {
+					return nil, fmt.Errorf("replace directory %s: it holds paths this transaction did not know about; move them away and commit again", filepath.Join(root.Path(), op.Path))
+				}
+				kept[op.Path] = true
+				res.Kept = append([]string{op.Path}, res.Kept...)
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+		} else if err := root.Remove(op.Path); err != nil {
+			return nil, err
+		}
+		touched[parent(op.Path)] = true
+		step()
+	}
+	// Creations and rewrites, shallowest first. New directories are made
+	// owner-writable so their children can be created; final directory
+	// modes are set last, deepest first.
+	for i := range j.Ops {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		op := &j.Ops[i]
+		if op.After.Kind == manifest.KindNone {
+			continue
+		}
+		if err := create(root, j.TxID, op, objects); err != nil {
+			return nil, err
+		}
+		touched[parent(op.Path)] = true
+		if op.After.Kind == manifest.KindDir {
+			touched[op.Path] = true
+		}
+		step()
+	}
+	for i := len(j.Ops) - 1; i >= 0; i-- {
+		op := &j.Ops[i]
+		if op.After.Kind == manifest.KindDir {
+			if err := root.Chmod(op.Path, op.After.Mode); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := syncDirs(root, touched); err != nil {
+		return nil, err
+	}
+	return res, verify(root, j, kept)
+}
+
+func needsRemoval(op *Op) bool {
+	b, a := op.Before.Kind, op.After.Kind
+	if b == manifest.KindNone {
+		return false
+	}
+	return a == manifest.KindNone || (b != a && (b == manifest.KindDir || a == manifest.KindDir))
+}
+
+// create makes op.Path hold op.After.
+func create(root *safefs.Root, txID string, op *Op, objects string) error {
+	switch op.After.Kind {
+	case manifest.KindDir:
+		if op.Before.Kind == manifest.KindDir {
+			return nil // mode set with the other directories
+		}
+		return root.Mkdir(op.Path, 0o700)
+	case manifest.KindSymlink:
+		tmp := path.Join(parent(op.Path), tempName(txID))
+		if err := root.Symlink(op.After.Target, tmp); err != nil {
+			return err
+		}
+		return root.Rename(tmp, op.Path)
+	case manifest.KindFile:
+		if op.Before.Kind == manifest.KindFile && op.Before.Digest == op.After.Digest && op.After.Digest != "" {
+			// Only the mode changed: no bytes to rewrite.
+			return root.Chmod(op.Path, op.After.Mode)
+		}
+		src, err := os.Open(filepath.Join(objects, strings.TrimPrefix(op.After.Digest, manifest.DigestPrefix)))
+		if err != nil {
+			return fmt.Errorf("read frozen content of %s: %w", op.Path, err)
+		}
+		defer src.Close()
+		return writeFile(root, txID, op.Path, src, op.After)
+	}
+	return fmt.Errorf("%s: cannot create an entry of kind %s", op.Path, op.After.Kind)
+}
+
+// writeFile writes src to a temporary file beside rel, checks its digest
+// against want, sets mode and mtime, fsyncs it, and renames it over rel: a
+// reader of the base sees the old file or the new one, and the new one is
+// on disk before its name is.
+func writeFile(root *safefs.Root, txID, rel string, src io.Reader, want manifest.Entry) error {
+	f, tmp, err := root.CreateTemp(parent(rel), TempPrefix(txID)+"*")
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		f.Close()
+		if !ok {
+			root.Remove(tmp)
+		}
+	}()
+	d, err := copyHash(f, src)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(root.Path(), rel), err)
+	}
+	if d != want.Digest {
+		return fmt.Errorf("write %s: content digest %s does not match the recorded %s; the transaction's state was altered", filepath.Join(root.Path(), rel), d, want.Digest)
+	}
+	if err := f.Chmod(want.Mode); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(root.Path(), rel), err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: fsync: %w", filepath.Join(root.Path(), rel), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(root.Path(), rel), err)
+	}
+	if want.MtimeNs != 0 {
+		if err := root.Chtimes(tmp, want.MtimeNs); err != nil {
+			return err
+		}
+	}
+	if err := root.Rename(tmp, rel); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+func syncDirs(root *safefs.Root, dirs map[string]bool) error {
+	list := make([]string, 0, len(dirs))
+	for d := range dirs {
+		list = append(list, d)
+	}
+	sort.Strings(list)
+	for _, d := range list {
+		err := root.SyncDir(d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed later in the same apply, its parent is synced
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// verify checks that every path now holds what the journal planned.
+func verify(root *safefs.Root, j *Journal, kept map[string]bool) error {
+	for _, op := range j.Ops {
+		if kept[op.Path] {
+			continue
+		}
+		if err := matches(root, op.Path, op.After); err != nil {
+			return fmt.Errorf("verify %s after apply: %w", filepath.Join(root.Path(), op.Path), err)
+		}
+	}
+	return nil
+}
+
+// matches checks a base path against an entry by kind, mode, symlink target
+// and, for files, content digest.
+func matches(root *safefs.Root, rel string, want manifest.Entry) error {
+	cur, err := measure(root, rel)
+	if err != nil {
+		return err
+	}
+	if cur.Kind != want.Kind {
+		return fmt.Errorf("is %s, want %s", cur.Kind, want.Kind)
+	}
+	switch want.Kind {
+	case manifest.KindNone:
+		return nil
+	case manifest.KindSymlink:
+		if cur.Target != want.Target {
+			return fmt.Errorf("links to %q, want %q", cur.Target, want.Target)
+		}
+		return nil
+	}
+	if cur.Mode != want.Mode {
+		return fmt.Errorf("mode %v, want %v", cur.Mode, want.Mode)
+	}
+	if want.Kind == manifest.KindFile && want.Digest != "" {
+		f, err := root.Open(rel)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		d, err := copyHash(io.Discard, f)
+		if err != nil {
+			return err
+		}
+		if d != want.Digest {
+			return fmt.Errorf("content %s, want %s", d, want.Digest)
+		}
+	}
+	return nil
+}

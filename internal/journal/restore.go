@@ -1,0 +1,275 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
+)
+
+// RestoreResult reports what Restore did.
+type RestoreResult struct {
+	// Digest is the tree digest of the journaled paths as they now are; it
+	// equals BeforeDigest, which Restore computed from the journal.
+	Digest, BeforeDigest string
+	// Displaced lists content found at a journaled path that was neither
+	// the state before nor the state after the apply (someone wrote there
+	// after the crash). It was saved in the journal's displaced directory
+	// before the path was restored.
+	Displaced []string
+}
+
+// Restore puts every journaled path back to its state before the apply,
+// whether the apply finished, stopped half-way, or never began. dir is the
+// journal's directory. Temporary entries the transaction left in the base
+// are removed. The result is verified path by path against the journal.
+func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*RestoreResult, error) {
+	res := &RestoreResult{}
+	touched := map[string]bool{}
+	if err := removeTemps(root, j); err != nil {
+		return nil, err
+	}
+	// Deepest first: take away what the apply created where something of
+	// another kind, or nothing, was before.
+	for i := len(j.Ops) - 1; i >= 0; i-- {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		op := &j.Ops[i]
+		cur, err := measure(root, op.Path)
+		if err != nil {
+			return nil, err
+		}
+		if cur.Kind == manifest.KindNone || !mustRemove(op.Before.Kind, cur.Kind) {
+			continue
+		}
+		if cur.Kind == manifest.KindDir {
+			if err := root.RemoveDir(op.Path); err != nil {
+				if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+					return nil, fmt.Errorf("restore %s: the directory holds paths airlock did not write; move them out and run recover again", filepath.Join(root.Path(), op.Path))
+				}
+				return nil, err
+			}
+		} else {
+			if err := displaceIfForeign(root, j, op, cur, dir, res); err != nil {
+				return nil, err
+			}
+			if err := root.Remove(op.Path); err != nil {
+				return nil, err
+			}
+		}
+		touched[parent(op.Path)] = true
+	}
+	// Shallowest first: put back what was there.
+	for i := range j.Ops {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		op := &j.Ops[i]
+		if op.Before.Kind == manifest.KindNone {
+			continue
+		}
+		if matches(root, op.Path, op.Before) == nil {
+			continue
+		}
+		cur, err := measure(root, op.Path)
+		if err != nil {
+			return nil, err
+		}
+		touched[parent(op.Path)] = true
+		switch op.Before.Kind {
+		case manifest.KindDir:
+			if cur.Kind == manifest.KindNone {
+				if err := root.Mkdir(op.Path, 0o700); err != nil {
+					return nil, err
+				}
+			}
+			touched[op.Path] = true
+		case manifest.KindSymlink:
+			if err := displaceIfForeign(root, j, op, cur, dir, res); err != nil {
+				return nil, err
+			}
+			tmp := path.Join(parent(op.Path), tempName(j.TxID))
+			if err := root.Symlink(op.Before.Target, tmp); err != nil {
+				return nil, err
+			}
+			if err := root.Rename(tmp, op.Path); err != nil {
+				return nil, err
+			}
+		case manifest.KindFile:
+			if err := displaceIfForeign(root, j, op, cur, dir, res); err != nil {
+				return nil, err
+			}
+			if err := restoreFile(root, j, op, dir); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for i := len(j.Ops) - 1; i >= 0; i-- {
+		op := &j.Ops[i]
+		if op.Before.Kind == manifest.KindDir {
+			if err := root.Chmod(op.Path, op.Before.Mode); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := syncDirs(root, touched); err != nil {
+		return nil, err
+	}
+	// Prove it: every path as before, and the digest over them equal.
+	var before, now []manifest.Entry
+	for _, op := range j.Ops {
+		if err := matches(root, op.Path, op.Before); err != nil {
+			return nil, fmt.Errorf("verify %s after restore: %w", filepath.Join(root.Path(), op.Path), err)
+		}
+		b := op.Before
+		b.Path = op.Path
+		before = append(before, b)
+		if op.Before.Kind == manifest.KindNone {
+			continue
+		}
+		cur, err := measure(root, op.Path)
+		if err != nil {
+			return nil, err
+		}
+		now = append(now, cur)
+	}
+	var err error
+	noneless := before[:0:0]
+	for _, b := range before {
+		if b.Kind != manifest.KindNone {
+			noneless = append(noneless, b)
+		}
+	}
+	if res.BeforeDigest, err = manifest.TreeDigest(noneless, func(e *manifest.Entry) (string, error) { return e.Digest, nil }); err != nil {
+		return nil, err
+	}
+	if res.Digest, err = manifest.TreeDigest(now, func(e *manifest.Entry) (string, error) { return hashBase(root, e.Path) }); err != nil {
+		return nil, err
+	}
+	if res.Digest != res.BeforeDigest {
+		return nil, fmt.Errorf("restore of %s: digest %s after restore differs from the journal's %s", root.Path(), res.Digest, res.BeforeDigest)
+	}
+	return res, nil
+}
+
+// mustRemove: an entry of kind cur must go before an entry of kind before
+// can be put back. Files and symlinks are replaced by rename instead.
+func mustRemove(before, cur manifest.Kind) bool {
+	if before == manifest.KindNone {
+		return true
+	}
+	return before != cur && (before == manifest.KindDir || cur == manifest.KindDir)
+}
+
+func hashBase(root *safefs.Root, rel string) (string, error) {
+	f, err := root.Open(rel)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return copyHash(io.Discard, f)
+}
+
+// displaceIfForeign saves a file or symlink that is neither the journal's
+// before nor its after state, so that restoring the path loses nothing.
+func displaceIfForeign(root *safefs.Root, j *Journal, op *Op, cur manifest.Entry, dir string, res *RestoreResult) error {
+	if cur.Kind != manifest.KindFile && cur.Kind != manifest.KindSymlink {
+		return nil
+	}
+	if matches(root, op.Path, op.After) == nil || matches(root, op.Path, op.Before) == nil {
+		return nil
+	}
+	ddir := filepath.Join(dir, "displaced")
+	if err := os.MkdirAll(ddir, 0o700); err != nil {
+		return err
+	}
+	dst := filepath.Join(ddir, fmt.Sprintf("%06d", len(res.Displaced)))
+	if cur.Kind == manifest.KindSymlink {
+		if err := os.Symlink(cur.Target, dst); err != nil {
+			return fmt.Errorf("save %s before restoring it: %w", op.Path, err)
+		}
+	} else {
+		src, err := root.Open(op.Path)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("save %s before restoring it: %w", op.Path, err)
+		}
+		_, err = io.Copy(out, src)
+		if err == nil {
+			err = out.Sync()
+		}
+		out.Close()
+		if err != nil {
+			return fmt.Errorf("save %s before restoring it: %w", op.Path, err)
+		}
+	}
+	res.Displaced = append(res.Displaced, op.Path+" -> "+dst)
+	return safefs.SyncDir(ddir)
+}
+
+func restoreFile(root *safefs.Root, j *Journal, op *Op, dir string) error {
+	if op.Backup == "" || strings.ContainsAny(op.Backup, "/\\") || op.Backup == "." || op.Backup == ".." {
+		return fmt.Errorf("journal %s names no usable backup for %s; it is not acted on", dir, op.Path)
+	}
+	src, err := os.Open(filepath.Join(dir, backupDir, op.Backup))
+	if err != nil {
+		return fmt.Errorf("restore %s: backup: %w", op.Path, err)
+	}
+	defer src.Close()
+	// writeFile checks the backup's bytes against the journal's digest
+	// before anything is renamed into the base.
+	return writeFile(root, j.TxID, op.Path, src, op.Before)
+}
+
+// removeTemps deletes leftovers of a killed apply or restore: entries whose
+// name starts with the transaction's temp prefix, in every directory the
+// journal touches.
+func removeTemps(root *safefs.Root, j *Journal) error {
+	dirs := map[string]bool{}
+	for _, op := range j.Ops {
+		dirs[parent(op.Path)] = true
+	}
+	list := make([]string, 0, len(dirs))
+	for d := range dirs {
+		list = append(list, d)
+	}
+	sort.Strings(list)
+	prefix := TempPrefix(j.TxID)
+	for _, d := range list {
+		f, err := root.Open(d)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefs.ErrSymlink) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("list %s: %w", filepath.Join(root.Path(), d), err)
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, prefix) {
+				if err := root.Remove(path.Join(d, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,18 @@
+package manifest
+
+import (
+	"io/fs"
+	"syscall"
+)
+
+func fillSys(e *Entry, fi fs.FileInfo) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		e.MtimeNs = fi.ModTime().UnixNano()
+		return
+	}
+	e.MtimeNs = st.Mtimespec.Nano()
+	e.CtimeNs = st.Ctimespec.Nano()
+	e.Ino = st.Ino
+	e.Dev = uint64(st.Dev)
+}

@@ -1,0 +1,55 @@
+// Package receipt writes and verifies the receipt of a settled transaction:
+// a JSON record of what the transaction was, what it did to the base, and
+// how it ended, sealed by a digest so that any later edit to it is
+// detected.
+//
+// # File format
+//
+// A receipt is one JSON object, schema "airlock.receipt/v1", with exactly
+// these members, all present: schema, tx, base, base_device, base_inode,
+// backend, command, started_at, ended_at, exit_code, outcome, refusal,
+// refused_paths, added, modified, deleted, excluded_selectors,
+// protected_selectors, approved, base_digest, result_digest, diff_digest,
+// not_transactional, previous, digest. Paths and arguments (base, command,
+// refused_paths) are JSON strings when they are valid UTF-8 and
+// {"base64": "..."} objects otherwise. Times are RFC 3339 with nanoseconds,
+// in UTC, as Go's time.RFC3339Nano writes them. exit_code is null when no
+// command ran. previous is the digest of the receipt committed to the same
+// base before this one ("" for the first), which makes a base's receipts a
+// chain.
+//
+// # Digest
+//
+// The digest is part of the contract; anyone can recompute it:
+//
+//	digest = "sha256:" + lowercase hex(sha256(canonical JSON of the receipt
+//	         object with its "digest" member removed))
+//
+// Canonical JSON is computed from the parsed document, not from any Go
+// type, so a member that a reader does not know still counts:
+//
+//   - objects: members sorted by key, comparing the keys' UTF-8 bytes;
+//   - no whitespace between tokens;
+//   - numbers: exactly the digits of the file (1, 1.0 and 1e0 differ);
+//   - strings: UTF-8 as is, except '"' and '\' escaped with a backslash,
+//     \b \t \n \f \r for those controls, \u00xx (lowercase hex) for the
+//     other bytes below 0x20; nothing else is escaped ('<', '>', '&', '/'
+//     and U+2028 stay literal);
+//   - true, false and null as themselves.
+//
+// Two receipts that differ only in whitespace, member order, or how a
+// string's characters are escaped have the same digest; any other change
+// moves it. The digest is not a signature: it shows that a receipt was not
+// edited after sealing, not who sealed it.
+//
+// # Verification
+//
+// Verify accepts only what Seal can write: valid UTF-8, one object and
+// nothing after it, no member twice at any depth (a duplicated key lets
+// two readers see two different receipts under one digest), no member
+// that schema v1 does not define, every member of the right JSON type and
+// form, and values that agree with each other (a refusal kind exactly when
+// the outcome is refused, no counts for no_changes). It checks the digest
+// before it reads the fields, and every error says which member is wrong
+// and how.
+package receipt

@@ -1,0 +1,263 @@
+package receipt
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/manifest"
+)
+
+// Schema names the receipt format this package writes and reads.
+const Schema = "airlock.receipt/v1"
+
+// NotTransactional is the disclaimer every receipt carries: effects a
+// transaction cannot hold back or undo.
+var NotTransactional = []string{"network", "databases", "processes", "outside_surface"}
+
+// Outcomes are the ways a transaction settles.
+var Outcomes = []string{"committed", "discarded", "refused", "no_changes"}
+
+// RefusalKinds are SPEC.md's refusal kinds, the values a refused receipt's
+// refusal may take.
+var RefusalKinds = []string{
+	"BaseDrift", "MergeConflict", "ProtectedPathNotApproved", "BoundaryEscape",
+	"SharedInode", "UnsupportedEntry", "ValidationFailed", "ApplyFailed", "InterruptedApply",
+}
+
+// Receipt is the record of one settled transaction. Its JSON form (see the
+// package documentation) is what Seal writes and Verify reads; Receipt's
+// own MarshalJSON and UnmarshalJSON use the same form.
+type Receipt struct {
+	Schema             string           // Schema; Seal fills it in when empty
+	TxID               string           // the transaction id
+	Base               manifest.Bytes   // absolute path of the base
+	BaseDevice         uint64           // device of the base directory at open
+	BaseInode          uint64           // inode of the base directory at open
+	Backend            string           // how the staged workspace was made
+	Command            []manifest.Bytes // argv; empty when no command ran
+	StartedAt          time.Time        // written in UTC
+	EndedAt            time.Time        // written in UTC
+	ExitCode           *int             // nil when no command ran
+	Outcome            string           // one of Outcomes
+	Refusal            string           // one of RefusalKinds when Outcome is "refused", else ""
+	RefusedPaths       []manifest.Bytes // paths the refusal names
+	Added              int
+	Modified           int
+	Deleted            int
+	ExcludedSelectors  int
+	ProtectedSelectors int
+	Approved           bool     // whether approval for protected paths was given
+	BaseDigest         string   // "sha256:<hex>" of the base at open
+	ResultDigest       string   // "sha256:<hex>" of the base after settling
+	DiffDigest         string   // "sha256:<hex>" of the change set
+	NotTransactional   []string // Seal fills in the package's list when empty
+	Previous           string   // digest of the receipt committed to the same base before this one; "" for the first
+	Digest             string   // set by Seal
+}
+
+// wire is a receipt's JSON form. Its member order is the file's reading
+// order; the digest does not depend on it.
+type wire struct {
+	Schema             string           `json:"schema"`
+	TxID               string           `json:"tx"`
+	Base               manifest.Bytes   `json:"base"`
+	BaseDevice         uint64           `json:"base_device"`
+	BaseInode          uint64           `json:"base_inode"`
+	Backend            string           `json:"backend"`
+	Command            []manifest.Bytes `json:"command"`
+	StartedAt          string           `json:"started_at"`
+	EndedAt            string           `json:"ended_at"`
+	ExitCode           *int             `json:"exit_code"`
+	Outcome            string           `json:"outcome"`
+	Refusal            string           `json:"refusal"`
+	RefusedPaths       []manifest.Bytes `json:"refused_paths"`
+	Added              int              `json:"added"`
+	Modified           int              `json:"modified"`
+	Deleted            int              `json:"deleted"`
+	ExcludedSelectors  int              `json:"excluded_selectors"`
+	ProtectedSelectors int              `json:"protected_selectors"`
+	Approved           bool             `json:"approved"`
+	BaseDigest         string           `json:"base_digest"`
+	ResultDigest       string           `json:"result_digest"`
+	DiffDigest         string           `json:"diff_digest"`
+	NotTransactional   []string         `json:"not_transactional"`
+	Previous           string           `json:"previous"`
+	Digest             string           `json:"digest"`
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func (r *Receipt) toWire() wire {
+	// Empty lists are written as [] rather than null, so that a reader
+	// never has to tell "none" from "missing".
+	orEmpty := func(b []manifest.Bytes) []manifest.Bytes {
+		if b == nil {
+			return []manifest.Bytes{}
+		}
+		return b
+	}
+	nt := r.NotTransactional
+	if nt == nil {
+		nt = []string{}
+	}
+	return wire{
+		Schema: r.Schema, TxID: r.TxID, Base: r.Base, BaseDevice: r.BaseDevice, BaseInode: r.BaseInode,
+		Backend: r.Backend, Command: orEmpty(r.Command),
+		StartedAt: formatTime(r.StartedAt), EndedAt: formatTime(r.EndedAt), ExitCode: r.ExitCode,
+		Outcome: r.Outcome, Refusal: r.Refusal, RefusedPaths: orEmpty(r.RefusedPaths),
+		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
+		ExcludedSelectors: r.ExcludedSelectors, ProtectedSelectors: r.ProtectedSelectors, Approved: r.Approved,
+		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
+		NotTransactional: nt, Previous: r.Previous, Digest: r.Digest,
+	}
+}
+
+// MarshalJSON writes the receipt's file form (compact, without checking it;
+// Seal is what makes a receipt whole).
+func (r Receipt) MarshalJSON() ([]byte, error) {
+	return json.Marshal(r.toWire())
+}
+
+// UnmarshalJSON reads a receipt without verifying it; use Verify for
+// anything that was not just produced by this process.
+func (r *Receipt) UnmarshalJSON(data []byte) error {
+	var w wire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	started, err := time.Parse(time.RFC3339Nano, w.StartedAt)
+	if err != nil {
+		return fmt.Errorf("member \"started_at\": %w", err)
+	}
+	ended, err := time.Parse(time.RFC3339Nano, w.EndedAt)
+	if err != nil {
+		return fmt.Errorf("member \"ended_at\": %w", err)
+	}
+	*r = Receipt{
+		Schema: w.Schema, TxID: w.TxID, Base: w.Base, BaseDevice: w.BaseDevice, BaseInode: w.BaseInode,
+		Backend: w.Backend, Command: nilIfEmpty(w.Command),
+		StartedAt: started.UTC(), EndedAt: ended.UTC(), ExitCode: w.ExitCode,
+		Outcome: w.Outcome, Refusal: w.Refusal, RefusedPaths: nilIfEmpty(w.RefusedPaths),
+		Added: w.Added, Modified: w.Modified, Deleted: w.Deleted,
+		ExcludedSelectors: w.ExcludedSelectors, ProtectedSelectors: w.ProtectedSelectors, Approved: w.Approved,
+		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
+		NotTransactional: w.NotTransactional, Previous: w.Previous, Digest: w.Digest,
+	}
+	return nil
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// Seal fills in Schema and NotTransactional when they are empty, computes
+// and sets Digest, and returns the receipt file's bytes: indented JSON with
+// a trailing newline. It refuses a receipt that Verify would refuse, saying
+// which field is wrong, so that every sealed receipt verifies.
+func (r *Receipt) Seal() ([]byte, error) {
+	if r.Schema == "" {
+		r.Schema = Schema
+	}
+	if len(r.NotTransactional) == 0 {
+		r.NotTransactional = slices.Clone(NotTransactional)
+	}
+	w := r.toWire()
+	w.Digest = ""
+	unsealed, err := encodeFile(w)
+	if err != nil {
+		return nil, fmt.Errorf("seal receipt of transaction %s: %w", r.TxID, err)
+	}
+	obj, err := parse(unsealed)
+	if err != nil {
+		return nil, fmt.Errorf("seal receipt of transaction %s: %w", r.TxID, err)
+	}
+	w.Digest, err = digestOf(obj)
+	if err != nil {
+		return nil, fmt.Errorf("seal receipt of transaction %s: %w", r.TxID, err)
+	}
+	data, err := encodeFile(w)
+	if err != nil {
+		return nil, fmt.Errorf("seal receipt of transaction %s: %w", r.TxID, err)
+	}
+	if _, err := Verify(data); err != nil {
+		return nil, fmt.Errorf("seal receipt of transaction %s: %w", r.TxID, err)
+	}
+	r.Digest = w.Digest
+	return data, nil
+}
+
+func encodeFile(w wire) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(w); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// maxFile bounds what Load reads: a receipt lists refused paths, not the
+// change set, so even a large one is far below this.
+const maxFile = 64 << 20
+
+// Load reads and verifies the receipt file at path, returning it and the
+// file's bytes.
+func Load(path string) (*Receipt, []byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read receipt: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read receipt: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("read receipt %s: it is a %s, not a regular file", path, fileType(fi.Mode()))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read receipt: %w", err)
+	}
+	if len(data) > maxFile {
+		return nil, nil, fmt.Errorf("read receipt %s: larger than %d MiB, so not a receipt", path, maxFile>>20)
+	}
+	r, err := Verify(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("receipt %s is invalid: %w", path, err)
+	}
+	return r, data, nil
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+// errInvalid marks every error Verify returns, for callers that want to
+// tell a bad receipt from a failure to read one.
+var errInvalid = errors.New("invalid receipt")
+
+// IsInvalid reports whether err came from verification rather than from
+// reading the file.
+func IsInvalid(err error) bool { return errors.Is(err, errInvalid) }

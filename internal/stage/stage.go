@@ -1,0 +1,99 @@
+package stage
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/airlockdev/airlock/internal/manifest"
+)
+
+// Backend names, as --backend and .airlock.toml spell them.
+const (
+	Auto     = "auto"
+	Copy     = "copy"
+	Reflink  = "reflink"
+	Overlay  = "overlay"
+	Worktree = "worktree"
+)
+
+// Request says what to stage and where.
+type Request struct {
+	// Base is the absolute path of the base directory.
+	Base string
+	// Dir is the absolute path of the staged workspace. It must not exist;
+	// its parent must. Stage creates it, and removes it again if staging
+	// fails.
+	Dir string
+	// Skip reports whether a path (slash-separated, relative to Base) is
+	// outside the surface (an exclude selector). A skipped path is not
+	// staged and not measured; a skipped directory's subtree is not
+	// visited. Nil skips nothing.
+	Skip func(rel string, isDir bool) bool
+	// Progress, if set, is called from time to time with the entries staged
+	// so far and the total, and once more with done == total when staging
+	// succeeds. Calls come from one goroutine at a time and never after
+	// Stage returns.
+	Progress func(done, total int)
+}
+
+// Result is what staging measured.
+type Result struct {
+	// Base is the base's surface as it was staged: one entry per path that
+	// was staged, with the stat facts of the very version whose bytes were
+	// copied (a file that changed between the walk and its copy is
+	// recorded as copied), plus a KindOther entry for each FIFO, socket
+	// and device node, which is not staged.
+	Base *manifest.Manifest
+	// Staged is the staged tree measured when staging ended: its own
+	// inodes, mtimes and ctimes. Every staged ctime is older than the
+	// clock when Stage returns, so a later write to a staged path always
+	// moves its ctime and can be seen by stat alone.
+	Staged *manifest.Manifest
+	// Warnings are one-line notes for the user, e.g. a FIFO that was not
+	// staged or a mode the system would not set.
+	Warnings []string
+}
+
+// Backend makes and removes staged workspaces one way.
+type Backend interface {
+	// Name is the backend's --backend name; "auto" never appears here,
+	// only the backend it resolved to.
+	Name() string
+	// Supported reports whether the backend works on this machine with
+	// its state under stateDir, and if not, why not in one line.
+	Supported(stateDir string) (ok bool, reason string)
+	// Stage makes req.Dir a staged copy of req.Base's surface. On error,
+	// req.Dir does not exist (unless it existed before the call).
+	Stage(ctx context.Context, req Request) (*Result, error)
+	// Remove removes a staged workspace this backend made, including
+	// directories that a command left without write permission. A dir
+	// that does not exist is not an error.
+	Remove(ctx context.Context, dir string) error
+}
+
+// Get returns the backend that --backend name selects. "auto" picks the
+// fastest backend that gives snapshot isolation here; for now that is copy.
+func Get(name string) (Backend, error) {
+	switch name {
+	case Auto, Copy:
+		return copyBackend{}, nil
+	case Reflink, Overlay, Worktree:
+		return nil, fmt.Errorf("backend %s is not available yet; use copy", name)
+	}
+	return nil, fmt.Errorf("unknown backend %s (want auto, copy, reflink, overlay or worktree)", quote(name))
+}
+
+// quote shows a path as it is when that is readable on one line, and
+// Go-quoted when it holds control characters or bytes that are not UTF-8,
+// so that every message stays one line and names the exact bytes. An empty
+// string is quoted so that it shows.
+func quote(s string) string {
+	if s != "" && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return s
+	}
+	return strconv.Quote(s)
+}

@@ -1,0 +1,150 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/safefs"
+)
+
+// RecoverResult says what Recover found and did.
+type RecoverResult struct {
+	Base string
+	// TxID is the transaction whose apply was interrupted; empty when there
+	// was nothing to recover.
+	TxID string
+	// RolledForward is true when the apply had finished and been recorded
+	// as committed before the process died: only its journal was left, and
+	// recover retired it. Otherwise the base was rolled back.
+	RolledForward bool
+	// Digest proves the rollback: the digest of the journaled paths after
+	// restoring, equal to the digest the journal recorded before the apply.
+	Digest string
+	// Displaced lists content someone wrote to a journaled path after the
+	// crash, saved before the path was restored.
+	Displaced []string
+	Result    *Result
+}
+
+// Recover resolves an apply over the base at dir that was interrupted by a
+// crash or kill: it puts the base back exactly as it was before that commit
+// began (or, if the commit had already been recorded, finishes retiring its
+// journal). The transaction is kept, refused with InterruptedApply, and can
+// be committed again.
+func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error) {
+	base, err := resolveBase(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.st.Base(base)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := b.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	out := &RecoverResult{Base: base}
+	id, ok, err := b.Inflight()
+	if err != nil || !ok {
+		return out, err
+	}
+	out.TxID = id
+	t, err := s.Tx(id)
+	if err != nil {
+		return nil, fmt.Errorf("base %s has an interrupted apply of transaction %s, whose state cannot be read: %w", base, id, err)
+	}
+	if t.Base() != base {
+		return nil, fmt.Errorf("base %s names transaction %s in flight, but that transaction's base is %s: the state was altered; nothing was done", base, id, t.Base())
+	}
+	jdir := t.st.Path(journalDir)
+	status, err := t.Status()
+	if err != nil {
+		return nil, err
+	}
+	if status == StatusCommitted {
+		// The receipt was written after the apply was verified: the base
+		// holds the committed state, and only the bookkeeping is left.
+		out.RolledForward = true
+		if err := t.event(eventRollForward, nil); err != nil {
+			return nil, err
+		}
+		if err := b.ClearInflight(); err != nil {
+			return nil, err
+		}
+		if err := journal.Retire(jdir); err != nil {
+			return nil, err
+		}
+		t.settleStaged(ctx)
+		res, _, err := t.settledAlready()
+		out.Result = res
+		return out, err
+	}
+	j, err := journal.Load(jdir)
+	if err != nil {
+		return nil, err
+	}
+	if j.TxID != id || string(j.Base) != base {
+		return nil, fmt.Errorf("journal %s belongs to transaction %s over %s, not %s over %s: it is not acted on", jdir, j.TxID, j.Base, id, base)
+	}
+	root, err := safefs.OpenRoot(base)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	rr, err := journal.Restore(ctx, root, j, jdir)
+	if err != nil {
+		return nil, fmt.Errorf("recover %s: %w", base, err)
+	}
+	out.Digest = rr.Digest
+	if len(rr.Displaced) > 0 {
+		// Keep what was displaced beyond the journal's retirement.
+		keep := t.st.Path(fmt.Sprintf("displaced-%d", time.Now().UnixNano()))
+		if err := os.Rename(filepath.Join(jdir, "displaced"), keep); err != nil {
+			return nil, fmt.Errorf("keep displaced files: %w", err)
+		}
+		for _, d := range rr.Displaced {
+			out.Displaced = append(out.Displaced, d)
+		}
+		out.Displaced = append(out.Displaced, "saved under "+keep)
+	}
+	if err := t.event(eventRecovered, map[string]any{"digest": rr.Digest, "displaced": rr.Displaced}); err != nil {
+		return nil, err
+	}
+	set, err := changeset.Load(t.st.Path(changeSetFile))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if set == nil {
+		set = &changeset.Set{}
+	}
+	sv, err := t.surface(ctx)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := sv.digest()
+	if err != nil {
+		return nil, err
+	}
+	r := refuse(InterruptedApply, nil, "the apply was interrupted and recover rolled the base back; commit the transaction again to retry")
+	res, err := t.record(Refused, r, set, SettleOptions{}, digest, digest, nil)
+	if err != nil {
+		return nil, err
+	}
+	out.Result = res
+	if err := b.ClearInflight(); err != nil {
+		return nil, err
+	}
+	if err := journal.Retire(jdir); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

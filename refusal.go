@@ -1,0 +1,60 @@
+package airlock
+
+import (
+	"fmt"
+	"strings"
+)
+
+// RefusalKind names why a commit did not happen. The values are SPEC.md's
+// refusal kinds and appear verbatim in receipts and on stderr.
+type RefusalKind string
+
+const (
+	BaseDrift                RefusalKind = "BaseDrift"
+	MergeConflict            RefusalKind = "MergeConflict"
+	ProtectedPathNotApproved RefusalKind = "ProtectedPathNotApproved"
+	BoundaryEscape           RefusalKind = "BoundaryEscape"
+	SharedInode              RefusalKind = "SharedInode"
+	UnsupportedEntry         RefusalKind = "UnsupportedEntry"
+	ValidationFailed         RefusalKind = "ValidationFailed"
+	ApplyFailed              RefusalKind = "ApplyFailed"
+	InterruptedApply         RefusalKind = "InterruptedApply"
+)
+
+// Refusal is the error a commit returns when it refused. The base is as it
+// was before the commit began and the transaction is kept.
+type Refusal struct {
+	Kind   RefusalKind
+	Paths  []string // base-relative paths the refusal names, if any
+	Reason string   // one line for a person: what happened and what to do
+}
+
+func (r *Refusal) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "commit refused (%s)", r.Kind)
+	if r.Reason != "" {
+		b.WriteString(": ")
+		b.WriteString(r.Reason)
+	}
+	if len(r.Paths) > 0 {
+		b.WriteString(": ")
+		b.WriteString(quotePaths(r.Paths, 10))
+	}
+	return b.String()
+}
+
+func quotePaths(paths []string, most int) string {
+	var q []string
+	for i, p := range paths {
+		if i == most {
+			q = append(q, fmt.Sprintf("and %d more", len(paths)-most))
+			break
+		}
+		q = append(q, fmt.Sprintf("%q", p))
+	}
+	return strings.Join(q, ", ")
+}
+
+func refuse(kind RefusalKind, paths []string, format string, args ...any) *Refusal {
+	return &Refusal{Kind: kind, Paths: paths, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,168 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/receipt"
+	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/selector"
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+// NotTransactional is what no transaction covers: every receipt and every
+// stderr block says so.
+var NotTransactional = receipt.NotTransactional
+
+// settledAlready reports the first outcome of a transaction that has
+// already settled: settling again changes nothing.
+func (t *Tx) settledAlready() (*Result, bool, error) {
+	status, err := t.Status()
+	if err != nil {
+		return nil, false, err
+	}
+	if !status.Settled() {
+		return nil, false, nil
+	}
+	r, err := t.Receipt()
+	if err != nil {
+		return nil, true, fmt.Errorf("transaction %s is %s but its receipt cannot be read: %w", t.ID(), status, err)
+	}
+	return &Result{TxID: t.ID(), Outcome: Outcome(r.Outcome), Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
+		Receipt: r, ReceiptPath: t.st.Path(receiptFile), Repeat: true}, true, nil
+}
+
+// Discard drops the transaction's changes. The base is not touched.
+func (t *Tx) Discard(ctx context.Context, o SettleOptions) (*Result, error) {
+	if res, done, err := t.settledAlready(); done || err != nil {
+		if err == nil && res.Outcome != Discarded {
+			return res, fmt.Errorf("transaction %s already settled as %s; nothing to discard", t.ID(), res.Outcome)
+		}
+		return res, err
+	}
+	status, err := t.Status()
+	if err != nil {
+		return nil, err
+	}
+	if status == StatusInterrupted {
+		return nil, interrupted(t.Base(), t.ID())
+	}
+	// The counts say what was dropped; a staged tree that cannot even be
+	// measured is still discarded.
+	set, err := t.diff(ctx)
+	if err != nil {
+		set = &changeset.Set{}
+	}
+	return t.settle(ctx, Discarded, nil, set, o)
+}
+
+// settle records an outcome that leaves the base untouched (no changes,
+// discarded, refused).
+func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset.Set, o SettleOptions) (*Result, error) {
+	var digest string
+	if s, err := t.surface(ctx); err == nil {
+		digest, err = s.digest()
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		return nil, err
+	}
+	res, err := t.record(out, r, set, o, digest, digest, nil)
+	if err != nil {
+		return nil, err
+	}
+	if out != Refused {
+		t.settleStaged(ctx)
+	}
+	if r != nil {
+		return res, r
+	}
+	return res, nil
+}
+
+// record writes the receipt and the settling event. For a commit, base is
+// the locked base whose receipt chain it extends.
+func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions, baseDigest, resultDigest string, base *state.Base) (*Result, error) {
+	a, m, d := set.Counts()
+	res := &Result{TxID: t.ID(), Outcome: out, Refusal: r, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta}
+	prevBase := base
+	if prevBase == nil {
+		b, err := t.store.st.Base(t.Base())
+		if err != nil {
+			return nil, err
+		}
+		prevBase = b
+	}
+	prev, err := prevBase.Head()
+	if err != nil {
+		return nil, err
+	}
+	started := o.StartedAt
+	if started.IsZero() {
+		started = t.rec.CreatedAt
+	}
+	excl, _ := selector.New(t.rec.Exclude)
+	prot, _ := selector.New(t.rec.Protect)
+	rc := &Receipt{
+		TxID: t.ID(), Base: manifest.Bytes(t.Base()), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode,
+		Backend: t.rec.Backend, Command: t.rec.Command,
+		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: o.ExitCode,
+		Outcome: string(out), Added: a, Modified: m, Deleted: d,
+		ExcludedSelectors: excl.Len(), ProtectedSelectors: prot.Len(), Approved: o.Approve,
+		BaseDigest: baseDigest, ResultDigest: resultDigest, DiffDigest: set.Digest(),
+		Previous: prev,
+	}
+	if r != nil {
+		rc.Refusal = string(r.Kind)
+		for _, p := range r.Paths {
+			rc.RefusedPaths = append(rc.RefusedPaths, manifest.Bytes(p))
+		}
+	}
+	data, err := rc.Seal()
+	if err != nil {
+		return nil, err
+	}
+	path := t.st.Path(receiptFile)
+	if err := safefs.WriteFile(path, data, 0o600); err != nil {
+		return nil, err
+	}
+	res.Receipt, res.ReceiptPath = rc, path
+	detail := map[string]any{"receipt": rc.Digest, "added": a, "modified": m, "deleted": d}
+	if r != nil {
+		detail["refusal"] = string(r.Kind)
+		detail["paths"] = r.Paths
+		detail["reason"] = r.Reason
+	}
+	ev := map[Outcome]string{Committed: eventCommitted, Discarded: eventDiscarded, Refused: eventRefused, NoChanges: eventNoChanges}[out]
+	if err := t.event(ev, detail); err != nil {
+		return nil, err
+	}
+	if out == Committed {
+		if err := base.SetHead(rc.Digest); err != nil {
+			return nil, err
+		}
+	}
+	if o.ReceiptCopy != "" {
+		if err := safefs.WriteFile(o.ReceiptCopy, data, 0o644); err != nil {
+			return res, fmt.Errorf("--receipt: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// settleStaged removes the staged workspace of a settled transaction. A
+// failure leaves it for gc and is recorded, never fatal: the outcome stands.
+func (t *Tx) settleStaged(ctx context.Context) {
+	err := t.removeStaged(ctx)
+	detail := map[string]any{}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		detail["error"] = err.Error()
+	}
+	t.event(eventStagedRemove, detail)
+}

@@ -1,0 +1,318 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/selector"
+	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+// DefaultProtect are the selectors protected unless NoDefaultProtect is set:
+// files that make another tool run code outside the transaction (direnv on
+// cd, the editor on open, CI on push) or that change airlock's own rules.
+var DefaultProtect = []string{".envrc", ".vscode/tasks.json", ".github/workflows/", ".airlock.toml"}
+
+// DefaultExclude are selectors for agent noise that is never staged.
+var DefaultExclude = []string{".aider*", ".claude/settings.local.json", ".claude/worktrees/"}
+
+// Store is a state root: where transactions are recorded.
+type Store struct {
+	st *state.Store
+}
+
+// OpenStore opens the state root dir, or the default one
+// ($AIRLOCK_STATE_DIR, $XDG_STATE_HOME/airlock, ~/.local/state/airlock)
+// when dir is empty.
+func OpenStore(dir string) (*Store, error) {
+	if dir == "" {
+		d, err := state.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	st, err := state.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{st: st}, nil
+}
+
+// Dir is the state root.
+func (s *Store) Dir() string { return s.st.Dir() }
+
+// OpenOptions says what to open a transaction over.
+type OpenOptions struct {
+	Base             string   // the base directory; "" means the current directory
+	Exclude          []string // selectors not copied into the staged workspace
+	Protect          []string // selectors whose changes need approval
+	NoDefaultProtect bool     // drop DefaultProtect
+	NoDefaultExclude bool     // drop DefaultExclude
+	Backend          string   // "", "auto" or a backend name
+	ID               string   // "" generates one
+	Command          []string // recorded in the transaction and its receipt
+	Progress         func(done, total int)
+}
+
+// Record is a transaction's immutable open record.
+type Record struct {
+	ID         string           `json:"id"`
+	Base       manifest.Bytes   `json:"base"`
+	BaseDevice uint64           `json:"base_device"`
+	BaseInode  uint64           `json:"base_inode"`
+	Backend    string           `json:"backend"`
+	Staged     manifest.Bytes   `json:"staged"`
+	Exclude    []string         `json:"exclude"`
+	Protect    []string         `json:"protect"`
+	Command    []manifest.Bytes `json:"command,omitempty"`
+	CreatedAt  time.Time        `json:"created_at"`
+	PID        int              `json:"pid"`
+	PortBase   int              `json:"port_base"`
+	Warnings   []string         `json:"warnings,omitempty"`
+}
+
+// State file names inside a transaction's directory.
+const (
+	recordFile        = "open.json"
+	baseManifestFile  = "base.manifest.json"
+	stagedOpenFile    = "staged.manifest.json"
+	stagedDir         = "staged"
+	changesDir        = "changes"
+	changeSetFile     = "changes/changeset.json"
+	objectsDir        = "changes/objects"
+	journalDir        = "journal"
+	receiptFile       = "receipt.json"
+	portSpan          = 10
+	eventOpened       = "opened"
+	eventRefused      = "refused"
+	eventApplying     = "applying"
+	eventCommitted    = "committed"
+	eventNoChanges    = "no_changes"
+	eventDiscarded    = "discarded"
+	eventRecovered    = "recovered"
+	eventRollForward  = "recovered_forward"
+	eventStagedRemove = "staged_removed"
+)
+
+// Open opens a transaction: it checks the preconditions, measures the base
+// and stages the workspace. On any failure nothing is left behind and the
+// base is untouched.
+func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
+	base, err := resolveBase(o.Base)
+	if err != nil {
+		return nil, err
+	}
+	if state.Nested(base, s.Dir()) {
+		return nil, fmt.Errorf("base %s and state root %s contain one another; set AIRLOCK_STATE_DIR outside the base", base, s.Dir())
+	}
+	dev, ino, err := identity(base)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.st.Base(base)
+	if err != nil {
+		return nil, err
+	}
+	if id, ok, err := b.Inflight(); err != nil {
+		return nil, err
+	} else if ok {
+		return nil, interrupted(base, id)
+	}
+	excl := o.Exclude
+	if !o.NoDefaultExclude {
+		excl = append(slices.Clone(DefaultExclude), excl...)
+	}
+	exclude, err := selector.New(excl)
+	if err != nil {
+		return nil, fmt.Errorf("--exclude: %w", err)
+	}
+	prot := o.Protect
+	if !o.NoDefaultProtect {
+		prot = append(slices.Clone(DefaultProtect), prot...)
+	}
+	if _, err := selector.New(prot); err != nil {
+		return nil, fmt.Errorf("--protect: %w", err)
+	}
+	backend, err := stage.Get(o.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if ok, why := backend.Supported(s.Dir()); !ok {
+		return nil, fmt.Errorf("backend %s is not supported here: %s", backend.Name(), why)
+	}
+	id := o.ID
+	if id == "" {
+		id = state.NewID(time.Now())
+	}
+	if err := state.ValidID(id); err != nil {
+		return nil, fmt.Errorf("--id: %w", err)
+	}
+	st, err := s.st.Create(id)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.st.RemoveTx(id)
+		}
+	}()
+	staged := st.Path(stagedDir)
+	res, err := backend.Stage(ctx, stage.Request{Base: base, Dir: staged, Skip: exclude.MatchSelf, Progress: o.Progress})
+	if err != nil {
+		return nil, err
+	}
+	if err := res.Base.Save(st.Path(baseManifestFile)); err != nil {
+		return nil, err
+	}
+	if err := res.Staged.Save(st.Path(stagedOpenFile)); err != nil {
+		return nil, err
+	}
+	port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)
+	if err != nil {
+		return nil, err
+	}
+	rec := Record{
+		ID: id, Base: manifest.Bytes(base), BaseDevice: dev, BaseInode: ino,
+		Backend: backend.Name(), Staged: manifest.Bytes(staged),
+		Exclude: excl, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
+		PortBase: port, Warnings: res.Warnings,
+	}
+	for _, a := range o.Command {
+		rec.Command = append(rec.Command, manifest.Bytes(a))
+	}
+	if err := st.WriteOnce(recordFile, rec); err != nil {
+		return nil, err
+	}
+	if err := st.Append(state.Event{Time: time.Now().UTC(), Event: eventOpened, Detail: map[string]any{"entries": len(res.Base.Entries)}}); err != nil {
+		return nil, err
+	}
+	ok = true
+	return &Tx{store: s, st: st, rec: rec}, nil
+}
+
+// portsTaken lists the port bases of transactions still open.
+func (s *Store) portsTaken() ([]int, error) {
+	ids, err := s.st.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var taken []int
+	for _, id := range ids {
+		st, err := s.st.Tx(id)
+		if err != nil {
+			continue
+		}
+		p, ok, err := st.PortBase()
+		if err != nil || !ok {
+			continue
+		}
+		if t, err := s.loadTx(st); err == nil {
+			if status, err := t.Status(); err == nil && status.Settled() {
+				continue
+			}
+		}
+		taken = append(taken, p)
+	}
+	return taken, nil
+}
+
+// Tx loads a transaction by id.
+func (s *Store) Tx(id string) (*Tx, error) {
+	if err := state.ValidID(id); err != nil {
+		return nil, err
+	}
+	st, err := s.st.Tx(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.loadTx(st)
+}
+
+func (s *Store) loadTx(st *state.Tx) (*Tx, error) {
+	var rec Record
+	if err := st.Read(recordFile, &rec); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("transaction %s has no open record %s: it was never fully opened; remove it with airlock gc", st.ID(), st.Path(recordFile))
+		}
+		return nil, err
+	}
+	if rec.ID != st.ID() {
+		return nil, fmt.Errorf("open record %s names transaction %q, not %q: the state was altered", st.Path(recordFile), rec.ID, st.ID())
+	}
+	return &Tx{store: s, st: st, rec: rec}, nil
+}
+
+// IDs lists every transaction in the store.
+func (s *Store) IDs() ([]string, error) { return s.st.IDs() }
+
+// resolveBase turns the user's --workdir into the absolute, symlink-free
+// path of a directory that may be a base.
+func resolveBase(dir string) (string, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("current directory: %w", err)
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("base %s: %w", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("base %s: %w", abs, unwrapPathErr(err))
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("base %s: %w", real, unwrapPathErr(err))
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("base %s is not a directory", real)
+	}
+	if real == "/" {
+		return "", fmt.Errorf("base %s: refusing the filesystem root; choose a project directory", real)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if h, err := filepath.EvalSymlinks(home); err == nil && h == real {
+			return "", fmt.Errorf("base %s is your home directory; choose a project directory", real)
+		}
+	}
+	return real, nil
+}
+
+func identity(path string) (dev, ino uint64, err error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("base %s: %w", path, unwrapPathErr(err))
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, fmt.Errorf("base %s: no device and inode", path)
+	}
+	return uint64(st.Dev), uint64(st.Ino), nil
+}
+
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func interrupted(base, id string) *Refusal {
+	return refuse(InterruptedApply, nil, "an apply of transaction %s over %s was interrupted; run `airlock recover --workdir %s` first", id, base, strconv.Quote(base))
+}

@@ -1,0 +1,182 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/receipt"
+	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+// Receipt is the JSON record of a settled transaction.
+type Receipt = receipt.Receipt
+
+// Tx is one transaction.
+type Tx struct {
+	store *Store
+	st    *state.Tx
+	rec   Record
+}
+
+// ID is the transaction's id.
+func (t *Tx) ID() string { return t.rec.ID }
+
+// Path is the staged workspace: the directory the command works in.
+func (t *Tx) Path() string { return string(t.rec.Staged) }
+
+// Base is the directory the transaction protects.
+func (t *Tx) Base() string { return string(t.rec.Base) }
+
+// Record is the transaction's open record.
+func (t *Tx) Record() Record { return t.rec }
+
+// StateDir is the transaction's state directory.
+func (t *Tx) StateDir() string { return t.st.Dir() }
+
+// Status is where a transaction is in its life.
+type Status string
+
+const (
+	StatusOpen        Status = "open"        // the command may still be working
+	StatusRefused     Status = "refused"     // a commit was refused; retained, can be committed again
+	StatusInterrupted Status = "interrupted" // an apply was cut short; run recover
+	StatusCommitted   Status = "committed"
+	StatusNoChanges   Status = "no_changes"
+	StatusDiscarded   Status = "discarded"
+)
+
+// Settled reports whether the transaction is over: committed, discarded or
+// closed with no changes.
+func (s Status) Settled() bool {
+	return s == StatusCommitted || s == StatusNoChanges || s == StatusDiscarded
+}
+
+// Status reads the transaction's status from its event log.
+func (t *Tx) Status() (Status, error) {
+	evs, err := t.st.Events()
+	if err != nil {
+		return "", err
+	}
+	s := StatusOpen
+	for _, e := range evs {
+		switch e.Event {
+		case eventRefused, eventRecovered:
+			s = StatusRefused
+		case eventApplying:
+			s = StatusInterrupted
+		case eventCommitted, eventRollForward:
+			s = StatusCommitted
+		case eventNoChanges:
+			s = StatusNoChanges
+		case eventDiscarded:
+			s = StatusDiscarded
+		}
+	}
+	return s, nil
+}
+
+// Events returns the transaction's event log.
+func (t *Tx) Events() ([]state.Event, error) { return t.st.Events() }
+
+func (t *Tx) event(name string, detail map[string]any) error {
+	return t.st.Append(state.Event{Time: time.Now().UTC(), Event: name, Detail: detail})
+}
+
+// Change is one changed path, for callers outside the package.
+type Change struct {
+	Path string
+	Op   string // "add", "modify" or "delete"
+	From string // kind at open: "none", "file", "dir", "symlink"
+	To   string // kind in the staged workspace
+}
+
+// ChangeSet is what the command changed so far.
+type ChangeSet struct {
+	set *changeset.Set
+}
+
+// Changes lists the changed paths in order.
+func (c *ChangeSet) Changes() []Change {
+	out := make([]Change, len(c.set.Changes))
+	for i, ch := range c.set.Changes {
+		out[i] = Change{Path: ch.Path, Op: ch.Op.String(), From: ch.Base.Kind.String(), To: ch.Result.Kind.String()}
+	}
+	return out
+}
+
+// Counts returns how many paths are added, modified and deleted.
+func (c *ChangeSet) Counts() (added, modified, deleted int) { return c.set.Counts() }
+
+// GitMeta counts changed paths under .git directories, which are never
+// applied.
+func (c *ChangeSet) GitMeta() int { return c.set.GitMeta }
+
+// Unsupported names FIFOs, sockets and devices in the staged workspace.
+func (c *ChangeSet) Unsupported() []string {
+	out := make([]string, len(c.set.Unsupported))
+	for i, u := range c.set.Unsupported {
+		out[i] = string(u)
+	}
+	return out
+}
+
+// Changes computes the change set of the staged workspace against the base
+// as it was at open. It does not freeze it: the command may still be
+// writing.
+func (t *Tx) Changes(ctx context.Context) (*ChangeSet, error) {
+	set, err := t.diff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &ChangeSet{set}, nil
+}
+
+func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) {
+	if _, err := os.Lstat(t.Path()); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("transaction %s has no staged workspace at %s any more", t.ID(), t.Path())
+		}
+		return nil, err
+	}
+	base, err := manifest.Load(t.st.Path(baseManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	open, err := manifest.Load(t.st.Path(stagedOpenFile))
+	if err != nil {
+		return nil, err
+	}
+	now, err := manifest.Walk(ctx, t.Path(), manifest.WalkOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("measure staged workspace: %w", err)
+	}
+	return changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
+}
+
+// removeStaged drops the staged workspace of a settled transaction.
+func (t *Tx) removeStaged(ctx context.Context) error {
+	b, err := stage.Get(t.rec.Backend)
+	if err != nil {
+		return err
+	}
+	if err := b.Remove(ctx, t.Path()); err != nil {
+		return fmt.Errorf("remove staged workspace %s: %w", t.Path(), err)
+	}
+	return nil
+}
+
+// ReceiptPath is where the transaction's receipt is (once it settled).
+func (t *Tx) ReceiptPath() string { return t.st.Path(receiptFile) }
+
+// Receipt loads the transaction's receipt, if it has one.
+func (t *Tx) Receipt() (*Receipt, error) {
+	r, _, err := receipt.Load(t.st.Path(receiptFile))
+	return r, err
+}
