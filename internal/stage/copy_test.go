@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,7 +103,14 @@ func buildTree(t *testing.T) string {
 	for _, l := range links {
 		must(t, os.Symlink(l.target, filepath.Join(base, l.path)))
 	}
+	deep := filepath.Join(base, "deep"+strings.Repeat("/d", 60))
+	must(t, os.MkdirAll(deep, 0o755))
+	must(t, os.WriteFile(filepath.Join(deep, "bottom"), []byte("bottom\n"), 0o644))
 	must(t, syscall.Mkfifo(filepath.Join(base, "pipe"), 0o644))
+	l, err := net.Listen("unix", filepath.Join(base, "a/sock"))
+	must(t, err)
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	must(t, l.Close())
 	must(t, os.Chmod(filepath.Join(base, "ro/sub"), 0o555))
 	must(t, os.Chmod(filepath.Join(base, "ro"), 0o555))
 	t.Cleanup(func() {
@@ -258,6 +266,7 @@ func TestCopyStagesTree(t *testing.T) {
 	want := facts(t, base, skipExcluded)
 	got := facts(t, dir, nil)
 	delete(want, "pipe")
+	delete(want, "a/sock")
 	t.Run("same surface", func(t *testing.T) {
 		for p, w := range want {
 			g, ok := got[p]
@@ -288,7 +297,7 @@ func TestCopyStagesTree(t *testing.T) {
 		}
 	})
 	t.Run("diff -r", func(t *testing.T) {
-		out, err := exec.Command("diff", "-r", "--no-dereference", "-x", "pipe", "-x", "node_modules", "-x", "*.log", base, dir).CombinedOutput()
+		out, err := exec.Command("diff", "-r", "--no-dereference", "-x", "pipe", "-x", "sock", "-x", "node_modules", "-x", "*.log", base, dir).CombinedOutput()
 		if err != nil {
 			t.Fatalf("diff -r: %v\n%s", err, out)
 		}
@@ -315,8 +324,10 @@ func TestCopyStagesTree(t *testing.T) {
 		if !slices.Equal(paths, wantPaths) {
 			t.Errorf("Base paths = %q\nwant %q", paths, wantPaths)
 		}
-		if e, ok := res.Base.Lookup("pipe"); !ok || e.Kind != manifest.KindOther {
-			t.Errorf("Base has no KindOther entry for the FIFO: %+v", e)
+		for _, p := range []string{"pipe", "a/sock"} {
+			if e, ok := res.Base.Lookup(p); !ok || e.Kind != manifest.KindOther {
+				t.Errorf("Base has no KindOther entry for %s: %+v", p, e)
+			}
 		}
 	})
 	t.Run("staged manifest", func(t *testing.T) {
@@ -334,7 +345,10 @@ func TestCopyStagesTree(t *testing.T) {
 		}
 	})
 	t.Run("warnings", func(t *testing.T) {
-		want := []string{"skipped FIFO pipe: FIFOs, sockets and devices are not copied"}
+		want := []string{
+			"skipped socket a/sock: FIFOs, sockets and devices are not copied",
+			"skipped FIFO pipe: FIFOs, sockets and devices are not copied",
+		}
 		if !slices.Equal(res.Warnings, want) {
 			t.Errorf("Warnings = %q, want %q", res.Warnings, want)
 		}
