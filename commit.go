@@ -132,6 +132,7 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if r != nil {
 		return t.settle(ctx, Refused, r, set, o)
 	}
+	fault.Point("checked")
 	return t.apply(ctx, root, base, set, ops, o)
 }
 
@@ -158,6 +159,11 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		if errors.As(err, &d) {
 			os.RemoveAll(jdir)
 			return t.settle(ctx, Refused, refuse(BaseDrift, []string{d.Path}, "changed in the base while the commit was being prepared"), set, o)
+		}
+		var e *journal.EscapeError
+		if errors.As(err, &e) {
+			os.RemoveAll(jdir)
+			return t.settle(ctx, Refused, refuse(BoundaryEscape, []string{e.Path}, "a directory on the way was replaced by a symlink while the commit was being prepared"), set, o)
 		}
 		return nil, err
 	}

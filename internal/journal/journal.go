@@ -73,6 +73,25 @@ func (e *DriftError) Error() string {
 	return fmt.Sprintf("%s changed in the base while airlock prepared the commit", e.Path)
 }
 
+// EscapeError reports a path that can no longer be reached without crossing
+// a symlink (a directory on its way was swapped for one): the commit must
+// refuse, never write through it.
+type EscapeError struct {
+	Path string
+	Err  error
+}
+
+func (e *EscapeError) Error() string {
+	return fmt.Sprintf("%s is now reached through a symlink: %v", e.Path, e.Err)
+}
+
+func (e *EscapeError) Unwrap() error { return e.Err }
+
+// escaped reports whether err is safefs refusing a symlink or an escape.
+func escaped(err error) bool {
+	return errors.Is(err, safefs.ErrSymlink) || errors.Is(err, safefs.ErrEscape)
+}
+
 func (j *Journal) digest() (string, error) {
 	c := *j
 	c.Digest = ""
@@ -105,6 +124,9 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 		}
 		op := &ops[i]
 		cur, err := measure(root, op.Path)
+		if escaped(err) {
+			return nil, &EscapeError{Path: op.Path, Err: err}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -184,6 +206,9 @@ func entryOf(i safefs.Info) manifest.Entry {
 // source is re-checked after the copy: a file written meanwhile is drift.
 func backup(root *safefs.Root, op *Op, dst string) (string, error) {
 	src, err := root.Open(op.Path)
+	if escaped(err) {
+		return "", &EscapeError{Path: op.Path, Err: err}
+	}
 	if err != nil {
 		return "", err
 	}

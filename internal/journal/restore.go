@@ -22,6 +22,11 @@ type RestoreResult struct {
 	// Digest is the tree digest of the journaled paths as they now are; it
 	// equals BeforeDigest, which Restore computed from the journal.
 	Digest, BeforeDigest string
+	// Unreachable lists journaled paths that can only be reached through
+	// a symlink now (a directory on the way was swapped for one after the
+	// apply began). safefs never writes through a symlink, so the apply did
+	// not write there either; they are left alone.
+	Unreachable []string
 	// Displaced lists content found at a journaled path that was neither
 	// the state before nor the state after the apply (someone wrote there
 	// after the crash). It was saved in the journal's displaced directory
@@ -39,6 +44,15 @@ func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*R
 	if err := removeTemps(root, j); err != nil {
 		return nil, err
 	}
+	ops := make([]Op, 0, len(j.Ops))
+	for _, op := range j.Ops {
+		if _, err := measure(root, op.Path); escaped(err) {
+			res.Unreachable = append(res.Unreachable, op.Path)
+			continue
+		}
+		ops = append(ops, op)
+	}
+	j = &Journal{Version: j.Version, TxID: j.TxID, Base: j.Base, Ops: ops}
 	// Deepest first: take away what the apply created where something of
 	// another kind, or nothing, was before.
 	for i := len(j.Ops) - 1; i >= 0; i-- {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/airlockdev/airlock/internal/manifest"
 )
@@ -65,53 +66,88 @@ type Receipt struct {
 // wire is a receipt's JSON form. Its member order is the file's reading
 // order; the digest does not depend on it.
 type wire struct {
-	Schema             string           `json:"schema"`
-	TxID               string           `json:"tx"`
-	Base               manifest.Bytes   `json:"base"`
-	BaseDevice         uint64           `json:"base_device"`
-	BaseInode          uint64           `json:"base_inode"`
-	Backend            string           `json:"backend"`
-	Command            []manifest.Bytes `json:"command"`
-	StartedAt          string           `json:"started_at"`
-	EndedAt            string           `json:"ended_at"`
-	ExitCode           *int             `json:"exit_code"`
-	Outcome            string           `json:"outcome"`
-	Refusal            string           `json:"refusal"`
-	RefusedPaths       []manifest.Bytes `json:"refused_paths"`
-	Added              int              `json:"added"`
-	Modified           int              `json:"modified"`
-	Deleted            int              `json:"deleted"`
-	ExcludedSelectors  int              `json:"excluded_selectors"`
-	ProtectedSelectors int              `json:"protected_selectors"`
-	Approved           bool             `json:"approved"`
-	BaseDigest         string           `json:"base_digest"`
-	ResultDigest       string           `json:"result_digest"`
-	DiffDigest         string           `json:"diff_digest"`
-	NotTransactional   []string         `json:"not_transactional"`
-	Previous           string           `json:"previous"`
-	Digest             string           `json:"digest"`
+	Schema             string      `json:"schema"`
+	TxID               string      `json:"tx"`
+	Base               fileBytes   `json:"base"`
+	BaseDevice         uint64      `json:"base_device"`
+	BaseInode          uint64      `json:"base_inode"`
+	Backend            string      `json:"backend"`
+	Command            []fileBytes `json:"command"`
+	StartedAt          string      `json:"started_at"`
+	EndedAt            string      `json:"ended_at"`
+	ExitCode           *int        `json:"exit_code"`
+	Outcome            string      `json:"outcome"`
+	Refusal            string      `json:"refusal"`
+	RefusedPaths       []fileBytes `json:"refused_paths"`
+	Added              int         `json:"added"`
+	Modified           int         `json:"modified"`
+	Deleted            int         `json:"deleted"`
+	ExcludedSelectors  int         `json:"excluded_selectors"`
+	ProtectedSelectors int         `json:"protected_selectors"`
+	Approved           bool        `json:"approved"`
+	BaseDigest         string      `json:"base_digest"`
+	ResultDigest       string      `json:"result_digest"`
+	DiffDigest         string      `json:"diff_digest"`
+	NotTransactional   []string    `json:"not_transactional"`
+	Previous           string      `json:"previous"`
+	Digest             string      `json:"digest"`
+}
+
+// fileBytes is manifest.Bytes as a receipt writes it: the same JSON forms,
+// but without encoding/json's HTML escaping, so that a command such as
+// "make && make test" reads as itself in the file.
+type fileBytes manifest.Bytes
+
+func (b fileBytes) MarshalJSON() ([]byte, error) {
+	if !utf8.ValidString(string(b)) {
+		return manifest.Bytes(b).MarshalJSON()
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(string(b)); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+func (b *fileBytes) UnmarshalJSON(data []byte) error {
+	return (*manifest.Bytes)(b).UnmarshalJSON(data)
+}
+
+func toFile(list []manifest.Bytes) []fileBytes {
+	// Empty lists are written as [] rather than null, so that a reader
+	// never has to tell "none" from "missing".
+	out := make([]fileBytes, len(list))
+	for i, b := range list {
+		out[i] = fileBytes(b)
+	}
+	return out
+}
+
+func fromFile(list []fileBytes) []manifest.Bytes {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]manifest.Bytes, len(list))
+	for i, b := range list {
+		out[i] = manifest.Bytes(b)
+	}
+	return out
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 func (r *Receipt) toWire() wire {
-	// Empty lists are written as [] rather than null, so that a reader
-	// never has to tell "none" from "missing".
-	orEmpty := func(b []manifest.Bytes) []manifest.Bytes {
-		if b == nil {
-			return []manifest.Bytes{}
-		}
-		return b
-	}
 	nt := r.NotTransactional
 	if nt == nil {
 		nt = []string{}
 	}
 	return wire{
-		Schema: r.Schema, TxID: r.TxID, Base: r.Base, BaseDevice: r.BaseDevice, BaseInode: r.BaseInode,
-		Backend: r.Backend, Command: orEmpty(r.Command),
+		Schema: r.Schema, TxID: r.TxID, Base: fileBytes(r.Base), BaseDevice: r.BaseDevice, BaseInode: r.BaseInode,
+		Backend: r.Backend, Command: toFile(r.Command),
 		StartedAt: formatTime(r.StartedAt), EndedAt: formatTime(r.EndedAt), ExitCode: r.ExitCode,
-		Outcome: r.Outcome, Refusal: r.Refusal, RefusedPaths: orEmpty(r.RefusedPaths),
+		Outcome: r.Outcome, Refusal: r.Refusal, RefusedPaths: toFile(r.RefusedPaths),
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
 		ExcludedSelectors: r.ExcludedSelectors, ProtectedSelectors: r.ProtectedSelectors, Approved: r.Approved,
 		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
@@ -141,23 +177,16 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("member \"ended_at\": %w", err)
 	}
 	*r = Receipt{
-		Schema: w.Schema, TxID: w.TxID, Base: w.Base, BaseDevice: w.BaseDevice, BaseInode: w.BaseInode,
-		Backend: w.Backend, Command: nilIfEmpty(w.Command),
+		Schema: w.Schema, TxID: w.TxID, Base: manifest.Bytes(w.Base), BaseDevice: w.BaseDevice, BaseInode: w.BaseInode,
+		Backend: w.Backend, Command: fromFile(w.Command),
 		StartedAt: started.UTC(), EndedAt: ended.UTC(), ExitCode: w.ExitCode,
-		Outcome: w.Outcome, Refusal: w.Refusal, RefusedPaths: nilIfEmpty(w.RefusedPaths),
+		Outcome: w.Outcome, Refusal: w.Refusal, RefusedPaths: fromFile(w.RefusedPaths),
 		Added: w.Added, Modified: w.Modified, Deleted: w.Deleted,
 		ExcludedSelectors: w.ExcludedSelectors, ProtectedSelectors: w.ProtectedSelectors, Approved: w.Approved,
 		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
 		NotTransactional: w.NotTransactional, Previous: w.Previous, Digest: w.Digest,
 	}
 	return nil
-}
-
-func nilIfEmpty[T any](s []T) []T {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
 }
 
 // Seal fills in Schema and NotTransactional when they are empty, computes
