@@ -200,7 +200,15 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 	}
 	res, err := t.record(Committed, nil, set, o, baseDigest, resultDigest, base)
 	if err != nil {
-		return nil, err
+		// Not recorded as committed: the commit must not stand.
+		if status, serr := t.Status(); serr == nil && status != StatusCommitted {
+			if _, rerr := journal.Restore(context.WithoutCancel(ctx), root, j, jdir); rerr == nil {
+				base.ClearInflight()
+				journal.Retire(jdir)
+				return nil, fmt.Errorf("record the commit of %s: %w; the base was rolled back", t.ID(), err)
+			}
+		}
+		return nil, fmt.Errorf("record the commit of %s: %w; run `airlock recover --workdir %s`", t.ID(), err, t.Base())
 	}
 	res.Kept = applied.Kept
 	if err := base.ClearInflight(); err != nil {

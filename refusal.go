@@ -31,7 +31,7 @@ type Refusal struct {
 
 func (r *Refusal) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "commit refused (%s)", r.Kind)
+	fmt.Fprintf(&b, "refused (%s)", r.Kind)
 	if r.Reason != "" {
 		b.WriteString(": ")
 		b.WriteString(r.Reason)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -124,10 +123,8 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id, ok, err := b.Inflight(); err != nil {
+	if err := checkNotInterrupted(ctx, b); err != nil {
 		return nil, err
-	} else if ok {
-		return nil, interrupted(base, id)
 	}
 	excl := o.Exclude
 	if !o.NoDefaultExclude {
@@ -313,6 +310,25 @@ func unwrapPathErr(err error) error {
 	return err
 }
 
+// checkNotInterrupted refuses when an apply over the base was cut short.
+// It waits for the base's lock first, so a commit that is merely running
+// in another process is not mistaken for an interrupted one.
+func checkNotInterrupted(ctx context.Context, b *state.Base) error {
+	unlock, err := b.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	id, ok, err := b.Inflight()
+	if err != nil {
+		return err
+	}
+	if ok {
+		return interrupted(b.Path(), id)
+	}
+	return nil
+}
+
 func interrupted(base, id string) *Refusal {
-	return refuse(InterruptedApply, nil, "an apply of transaction %s over %s was interrupted; run `airlock recover --workdir %s` first", id, base, strconv.Quote(base))
+	return refuse(InterruptedApply, nil, "an apply of transaction %s over %s was interrupted; run `airlock recover --workdir %s` first", id, base, base)
 }
