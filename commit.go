@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -51,6 +52,10 @@ type SettleOptions struct {
 	StartedAt time.Time // when the command started; zero means the open time
 	// ReceiptCopy, if set, is a second file the receipt is written to.
 	ReceiptCopy string
+	// Validate, if set, is run with `sh -c` in a candidate tree (the base
+	// now plus the prepared change set) before anything is applied; a
+	// non-zero exit refuses the commit with ValidationFailed.
+	Validate string
 }
 
 // Commit applies the change set to the base through every fail-closed check,
@@ -113,9 +118,19 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if r := t.checkIdentity(); r != nil {
 		return t.settle(ctx, Refused, r, set, o)
 	}
-	ops, escapes, r, err := checkDrift(root, set)
+	ops, drifted, escapes, err := checkDrift(root, set)
 	if err != nil {
 		return nil, err
+	}
+	prepared := set
+	var r *Refusal
+	if len(drifted) > 0 {
+		var merged []journal.Op
+		merged, prepared, r, err = t.mergeDrifted(root, set, drifted)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, merged...)
 	}
 	if r == nil {
 		r, err = t.checkProtected(set, o.Approve)
@@ -129,11 +144,17 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if r == nil {
 		r = checkSharedInode(root, set, t.Path(), t.st.Path(objectsDir))
 	}
+	if r == nil && o.Validate != "" {
+		r, err = t.validate(ctx, ops, o.Validate)
+		if err != nil {
+			return nil, err
+		}
+	}
 	if r != nil {
 		return t.settle(ctx, Refused, r, set, o)
 	}
 	fault.Point("checked")
-	return t.apply(ctx, root, base, set, ops, o)
+	return t.apply(ctx, root, base, prepared, ops, o)
 }
 
 // apply is the commit from the journal on, with the base locked and every
@@ -211,6 +232,9 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		return nil, fmt.Errorf("record the commit of %s: %w; run `airlock recover --workdir %s`", t.ID(), err, t.Base())
 	}
 	res.Kept = applied.Kept
+	if err := t.keepApplied(j, jdir); err != nil {
+		return nil, err
+	}
 	if err := base.ClearInflight(); err != nil {
 		return nil, err
 	}
@@ -219,6 +243,35 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 	}
 	t.settleStaged(ctx)
 	return res, nil
+}
+
+// keepApplied keeps the record of a finished apply: the journal itself (the
+// exact before and after of every path, which undo reverses) and, in the
+// base's originals store, the bytes it replaced (merge bases for the
+// transactions still open, and undo's material).
+func (t *Tx) keepApplied(j *journal.Journal, jdir string) error {
+	b, err := os.ReadFile(journal.Path(jdir))
+	if err != nil {
+		return fmt.Errorf("keep the applied journal: %w", err)
+	}
+	if err := safefs.WriteFile(t.st.Path(appliedFile), b, 0o600); err != nil {
+		return err
+	}
+	orig, err := t.originals()
+	if err != nil {
+		return err
+	}
+	for _, op := range j.Ops {
+		if op.Before.Kind != manifest.KindFile || op.Backup == "" {
+			continue
+		}
+		e := op.Before
+		e.Path = op.Path
+		if err := orig.Add(t.ID(), e, journal.BackupPath(jdir, op)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // freeze computes the frozen copy of the change set in the transaction's
@@ -248,14 +301,22 @@ func (t *Tx) checkIdentity() *Refusal {
 	return nil
 }
 
+// drift is a changed path that also changed in the base since open.
+type drift struct {
+	change changeset.Change
+	now    manifest.Entry // the base path as it is now
+}
+
 // checkDrift compares every path the change set touches, and each of its
 // parent directories, with the base as it was at open. It returns the
-// journal operations, with Before set to what is in the base now; paths
-// that cannot be reached without crossing a symlink or leaving the base are
-// returned as escapes for the boundary check.
-func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []string, *Refusal, error) {
+// journal operations for the paths that did not move, with Before set to
+// what is in the base now; the paths that moved, for merging; and the paths
+// that cannot be reached without crossing a symlink or leaving the base,
+// for the boundary check.
+func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []drift, []string, error) {
 	var ops []journal.Op
-	var drifted, escapes []string
+	var drifted []drift
+	var escapes []string
 	parentOK := map[string]bool{}
 	known := map[string]manifest.Entry{}
 	for _, c := range set.Changes {
@@ -274,16 +335,17 @@ func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []string, 
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if !unchanged(cur, c.Base) || !parentsUnchanged(root, c.Path, known, parentOK) {
-			drifted = append(drifted, c.Path)
+		if !parentsUnchanged(root, c.Path, known, parentOK) {
+			drifted = append(drifted, drift{change: c, now: manifest.Entry{Path: c.Path, Kind: manifest.KindOther}})
+			continue
+		}
+		if !unchanged(cur, c.Base) {
+			drifted = append(drifted, drift{change: c, now: cur})
 			continue
 		}
 		ops = append(ops, journal.Op{Path: c.Path, Before: cur, After: c.Result})
 	}
-	if len(drifted) > 0 {
-		return nil, nil, refuse(BaseDrift, drifted, "changed in the base since the transaction opened"), nil
-	}
-	return ops, escapes, nil, nil
+	return ops, drifted, escapes, nil
 }
 
 // unchanged compares a base path now with the base at open. A directory is
@@ -334,7 +396,9 @@ func parentOf(rel string) string {
 
 func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
 	info, err := root.Lstat(rel)
-	if errors.Is(err, os.ErrNotExist) {
+	// ENOTDIR: a parent is not a directory (yet), as when the change set
+	// turns a file into a directory with children; the path is absent.
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return manifest.Entry{Path: rel}, nil
 	}
 	if err != nil {

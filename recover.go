@@ -74,6 +74,11 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 		// The receipt was written after the apply was verified: the base
 		// holds the committed state, and only the bookkeeping is left.
 		out.RolledForward = true
+		if j, err := journal.Load(jdir); err == nil {
+			if err := t.keepApplied(j, jdir); err != nil {
+				return nil, err
+			}
+		}
 		if err := t.event(eventRollForward, nil); err != nil {
 			return nil, err
 		}

@@ -144,6 +144,9 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 		return nil, err
 	}
 	if out == Committed {
+		if err := chain(base, rc, data); err != nil {
+			return nil, err
+		}
 		if err := base.SetHead(rc.Digest); err != nil {
 			return nil, err
 		}

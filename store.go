@@ -92,6 +92,7 @@ const (
 	objectsDir        = "changes/objects"
 	journalDir        = "journal"
 	receiptFile       = "receipt.json"
+	appliedFile       = "applied.json"
 	portSpan          = 10
 	eventOpened       = "opened"
 	eventRefused      = "refused"

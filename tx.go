@@ -83,7 +83,7 @@ func (t *Tx) Status() (Status, error) {
 }
 
 // Events returns the transaction's event log.
-func (t *Tx) Events() ([]state.Event, error) { return t.st.Events() }
+func (t *Tx) Events() ([]Event, error) { return t.st.Events() }
 
 func (t *Tx) event(name string, detail map[string]any) error {
 	return t.st.Append(state.Event{Time: time.Now().UTC(), Event: name, Detail: detail})

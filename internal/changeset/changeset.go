@@ -335,6 +335,29 @@ func freezeFile(src, objects string) (string, int64, error) {
 	return d, n, nil
 }
 
+// WriteObject stores content in the objects directory under its digest, as
+// Freeze does for staged files: a merged result is frozen the same way.
+func WriteObject(objects string, content []byte) (string, error) {
+	d := manifest.HashBytes(content)
+	dst := ObjectPath(objects, d)
+	if _, err := os.Lstat(dst); err == nil {
+		return d, nil
+	}
+	if err := safefs.WriteFile(dst, content, 0o600); err != nil {
+		return "", err
+	}
+	return d, nil
+}
+
+// Clone copies the set so that results can be replaced (by merges) without
+// touching the frozen original.
+func (s *Set) Clone() *Set {
+	c := *s
+	c.Changes = append([]Change(nil), s.Changes...)
+	c.Unsupported = append([]manifest.Bytes(nil), s.Unsupported...)
+	return &c
+}
+
 // Digest is the change set's digest: for each change in path order, the
 // NUL-terminated fields path, op, result kind, result mode and result
 // content (file digest or symlink target). It names exactly what a commit

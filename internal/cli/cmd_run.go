@@ -67,7 +67,7 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []stri
 		fmt.Fprintf(io.Err, "airlock: same-path mode unavailable (%s); running at %s\n", res.Fallback, tx.Path())
 	}
 	code := res.ExitCode
-	so := airlock.SettleOptions{Approve: f.approve, ExitCode: &code, StartedAt: started, ReceiptCopy: rpath}
+	so := airlock.SettleOptions{Approve: f.approve, ExitCode: &code, StartedAt: started, ReceiptCopy: rpath, Validate: f.validate}
 	// Settling must finish even when airlock itself was interrupted while
 	// the command ran: the signal was the command's to handle.
 	sctx := context.WithoutCancel(ctx)

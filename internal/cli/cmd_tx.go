@@ -59,20 +59,17 @@ func newCommitCmd(io IO) *cobra.Command {
 		Short: "Apply a transaction's change set to its base, all or nothing",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if validate != "" {
-				return errors.New("--validate is not available in this version of airlock yet")
-			}
 			rpath, err := receiptPath(receipt)
 			if err != nil {
 				return err
 			}
 			return settle(c.Context(), io, args[0], quiet, asJSON, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath})
+				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath, Validate: validate})
 			})
 		},
 	}
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
-	c.Flags().StringVar(&validate, "validate", "", "run CMD in a candidate tree before committing (not available yet)")
+	c.Flags().StringVar(&validate, "validate", "", "before commit, run `CMD` via sh -c in a candidate tree (base + change set); non-zero refuses")
 	c.Flags().StringVar(&receipt, "receipt", "", "also write the receipt JSON to `FILE`")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result and receipt as JSON on stdout")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")

@@ -175,7 +175,9 @@ func sameBefore(cur, want manifest.Entry) bool {
 // entry of Kind none.
 func measure(root *safefs.Root, rel string) (manifest.Entry, error) {
 	info, err := root.Lstat(rel)
-	if errors.Is(err, fs.ErrNotExist) {
+	// ENOTDIR: a parent is not a directory, as when the change set turns a
+	// file into a directory with children; the path is absent.
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return manifest.Entry{Path: rel}, nil
 	}
 	if err != nil {
@@ -243,9 +245,18 @@ func copyHash(dst io.Writer, src io.Reader) (string, error) {
 	return manifest.Sum(h), nil
 }
 
-// Load reads a journal and refuses it unless its digest matches.
-func Load(dir string) (*Journal, error) {
-	p := filepath.Join(dir, fileName)
+// Load reads the journal in dir and refuses it unless its digest matches.
+func Load(dir string) (*Journal, error) { return LoadFile(filepath.Join(dir, fileName)) }
+
+// Path is the journal file in dir.
+func Path(dir string) string { return filepath.Join(dir, fileName) }
+
+// BackupPath is where Prepare kept the backup of op.
+func BackupPath(dir string, op Op) string { return filepath.Join(dir, backupDir, op.Backup) }
+
+// LoadFile reads a journal file (a live one, or a copy kept as the record
+// of an apply) and refuses it unless its digest matches.
+func LoadFile(p string) (*Journal, error) {
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
@@ -259,7 +270,7 @@ func Load(dir string) (*Journal, error) {
 		return nil, err
 	}
 	if j.Version != 1 || d != j.Digest {
-		return nil, fmt.Errorf("journal %s does not match its digest: it was altered and is not acted on; restore the base by hand from %s", p, filepath.Join(dir, backupDir))
+		return nil, fmt.Errorf("journal %s does not match its digest: it was altered and is not acted on; restore the base by hand from %s", p, filepath.Join(filepath.Dir(p), backupDir))
 	}
 	for i, op := range j.Ops {
 		if i > 0 && j.Ops[i-1].Path >= op.Path {
@@ -313,13 +324,42 @@ type ApplyResult struct {
 // object store. On error the base may be partly changed: the caller must
 // Restore. Fault points: "apply:N" after N operations.
 func Apply(ctx context.Context, root *safefs.Root, j *Journal, objects string) (*ApplyResult, error) {
+	return apply(ctx, root, j, objectOpener(objects), true)
+}
+
+// objectOpener opens frozen content by digest in an objects directory.
+func objectOpener(objects string) func(string) (*os.File, error) {
+	return func(d string) (*os.File, error) {
+		return os.Open(filepath.Join(objects, strings.TrimPrefix(d, manifest.DigestPrefix)))
+	}
+}
+
+// ApplyFrom carries out ops in a tree that is not the base (a staged
+// workspace being prepared by undo), reading each file's content by digest
+// through open. No journal, no fault points.
+func ApplyFrom(root *safefs.Root, txID string, ops []Op, open func(digest string) (*os.File, error)) error {
+	_, err := apply(context.Background(), root, &Journal{TxID: txID, Ops: ops}, open, false)
+	return err
+}
+
+// ApplyScratch carries out ops in a throw-away tree (a validation
+// candidate): the same operations, no journal, no fault points.
+func ApplyScratch(ctx context.Context, root *safefs.Root, txID string, ops []Op, objects string) (*ApplyResult, error) {
+	sorted := append([]Op(nil), ops...)
+	sort.Slice(sorted, func(a, b int) bool { return sorted[a].Path < sorted[b].Path })
+	return apply(ctx, root, &Journal{TxID: txID, Ops: sorted}, objectOpener(objects), false)
+}
+
+func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string) (*os.File, error), faults bool) (*ApplyResult, error) {
 	res := &ApplyResult{}
 	kept := map[string]bool{}
 	touched := map[string]bool{}
 	n := 0
 	step := func() {
 		n++
-		fault.Count("apply", n)
+		if faults {
+			fault.Count("apply", n)
+		}
 	}
 	// Removals, deepest first: deletions and changes of kind that involve
 	// a directory (a file cannot be renamed over a directory, nor the
@@ -362,7 +402,7 @@ func Apply(ctx context.Context, root *safefs.Root, j *Journal, objects string) (
 		if op.After.Kind == manifest.KindNone {
 			continue
 		}
-		if err := create(root, j.TxID, op, objects); err != nil {
+		if err := create(root, j.TxID, op, open); err != nil {
 			return nil, err
 		}
 		touched[parent(op.Path)] = true
@@ -394,7 +434,7 @@ func needsRemoval(op *Op) bool {
 }
 
 // create makes op.Path hold op.After.
-func create(root *safefs.Root, txID string, op *Op, objects string) error {
+func create(root *safefs.Root, txID string, op *Op, open func(string) (*os.File, error)) error {
 	switch op.After.Kind {
 	case manifest.KindDir:
 		if op.Before.Kind == manifest.KindDir {
@@ -412,7 +452,7 @@ func create(root *safefs.Root, txID string, op *Op, objects string) error {
 			// Only the mode changed: no bytes to rewrite.
 			return root.Chmod(op.Path, op.After.Mode)
 		}
-		src, err := os.Open(filepath.Join(objects, strings.TrimPrefix(op.After.Digest, manifest.DigestPrefix)))
+		src, err := open(op.After.Digest)
 		if err != nil {
 			return fmt.Errorf("read frozen content of %s: %w", op.Path, err)
 		}
@@ -474,8 +514,10 @@ func syncDirs(root *safefs.Root, dirs map[string]bool) error {
 	sort.Strings(list)
 	for _, d := range list {
 		err := root.SyncDir(d)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // removed later in the same apply, its parent is synced
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			// Removed or replaced by a non-directory later in the same
+			// apply; its parent is synced.
+			continue
 		}
 		if err != nil {
 			return err
@@ -495,6 +537,12 @@ func verify(root *safefs.Root, j *Journal, kept map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// Matches reports, as an error saying how, whether a path under root
+// differs from an entry by kind, mode, symlink target or content digest.
+func Matches(root *safefs.Root, rel string, want manifest.Entry) error {
+	return matches(root, rel, want)
 }
 
 // matches checks a base path against an entry by kind, mode, symlink target

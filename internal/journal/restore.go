@@ -265,8 +265,10 @@ func removeTemps(root *safefs.Root, j *Journal) error {
 	sort.Strings(list)
 	prefix := TempPrefix(j.TxID)
 	for _, d := range list {
+		// A parent that is not a directory (any more, or yet) holds no
+		// leftovers: the apply retyped it.
 		f, err := root.Open(d)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefs.ErrSymlink) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, safefs.ErrSymlink) || errors.Is(err, syscall.ENOTDIR) {
 			continue
 		}
 		if err != nil {
@@ -274,6 +276,9 @@ func removeTemps(root *safefs.Root, j *Journal) error {
 		}
 		names, err := f.Readdirnames(-1)
 		f.Close()
+		if errors.Is(err, syscall.ENOTDIR) {
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("list %s: %w", filepath.Join(root.Path(), d), err)
 		}

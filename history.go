@@ -1,0 +1,195 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/receipt"
+	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+// receiptsDir, inside a base's state, keeps a copy of every receipt
+// committed to the base, named by its digest: the chain `log` walks.
+const receiptsDir = "receipts"
+
+func chainPath(b *state.Base, digest string) string {
+	return filepath.Join(b.Dir(), receiptsDir, strings.TrimPrefix(digest, manifest.DigestPrefix)+".json")
+}
+
+// chain files a committed receipt under the base's chain.
+func chain(b *state.Base, rc *Receipt, data []byte) error {
+	dir := filepath.Join(b.Dir(), receiptsDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("receipt chain %s: %w", dir, err)
+	}
+	return safefs.WriteFile(chainPath(b, rc.Digest), data, 0o600)
+}
+
+// Log is what was committed to a base, newest first.
+type Log struct {
+	Base    string
+	Entries []*Receipt
+	// Broken, when set, says where the chain of receipts could not be
+	// followed or verified: the entries stop there.
+	Broken string
+}
+
+// Log walks the base's receipt chain from its newest commit back,
+// verifying each receipt and each link.
+func (s *Store) Log(dir string) (*Log, error) {
+	base, err := resolveBase(dir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.st.Base(base)
+	if err != nil {
+		return nil, err
+	}
+	head, err := b.Head()
+	if err != nil {
+		return nil, err
+	}
+	out := &Log{Base: base}
+	seen := map[string]bool{}
+	for d := head; d != ""; {
+		if seen[d] {
+			out.Broken = fmt.Sprintf("the chain loops at %s", d)
+			break
+		}
+		seen[d] = true
+		p := chainPath(b, d)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			out.Broken = fmt.Sprintf("receipt %s is missing (%v)", d, unwrapPathErr(err))
+			break
+		}
+		rc, err := receipt.Verify(data)
+		if err != nil {
+			out.Broken = fmt.Sprintf("receipt %s does not verify: %v", p, err)
+			break
+		}
+		if rc.Digest != d {
+			out.Broken = fmt.Sprintf("receipt %s has digest %s, but the chain names %s", p, rc.Digest, d)
+			break
+		}
+		out.Entries = append(out.Entries, rc)
+		d = rc.Previous
+	}
+	return out, nil
+}
+
+// UndoOptions say which commit to revert.
+type UndoOptions struct {
+	Base string // "" means the current directory
+	ID   string // "" means the newest commit to the base
+	SettleOptions
+}
+
+// Undo reverts a committed transaction as a new transaction through the
+// same commit pipeline: every path it changed is put back to its state
+// before that commit, from the originals airlock kept. It is refused, not
+// forced, when a path it would restore has changed since the commit.
+func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
+	base, err := resolveBase(o.Base)
+	if err != nil {
+		return nil, err
+	}
+	id := o.ID
+	if id == "" {
+		lg, err := s.Log(base)
+		if err != nil {
+			return nil, err
+		}
+		if len(lg.Entries) == 0 {
+			return nil, fmt.Errorf("nothing was committed to %s; nothing to undo", base)
+		}
+		id = lg.Entries[0].TxID
+	}
+	target, err := s.Tx(id)
+	if err != nil {
+		return nil, err
+	}
+	if target.Base() != base {
+		return nil, fmt.Errorf("transaction %s was over %s, not %s", id, target.Base(), base)
+	}
+	if st, err := target.Status(); err != nil {
+		return nil, err
+	} else if st != StatusCommitted {
+		return nil, fmt.Errorf("transaction %s is %s, not committed; only a commit can be undone", id, st)
+	}
+	j, err := journal.LoadFile(target.st.Path(appliedFile))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("transaction %s has no record of what it applied (removed by gc?); it cannot be undone", id)
+		}
+		return nil, err
+	}
+	orig, err := target.originals()
+	if err != nil {
+		return nil, err
+	}
+	for _, op := range j.Ops {
+		if op.Before.Kind == manifest.KindFile && !orig.Has(op.Before.Digest) {
+			return nil, fmt.Errorf("the content %s had before transaction %s is no longer kept; it cannot be undone", op.Path, id)
+		}
+	}
+	tx, err := s.Open(ctx, OpenOptions{
+		Base: base, Exclude: target.rec.Exclude, NoDefaultExclude: true,
+		Protect: target.rec.Protect, NoDefaultProtect: true, Backend: target.rec.Backend,
+		Command: []string{"airlock", "undo", id},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if changed, err := reverse(tx.Path(), j, orig.Open); err != nil || len(changed) > 0 {
+		dctx := context.WithoutCancel(ctx)
+		if err != nil {
+			tx.Discard(dctx, SettleOptions{})
+			return nil, fmt.Errorf("undo %s: %w", id, err)
+		}
+		r := refuse(BaseDrift, changed, "changed since transaction %s committed; undo will not overwrite them", id)
+		res, _ := tx.settle(dctx, Refused, r, emptySet(), o.SettleOptions)
+		tx.Discard(dctx, SettleOptions{})
+		return res, r
+	}
+	return tx.Commit(ctx, o.SettleOptions)
+}
+
+// reverse turns every path the applied journal j changed, in the staged
+// tree dir, back to its state before the apply. It first checks that each
+// path still holds exactly what the apply left; those that do not are
+// returned and nothing is changed.
+func emptySet() *changeset.Set { return &changeset.Set{} }
+
+func reverse(dir string, j *journal.Journal, open func(string) (*os.File, error)) ([]string, error) {
+	root, err := safefs.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	var changed []string
+	for _, op := range j.Ops {
+		if err := journal.Matches(root, op.Path, op.After); err != nil {
+			changed = append(changed, op.Path)
+		}
+	}
+	if len(changed) > 0 {
+		return changed, nil
+	}
+	ops := make([]journal.Op, len(j.Ops))
+	for i, op := range j.Ops {
+		ops[i] = journal.Op{Path: op.Path, Before: op.After, After: op.Before}
+	}
+	sort.Slice(ops, func(a, b int) bool { return ops[a].Path < ops[b].Path })
+	return nil, journal.ApplyFrom(root, j.TxID, ops, open)
+}

@@ -1,0 +1,92 @@
+package airlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+// Info summarises a transaction for `list` and `show`. Its JSON form is
+// part of airlock's interface.
+type Info struct {
+	ID           string    `json:"id"`
+	Status       Status    `json:"status"`
+	Base         string    `json:"base"`
+	Backend      string    `json:"backend"`
+	Path         string    `json:"path"`
+	CreatedAt    time.Time `json:"created_at"`
+	PID          int       `json:"pid"`
+	OwnerAlive   bool      `json:"owner_alive"`
+	StagedBytes  int64     `json:"staged_bytes"`
+	Added        int       `json:"added"`
+	Modified     int       `json:"modified"`
+	Deleted      int       `json:"deleted"`
+	GitMeta      int       `json:"git_meta"`
+	Refusal      string    `json:"refusal,omitempty"`
+	RefusedPaths []string  `json:"refused_paths,omitempty"`
+	PortBase     int       `json:"port_base"`
+	Receipt      string    `json:"receipt,omitempty"`
+}
+
+// Info reads a transaction's summary. For a transaction that has not
+// settled the counts are those of its change set now.
+func (t *Tx) Info(ctx context.Context) (*Info, error) {
+	st, err := t.Status()
+	if err != nil {
+		return nil, err
+	}
+	in := &Info{
+		ID: t.ID(), Status: st, Base: t.Base(), Backend: t.rec.Backend, Path: t.Path(),
+		CreatedAt: t.rec.CreatedAt, PID: t.rec.PID, OwnerAlive: alive(t.rec.PID),
+		PortBase: t.rec.PortBase,
+	}
+	if !st.Settled() {
+		in.StagedBytes = diskUsage(t.Path())
+		if cs, err := t.Changes(ctx); err == nil {
+			in.Added, in.Modified, in.Deleted = cs.Counts()
+			in.GitMeta = cs.GitMeta()
+		}
+	}
+	if rc, err := t.Receipt(); err == nil {
+		in.Receipt = t.ReceiptPath()
+		if st.Settled() {
+			in.Added, in.Modified, in.Deleted = rc.Added, rc.Modified, rc.Deleted
+		}
+		if st == StatusRefused {
+			in.Refusal = rc.Refusal
+			for _, p := range rc.RefusedPaths {
+				in.RefusedPaths = append(in.RefusedPaths, string(p))
+			}
+		}
+	}
+	return in, nil
+}
+
+// List summarises the store's transactions, oldest first: the unsettled
+// ones, and with all also the settled ones.
+func (s *Store) List(ctx context.Context, all bool) ([]*Info, error) {
+	ids, err := s.st.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Info
+	for _, id := range ids {
+		tx, err := s.Tx(id)
+		if err != nil {
+			return nil, err
+		}
+		in, err := tx.Info(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if !all && in.Status.Settled() {
+			continue
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// Event is one line of a transaction's event log.
+type Event = state.Event

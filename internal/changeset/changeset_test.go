@@ -1,0 +1,405 @@
+package changeset
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/manifest"
+)
+
+// oldTime is the mtime given to base files that are not meant to be racy:
+// their staged copies then have mtime far older than ctime, so that stat
+// alone can clear them.
+var oldTime = time.Unix(1_600_000_000, 0)
+
+// fixture is a base tree, its staged copy made with cp -a, and the
+// manifests a transaction takes at open.
+type fixture struct {
+	base, staged string
+	baseM, open  *manifest.Manifest
+}
+
+func (f *fixture) b(rel string) string { return filepath.Join(f.base, filepath.FromSlash(rel)) }
+func (f *fixture) s(rel string) string { return filepath.Join(f.staged, filepath.FromSlash(rel)) }
+
+type node struct {
+	rel     string
+	kind    manifest.Kind
+	content string // file content or symlink target
+	mode    fs.FileMode
+	racy    bool // keep the fresh mtime instead of oldTime
+}
+
+func file(rel, content string, mode fs.FileMode) node {
+	return node{rel: rel, kind: manifest.KindFile, content: content, mode: mode}
+}
+func dir(rel string, mode fs.FileMode) node {
+	return node{rel: rel, kind: manifest.KindDir, mode: mode}
+}
+func link(rel, target string) node {
+	return node{rel: rel, kind: manifest.KindSymlink, content: target}
+}
+func racy(n node) node     { n.racy = true; return n }
+func fifo(rel string) node { return node{rel: rel, kind: manifest.KindOther, mode: 0o600} }
+
+func build(t *testing.T, root string, nodes []node) {
+	t.Helper()
+	for _, n := range nodes {
+		p := filepath.Join(root, filepath.FromSlash(n.rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		switch n.kind {
+		case manifest.KindFile:
+			if err := os.WriteFile(p, []byte(n.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		case manifest.KindDir:
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		case manifest.KindSymlink:
+			if err := os.Symlink(n.content, p); err != nil {
+				t.Fatal(err)
+			}
+		case manifest.KindOther:
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n.kind != manifest.KindSymlink {
+			if err := os.Chmod(p, n.mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n.kind == manifest.KindFile && !n.racy {
+			if err := os.Chtimes(p, oldTime, oldTime); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func walk(t *testing.T, root string) *manifest.Manifest {
+	t.Helper()
+	m, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %q: %v\n%s", name, args, err, out)
+	}
+}
+
+// newFixture builds the base, copies it with cp -a as the staged tree
+// (dropping FIFOs, which staging never copies), measures both, and waits a
+// few clock ticks so that any later write moves ctime visibly.
+func newFixture(t *testing.T, nodes []node) *fixture {
+	t.Helper()
+	tmp := t.TempDir()
+	f := &fixture{base: filepath.Join(tmp, "base"), staged: filepath.Join(tmp, "staged")}
+	if err := os.Mkdir(f.base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build(t, f.base, nodes)
+	f.baseM = walk(t, f.base)
+	run(t, "cp", "-a", f.base, f.staged)
+	for _, n := range nodes {
+		if n.kind == manifest.KindOther {
+			if err := os.Remove(f.s(n.rel)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f.open = walk(t, f.staged)
+	time.Sleep(30 * time.Millisecond)
+	return f
+}
+
+func (f *fixture) diff(t *testing.T) *Set {
+	t.Helper()
+	set, err := Diff(context.Background(), Input{Base: f.baseM, StagedOpen: f.open, Staged: walk(t, f.staged), BaseDir: f.base, StagedDir: f.staged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// describe renders a change set as "op path from->to" lines.
+func describe(s *Set) []string {
+	var out []string
+	for _, c := range s.Changes {
+		out = append(out, fmt.Sprintf("%s %s %s->%s", c.Op, c.Path, c.Base.Kind, c.Result.Kind))
+	}
+	return out
+}
+
+func TestDiffReportsEachKindOfChange(t *testing.T) {
+	f := newFixture(t, []node{
+		file("keep.txt", "keep", 0o644),
+		file("atime.txt", "read only", 0o644),
+		racy(file("fresh.txt", "fresh", 0o644)),
+		file("mod.txt", "old content", 0o644),
+		file("del.txt", "bye", 0o644),
+		file("chmod.sh", "#!/bin/sh\n", 0o644),
+		file("suid", "x", 0o755),
+		file("t2dir", "file becomes dir", 0o644),
+		file("d2file/x", "x", 0o644),
+		link("link", "keep.txt"),
+		file("f2link", "f", 0o644),
+		file("olddir/a", "a", 0o644),
+		file("olddir/b", "b", 0o644),
+		dir("sub", 0o755),
+	})
+	must(t, os.WriteFile(f.s("mod.txt"), []byte("new, longer content"), 0o644))
+	must(t, os.Remove(f.s("del.txt")))
+	must(t, os.Chmod(f.s("chmod.sh"), 0o755))
+	must(t, os.Chmod(f.s("suid"), 0o755|fs.ModeSetuid))
+	must(t, os.Remove(f.s("t2dir")))
+	build(t, f.staged, []node{file("t2dir/inner", "in", 0o644)})
+	must(t, os.RemoveAll(f.s("d2file")))
+	build(t, f.staged, []node{file("d2file", "now a file", 0o600)})
+	must(t, os.Remove(f.s("link")))
+	must(t, os.Symlink("mod.txt", f.s("link")))
+	must(t, os.Remove(f.s("f2link")))
+	must(t, os.Symlink("keep.txt", f.s("f2link")))
+	must(t, os.RemoveAll(f.s("olddir")))
+	must(t, os.Chmod(f.s("sub"), 0o700))
+	build(t, f.staged, []node{file("new.txt", "new", 0o640), file("newdir/n", "n", 0o644), link("newlink", "new\xff")})
+	run(t, "touch", "-a", f.s("atime.txt"))
+	run(t, "touch", "-a", f.s("fresh.txt"))
+
+	set := f.diff(t)
+	want := []string{
+		"modify chmod.sh file->file",
+		"modify d2file dir->file",
+		"delete d2file/x file->none",
+		"delete del.txt file->none",
+		"modify f2link file->symlink",
+		"modify link symlink->symlink",
+		"modify mod.txt file->file",
+		"add new.txt none->file",
+		"add newdir none->dir",
+		"add newdir/n none->file",
+		"add newlink none->symlink",
+		"delete olddir dir->none",
+		"delete olddir/a file->none",
+		"delete olddir/b file->none",
+		"modify sub dir->dir",
+		"modify suid file->file",
+		"modify t2dir file->dir",
+		"add t2dir/inner none->file",
+	}
+	if got := describe(set); !slices.Equal(got, want) {
+		t.Errorf("change set:\n got %q\nwant %q", got, want)
+	}
+	if a, m, d := set.Counts(); a != 5 || m != 8 || d != 5 {
+		t.Errorf("Counts = %d %d %d, want 5 8 5", a, m, d)
+	}
+	byPath := map[string]Change{}
+	for _, c := range set.Changes {
+		byPath[c.Path] = c
+	}
+	if c := byPath["link"]; c.Base.Target != "keep.txt" || c.Result.Target != "mod.txt" {
+		t.Errorf("link retarget recorded as %q -> %q", c.Base.Target, c.Result.Target)
+	}
+	if c := byPath["newlink"]; c.Result.Target != "new\xff" {
+		t.Errorf("newlink target %q", c.Result.Target)
+	}
+	if c := byPath["chmod.sh"]; c.Base.Mode != 0o644 || c.Result.Mode != 0o755 {
+		t.Errorf("chmod recorded as %v -> %v", c.Base.Mode, c.Result.Mode)
+	}
+	if c := byPath["suid"]; c.Result.Mode != 0o755|fs.ModeSetuid {
+		t.Errorf("setuid recorded as %v", c.Result.Mode)
+	}
+	if c := byPath["sub"]; c.Result.Mode != 0o700 {
+		t.Errorf("dir chmod recorded as %v", c.Result.Mode)
+	}
+	if set.GitMeta != 0 || len(set.Unsupported) != 0 {
+		t.Errorf("GitMeta %d Unsupported %q, want none", set.GitMeta, set.Unsupported)
+	}
+	if set.Empty() {
+		t.Error("Empty() on a non-empty set")
+	}
+}
+
+func TestDiffNoChanges(t *testing.T) {
+	f := newFixture(t, []node{file("a", "a", 0o644), racy(file("b", "b", 0o600)), link("l", "a"), dir("d", 0o750), fifo("p")})
+	set := f.diff(t)
+	if !set.Empty() || set.GitMeta != 0 {
+		t.Fatalf("untouched staged tree gave %q (git %d, unsupported %q)", describe(set), set.GitMeta, set.Unsupported)
+	}
+	if got := set.Digest(); got != (&Set{}).Digest() {
+		t.Errorf("empty set digest %s differs from the zero set's", got)
+	}
+}
+
+// TestDiffSeesRewriteWithRestoredMtime rewrites a file in place with the
+// same size and puts its old mtime back, as cp -p or tar x would: only
+// ctime moved, and that must be enough.
+func TestDiffSeesRewriteWithRestoredMtime(t *testing.T) {
+	f := newFixture(t, []node{file("f", "aaaa", 0o644)})
+	must(t, os.WriteFile(f.s("f"), []byte("bbbb"), 0o644))
+	run(t, "touch", "-d", fmt.Sprintf("@%d", oldTime.Unix()), f.s("f"))
+
+	now := walk(t, f.staged)
+	o, _ := f.open.Lookup("f")
+	n, _ := now.Lookup("f")
+	if o.MtimeNs != n.MtimeNs || o.Size != n.Size || o.Ino != n.Ino {
+		t.Fatalf("precondition: mtime, size and inode must be as at open: %+v vs %+v", *o, *n)
+	}
+	if o.CtimeNs == n.CtimeNs {
+		t.Fatalf("precondition: ctime did not move (%d)", o.CtimeNs)
+	}
+	set := f.diff(t)
+	if got := describe(set); !slices.Equal(got, []string{"modify f file->file"}) {
+		t.Fatalf("change set %q, want the rewrite of f", got)
+	}
+}
+
+// TestDiffRacyFile covers a file whose mtime is within the racy window of
+// its staging: a write in the same clock tick as the staging would leave
+// every stat fact equal, so the diff must compare its bytes. The staged
+// manifest at open is taken after the write to make that tick collision
+// deterministic.
+func TestDiffRacyFile(t *testing.T) {
+	f := newFixture(t, []node{racy(file("r", "1234", 0o644)), file("n", "1234", 0o644)})
+	for _, p := range []string{"r", "n"} {
+		e, _ := f.open.Lookup(p)
+		must(t, os.WriteFile(f.s(p), []byte("5678"), 0o644))
+		must(t, os.Chtimes(f.s(p), time.Unix(0, e.MtimeNs), time.Unix(0, e.MtimeNs)))
+	}
+	f.open = walk(t, f.staged) // as if the write was inside the staging's tick
+	set := f.diff(t)
+	if got := describe(set); !slices.Equal(got, []string{"modify r file->file"}) {
+		t.Fatalf("change set %q, want r (racy, compared by content) and not n (stat-clean, trusted without reading)", got)
+	}
+}
+
+// TestDiffRacyFileUnchangedContent: a racy file whose stat moved but whose
+// bytes did not is not a change.
+func TestDiffRacyFileUnchangedContent(t *testing.T) {
+	f := newFixture(t, []node{racy(file("r", "same", 0o644))})
+	must(t, os.WriteFile(f.s("r"), []byte("same"), 0o644))
+	if set := f.diff(t); len(set.Changes) != 0 {
+		t.Fatalf("identical rewrite reported as %q", describe(set))
+	}
+}
+
+// TestDiffBaseChangedSinceOpen: when the staged file's stat moved but its
+// bytes equal the base's at open, the base copy can prove nothing once the
+// base itself changed; the path counts as changed and the drift check
+// decides.
+func TestDiffBaseChangedSinceOpen(t *testing.T) {
+	f := newFixture(t, []node{racy(file("r", "same", 0o644))})
+	must(t, os.WriteFile(f.s("r"), []byte("same"), 0o644))
+	must(t, os.WriteFile(f.b("r"), []byte("SAME"), 0o644))
+	if got := describe(f.diff(t)); !slices.Equal(got, []string{"modify r file->file"}) {
+		t.Fatalf("change set %q, want r", got)
+	}
+}
+
+func TestDiffGitMeta(t *testing.T) {
+	f := newFixture(t, []node{
+		file(".git/HEAD", "ref: refs/heads/main\n", 0o644),
+		file(".git/index", "index v1", 0o644),
+		file(".git/config", "[core]\n", 0o644),
+		file("sub/.git", "gitdir: ../.git/modules/sub\n", 0o644),
+		file("sub/code.go", "package sub\n", 0o644),
+	})
+	must(t, os.WriteFile(f.s(".git/index"), []byte("index v2, longer"), 0o644))
+	must(t, os.Remove(f.s(".git/HEAD")))
+	build(t, f.staged, []node{file(".git/objects/ab", "blob", 0o444)})
+	must(t, os.WriteFile(f.s("sub/.git"), []byte("gitdir: elsewhere\n"), 0o644))
+	must(t, os.WriteFile(f.s("sub/code.go"), []byte("package sub // edited\n"), 0o644))
+
+	set := f.diff(t)
+	if got := describe(set); !slices.Equal(got, []string{"modify sub/code.go file->file"}) {
+		t.Errorf("change set %q, want only sub/code.go: git metadata is never applied", got)
+	}
+	// index, HEAD, objects, objects/ab, sub/.git, and .git itself, whose
+	// entries changed; not config.
+	if set.GitMeta != 6 {
+		t.Errorf("GitMeta = %d, want 6", set.GitMeta)
+	}
+}
+
+// TestDiffGitMetaCountsOnlyChanged: SPEC.md says show reports how many
+// git metadata paths the command changed. A .git file written just before
+// open (git status rewrites the index) and left alone by the command is
+// not one of them.
+func TestDiffGitMetaCountsOnlyChanged(t *testing.T) {
+	f := newFixture(t, []node{racy(file(".git/index", "index", 0o644)), file(".git/HEAD", "ref", 0o644)})
+	set := f.diff(t)
+	if set.GitMeta != 0 {
+		t.Errorf("GitMeta = %d for a staged tree the command never touched, want 0", set.GitMeta)
+	}
+}
+
+func TestDiffUnsupported(t *testing.T) {
+	f := newFixture(t, []node{file("a", "a", 0o644)})
+	must(t, syscall.Mkfifo(f.s("pipe"), 0o600))
+	set := f.diff(t)
+	if !slices.Equal(set.Unsupported, []manifest.Bytes{"pipe"}) || len(set.Changes) != 0 {
+		t.Fatalf("Unsupported %q, changes %q; want the FIFO unsupported and no change", set.Unsupported, describe(set))
+	}
+	if set.Empty() {
+		t.Error("a set holding only an unsupported entry reads as empty: a commit would report no_changes")
+	}
+
+	must(t, os.Mkdir(f.s("sub\xff"), 0o755))
+	must(t, syscall.Mkfifo(f.s("sub\xff/pipe"), 0o600))
+	set = f.diff(t)
+	if !slices.Equal(set.Unsupported, []manifest.Bytes{"pipe", "sub\xff/pipe"}) {
+		t.Errorf("Unsupported %q", set.Unsupported)
+	}
+	if got := describe(set); !slices.Equal(got, []string{"add sub\xff none->dir"}) {
+		t.Errorf("changes %q, want only the new directory", got)
+	}
+}
+
+func TestDiffBaseOther(t *testing.T) {
+	t.Run("not staged is not deleted", func(t *testing.T) {
+		f := newFixture(t, []node{fifo("pipe"), file("a", "a", 0o644)})
+		if set := f.diff(t); !set.Empty() {
+			t.Fatalf("a FIFO the staging skipped was reported: %q %q", describe(set), set.Unsupported)
+		}
+	})
+	t.Run("replaced by a file is an add", func(t *testing.T) {
+		f := newFixture(t, []node{fifo("pipe")})
+		build(t, f.staged, []node{file("pipe", "now a file", 0o644)})
+		if got := describe(f.diff(t)); !slices.Equal(got, []string{"add pipe none->file"}) {
+			t.Fatalf("change set %q", got)
+		}
+	})
+}
+
+func TestDiffCancelled(t *testing.T) {
+	f := newFixture(t, []node{file("a", "a", 0o644)})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Diff(ctx, Input{Base: f.baseM, StagedOpen: f.open, Staged: f.open, BaseDir: f.base, StagedDir: f.staged}); err == nil {
+		t.Fatal("Diff ignored a cancelled context")
+	}
+}

@@ -1,0 +1,172 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockdev/airlock"
+)
+
+func newLogCmd(io IO) *cobra.Command {
+	var workdir string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "log [--workdir DIR] [--json]",
+		Short: "The transactions committed to this base, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			st, err := store()
+			if err != nil {
+				return err
+			}
+			lg, err := st.Log(workdir)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				entries := lg.Entries
+				if entries == nil {
+					entries = []*airlock.Receipt{}
+				}
+				return writeJSON(io, map[string]any{"base": lg.Base, "entries": entries, "broken": lg.Broken})
+			}
+			for _, r := range lg.Entries {
+				fmt.Fprintf(io.Out, "%s  %s  +%d ~%d -%d  %s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, r.Added, r.Modified, r.Deleted, r.Digest)
+			}
+			if lg.Broken != "" {
+				return fmt.Errorf("the receipt chain of %s is broken: %s", lg.Base, lg.Broken)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the chain as JSON")
+	return c
+}
+
+func newUndoCmd(io IO) *cobra.Command {
+	var workdir, receipt string
+	var approve, quiet bool
+	c := &cobra.Command{
+		Use:   "undo [ID] [--workdir DIR]",
+		Short: "Revert a committed transaction (default: the newest) as a new transaction",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			st, err := store()
+			if err != nil {
+				return err
+			}
+			rpath, err := receiptPath(receipt)
+			if err != nil {
+				return err
+			}
+			o := airlock.UndoOptions{Base: workdir, SettleOptions: airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath}}
+			if len(args) == 1 {
+				o.ID = args[0]
+			}
+			res, err := st.Undo(context.WithoutCancel(c.Context()), o)
+			if res != nil && !quiet {
+				writeBlock(io.Err, res)
+			}
+			return err
+		},
+	}
+	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory)")
+	c.Flags().BoolVar(&approve, "approve", false, "approve restoring protected paths")
+	c.Flags().StringVar(&receipt, "receipt", "", "also write the receipt JSON to `FILE`")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
+	return c
+}
+
+func newLandCmd(io IO) *cobra.Command {
+	var validate string
+	var approve, quiet bool
+	c := &cobra.Command{
+		Use:   "land ID... [--validate CMD]",
+		Short: "Integrate several transactions in order, each validated on its exact candidate",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, ids []string) error {
+			st, err := store()
+			if err != nil {
+				return err
+			}
+			results := st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, Approve: approve})
+			refused, failed := 0, 0
+			for _, l := range results {
+				if l.Result != nil && !quiet {
+					writeBlock(io.Err, l.Result)
+				}
+			}
+			for _, l := range results {
+				var r *airlock.Refusal
+				switch {
+				case errors.As(l.Err, &r):
+					refused++
+					fmt.Fprintf(io.Out, "refused  %s  %s\n", l.ID, r.Error())
+				case l.Err != nil:
+					failed++
+					fmt.Fprintf(io.Out, "failed   %s  %v\n", l.ID, l.Err)
+				default:
+					fmt.Fprintf(io.Out, "%-8s %s  +%d ~%d -%d\n", landWord(l.Result), l.ID, l.Result.Added, l.Result.Modified, l.Result.Deleted)
+				}
+			}
+			switch {
+			case failed > 0:
+				return fmt.Errorf("%d of %d transactions could not be landed", failed, len(ids))
+			case refused > 0:
+				return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of %d transactions were refused and are kept; the others landed", refused, len(ids))}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&validate, "validate", "", "run CMD via sh -c on each candidate tree before it lands")
+	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* blocks")
+	return c
+}
+
+func landWord(r *airlock.Result) string {
+	if r.Outcome == airlock.NoChanges {
+		return "empty"
+	}
+	return "landed"
+}
+
+func newGCCmd(io IO) *cobra.Command {
+	var olderThan time.Duration
+	var dryRun bool
+	c := &cobra.Command{
+		Use:   "gc [ID...] [--older-than DUR] [--dry-run]",
+		Short: "Remove settled transactions' state (named ones also when refused, or open with their owner gone)",
+		RunE: func(c *cobra.Command, ids []string) error {
+			st, err := store()
+			if err != nil {
+				return err
+			}
+			items, freed, err := st.GC(c.Context(), airlock.GCOptions{OlderThan: olderThan, DryRun: dryRun, IDs: ids})
+			sort.SliceStable(items, func(a, b int) bool { return items[a].Removed && !items[b].Removed })
+			verb := "removed"
+			if dryRun {
+				verb = "would remove"
+			}
+			for _, it := range items {
+				if it.Removed {
+					fmt.Fprintf(io.Out, "%s %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
+				} else if slices.Contains(ids, it.ID) || len(ids) == 0 {
+					fmt.Fprintf(io.Out, "kept %s (%s)\n", it.ID, it.Reason)
+				}
+			}
+			fmt.Fprintf(io.Out, "%s %s\n", map[bool]string{true: "would free", false: "freed"}[dryRun], size(freed))
+			return err
+		},
+	}
+	c.Flags().DurationVar(&olderThan, "older-than", 0, "keep transactions settled more recently than `DUR` (e.g. 24h)")
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed; remove nothing")
+	return c
+}

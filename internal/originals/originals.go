@@ -1,0 +1,271 @@
+// Package originals keeps the content that airlock's own commits replace or
+// delete in a base, addressed by digest and indexed by the stat facts the
+// file had when it was replaced.
+//
+// A transaction opened before such a commit recorded those same stat facts
+// in its manifest, so when it later commits a change to the same path the
+// store hands it the common ancestor for a three-way merge. The same
+// content is what `undo` restores. Entries are added only after their
+// bytes are fsync'd; the index is append-only.
+package originals
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
+)
+
+// Record is one replaced file: its path, its stat facts when it was
+// replaced, and the digest of its bytes.
+type Record struct {
+	Entry manifest.Entry `json:"entry"`
+	TxID  string         `json:"tx"`
+	Time  time.Time      `json:"time"`
+}
+
+// Store is a base's store of originals.
+type Store struct {
+	dir string
+
+	mu     sync.Mutex
+	loaded bool
+	byPath map[string][]Record
+}
+
+const indexFile = "index.jsonl"
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o700); err != nil {
+		return nil, fmt.Errorf("originals store %s: %w", dir, err)
+	}
+	return &Store{dir: dir}, nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// ObjectPath is where the bytes with digest d are kept.
+func (s *Store) ObjectPath(d string) string {
+	return filepath.Join(s.dir, "objects", strings.TrimPrefix(d, manifest.DigestPrefix))
+}
+
+// Has reports whether the bytes with digest d are kept.
+func (s *Store) Has(d string) bool {
+	if !validDigest(d) {
+		return false
+	}
+	_, err := os.Lstat(s.ObjectPath(d))
+	return err == nil
+}
+
+// Open opens the kept bytes with digest d.
+func (s *Store) Open(d string) (*os.File, error) {
+	if !validDigest(d) {
+		return nil, fmt.Errorf("originals: malformed digest %q", d)
+	}
+	return os.Open(s.ObjectPath(d))
+}
+
+// Add keeps the file at src (whose bytes have digest e.Digest) as the
+// original of e.Path. src is moved into the store when it is on the same
+// file system, else copied; either way it is gone from src afterwards.
+func (s *Store) Add(txID string, e manifest.Entry, src string) error {
+	if !validDigest(e.Digest) {
+		return fmt.Errorf("originals: %s has no digest", e.Path)
+	}
+	dst := s.ObjectPath(e.Digest)
+	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+		if err := os.Rename(src, dst); err != nil {
+			if err := copyFile(src, dst); err != nil {
+				return err
+			}
+		}
+		if err := safefs.SyncDir(filepath.Dir(dst)); err != nil {
+			return err
+		}
+	}
+	os.Remove(src)
+	return s.appendIndex(Record{Entry: e, TxID: txID, Time: time.Now().UTC()})
+}
+
+func (s *Store) appendIndex(r Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, indexFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("originals index: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("originals index: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("originals index: %w", err)
+	}
+	s.mu.Lock()
+	if s.loaded {
+		s.byPath[r.Entry.Path] = append(s.byPath[r.Entry.Path], r)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Lookup finds the digest of the bytes a path held when it had exactly the
+// stat facts of e (as a transaction's manifest recorded them at open).
+func (s *Store) Lookup(e manifest.Entry) (string, bool) {
+	if err := s.load(); err != nil {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	recs := s.byPath[e.Path]
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i].Entry
+		if manifest.SameStat(r, e) && s.Has(r.Digest) {
+			return r.Digest, true
+		}
+	}
+	return "", false
+}
+
+// Records lists every record, oldest first.
+func (s *Store) Records() ([]Record, error) {
+	f, err := os.Open(filepath.Join(s.dir, indexFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		var r Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			// A torn last line from a crash is not an original.
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, sc.Err()
+}
+
+func (s *Store) load() error {
+	s.mu.Lock()
+	loaded := s.loaded
+	s.mu.Unlock()
+	if loaded {
+		return nil
+	}
+	recs, err := s.Records()
+	if err != nil {
+		return err
+	}
+	byPath := map[string][]Record{}
+	for _, r := range recs {
+		byPath[r.Entry.Path] = append(byPath[r.Entry.Path], r)
+	}
+	s.mu.Lock()
+	s.byPath, s.loaded = byPath, true
+	s.mu.Unlock()
+	return nil
+}
+
+// Prune keeps only the records for which keep returns true and removes the
+// objects no kept record names. It returns the bytes freed.
+func (s *Store) Prune(keep func(Record) bool) (int64, error) {
+	recs, err := s.Records()
+	if err != nil {
+		return 0, err
+	}
+	var kept []Record
+	used := map[string]bool{}
+	for _, r := range recs {
+		if keep(r) {
+			kept = append(kept, r)
+			used[strings.TrimPrefix(r.Entry.Digest, manifest.DigestPrefix)] = true
+		}
+	}
+	var b []byte
+	for _, r := range kept {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return 0, err
+		}
+		b = append(append(b, line...), '\n')
+	}
+	if err := safefs.WriteFile(filepath.Join(s.dir, indexFile), b, 0o600); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.loaded = false
+	s.mu.Unlock()
+	objs := filepath.Join(s.dir, "objects")
+	ents, err := os.ReadDir(objs)
+	if err != nil {
+		return 0, err
+	}
+	var freed int64
+	for _, e := range ents {
+		if used[e.Name()] {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			freed += fi.Size()
+		}
+		if err := os.Remove(filepath.Join(objs, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return freed, err
+		}
+	}
+	return freed, nil
+}
+
+func validDigest(d string) bool {
+	h, ok := strings.CutPrefix(d, manifest.DigestPrefix)
+	if !ok || len(h) != 64 {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".in-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, in); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
