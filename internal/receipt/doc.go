@@ -44,12 +44,17 @@
 //
 // # Verification
 //
-// Verify accepts only what Seal can write: valid UTF-8, one object and
-// nothing after it, no member twice at any depth (a duplicated key lets
-// two readers see two different receipts under one digest), no member
-// that schema v1 does not define, every member of the right JSON type and
-// form, and values that agree with each other (a refusal kind exactly when
-// the outcome is refused, no counts for no_changes). It checks the digest
-// before it reads the fields, and every error says which member is wrong
-// and how.
+// Verify accepts only what Seal can write: valid UTF-8; one object and
+// nothing after it but whitespace; nesting no deeper than a receipt needs;
+// no member twice at any depth (a duplicated key lets two readers see two
+// different receipts under one digest); no member that schema v1 does not
+// define; every member of the right JSON type and in the one form Seal
+// writes it (integers without sign, fraction or exponent, times in UTC,
+// base64 only for bytes that are not UTF-8); and values that agree with
+// each other (a refusal kind exactly when the outcome is refused, refused
+// paths only then, zero counts when the outcome is no_changes). It checks
+// the schema first, since it says how to read the rest, then the digest,
+// then the members, and every error says which member is wrong and how.
+// Seal runs Verify on what it wrote, so a receipt that Seal returns always
+// verifies.
 package receipt

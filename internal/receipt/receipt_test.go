@@ -368,6 +368,9 @@ func TestVerifyRejectsBadJSON(t *testing.T) {
 		{"truncated", good[:len(good)/2], "not JSON"},
 		{"empty", nil, "not JSON"},
 		{"array", []byte("[]"), "not an object"},
+		// Deep nesting once cost time quadratic in the depth.
+		{"deep nesting", bytes.Repeat([]byte("["), 100000), "nested more than 32 deep"},
+		{"deep member", bytes.Replace(good, []byte("{\n"), []byte("{\n  \"x\": "+strings.Repeat("[", 40)+strings.Repeat("]", 40)+",\n"), 1), "nested more than 32 deep"},
 		{"string", []byte(`"receipt"`), "not an object"},
 		{"invalid utf-8", bytes.Replace(good, []byte("copy"), []byte("c\xffpy"), 1), "not valid UTF-8"},
 		{"no digest", bytes.Replace(good, []byte(`"digest"`), []byte(`"digesT"`), 1), `no "digest" member`},

@@ -109,8 +109,24 @@ type frame struct {
 	wantKey bool
 	keys    map[string]bool
 	lastKey string
-	path    string
+	parent  *frame
 }
+
+// where names the frame for an error message; it is built only then, since
+// a path string per frame would cost time quadratic in the depth.
+func (f *frame) where() string {
+	if f.parent == nil {
+		return "the receipt"
+	}
+	if f.parent.object {
+		return f.parent.where() + "." + f.parent.lastKey
+	}
+	return f.parent.where() + "[]"
+}
+
+// maxDepth bounds nesting: a receipt nests three levels deep at most, and
+// the decoder's own limit is far above what a receipt can need.
+const maxDepth = 32
 
 // checkTokens walks data token by token: a decoder into a map silently
 // keeps the last of two equal keys, and any reader that keeps the first
@@ -153,25 +169,23 @@ func checkTokens(data []byte) error {
 				return invalid("not JSON: object key %v is not a string", tok)
 			}
 			if top.keys[key] {
-				return invalid("member %q appears twice in %s: a duplicated key can make two readers see two different receipts", key, top.path)
+				return invalid("member %q appears twice in %s: a duplicated key can make two readers see two different receipts", key, top.where())
 			}
 			top.keys[key] = true
 			top.lastKey = key
 			top.wantKey = false
 			continue
 		}
-		path := "the receipt"
-		switch {
-		case top != nil && top.object:
-			path = fmt.Sprintf("%s.%s", top.path, top.lastKey)
-		case top != nil:
-			path = top.path + "[]"
-		}
 		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, wantKey: true, keys: map[string]bool{}, path: path})
-		case json.Delim('['):
-			stack = append(stack, &frame{path: path})
+		case json.Delim('{'), json.Delim('['):
+			if len(stack) == maxDepth {
+				return invalid("values nested more than %d deep: not a receipt", maxDepth)
+			}
+			f := &frame{object: tok == json.Delim('{'), parent: top}
+			if f.object {
+				f.wantKey, f.keys = true, map[string]bool{}
+			}
+			stack = append(stack, f)
 		case json.Delim(']'):
 			stack = stack[:len(stack)-1]
 			valueDone()
