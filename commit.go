@@ -160,14 +160,6 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
 // apply is the commit from the journal on, with the base locked and every
 // check passed.
 func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set *changeset.Set, ops []journal.Op, o SettleOptions) (*Result, error) {
-	before, err := t.surface(ctx)
-	if err != nil {
-		return nil, err
-	}
-	baseDigest, err := before.digest()
-	if err != nil {
-		return nil, err
-	}
 	jdir := t.st.Path(journalDir)
 	// A journal left here by a process that died before marking the base
 	// in flight never touched the base: drop it.
@@ -186,6 +178,10 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 			os.RemoveAll(jdir)
 			return t.settle(ctx, Refused, refuse(BoundaryEscape, []string{e.Path}, "a directory on the way was replaced by a symlink while the commit was being prepared"), set, o)
 		}
+		return nil, err
+	}
+	baseDigest, resultDigest, err := opsDigests(j.Ops)
+	if err != nil {
 		return nil, err
 	}
 	if err := base.SetInflight(t.ID()); err != nil {
@@ -215,9 +211,11 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		return t.settle(ctx, Refused, refuse(ApplyFailed, nil, "%v; the base was rolled back exactly", err), set, o)
 	}
 	fault.Point("applied")
-	resultDigest, err := before.with(set).digest()
-	if err != nil {
-		return nil, err
+	if len(applied.Kept) > 0 {
+		// Kept directories are still there: the digest says so.
+		if resultDigest, err = keptDigest(root, j.Ops, applied.Kept); err != nil {
+			return nil, err
+		}
 	}
 	res, err := t.record(Committed, nil, set, o, baseDigest, resultDigest, base)
 	if err != nil {

@@ -33,4 +33,3 @@ func (s *Store) Land(ctx context.Context, ids []string, o SettleOptions) []Lande
 	}
 	return out
 }
-

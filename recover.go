@@ -131,14 +131,7 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 	if set == nil {
 		set = &changeset.Set{}
 	}
-	sv, err := t.surface(ctx)
-	if err != nil {
-		return nil, err
-	}
-	digest, err := sv.digest()
-	if err != nil {
-		return nil, err
-	}
+	digest := rr.Digest
 	r := refuse(InterruptedApply, nil, "the apply was interrupted and recover rolled the base back; commit the transaction again to retry")
 	res, err := t.record(Refused, r, set, SettleOptions{}, digest, digest, nil)
 	if err != nil {

@@ -64,13 +64,8 @@ func (t *Tx) Discard(ctx context.Context, o SettleOptions) (*Result, error) {
 // settle records an outcome that leaves the base untouched (no changes,
 // discarded, refused).
 func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset.Set, o SettleOptions) (*Result, error) {
-	var digest string
-	if s, err := t.surface(ctx); err == nil {
-		digest, err = s.digest()
-		if err != nil {
-			return nil, err
-		}
-	} else {
+	digest, err := t.touchedDigest(set)
+	if err != nil {
 		return nil, err
 	}
 	res, err := t.record(out, r, set, o, digest, digest, nil)

@@ -47,8 +47,8 @@ func HashBytes(b []byte) string {
 // Sum formats a finished sha256 hash as a digest.
 func Sum(h hash.Hash) string { return DigestPrefix + hex.EncodeToString(h.Sum(nil)) }
 
-// TreeDigest is the digest of a tree's surface as a commit sees it: for each
-// entry in path order that is not git metadata and not an unsupported kind,
+// TreeDigest is the digest of a set of tree entries: for each entry in path
+// order that is present, not git metadata and not an unsupported kind,
 // the NUL-terminated fields path, kind, octal mode, and content (the file's
 // digest, the symlink's target, empty for a directory). File names cannot
 // hold NUL, so the framing is unambiguous. content must return the digest of
@@ -57,7 +57,7 @@ func TreeDigest(entries []Entry, content func(*Entry) (string, error)) (string, 
 	h := sha256.New()
 	for i := range entries {
 		e := &entries[i]
-		if e.Kind == KindOther || IsGitMeta(e.Path) {
+		if e.Kind == KindNone || e.Kind == KindOther || IsGitMeta(e.Path) {
 			continue
 		}
 		var c string
