@@ -311,6 +311,7 @@ func TestVerifyRejectsForgedReceipts(t *testing.T) {
 		{"missing tx", func(m map[string]any) { delete(m, "tx") }, `member "tx" is missing`},
 		{"missing counts", func(m map[string]any) { delete(m, "deleted") }, `member "deleted" is missing`},
 		{"bad tx", func(m map[string]any) { m["tx"] = "../x" }, `member "tx" is "../x", not a transaction id`},
+		{"dot-dot tx", func(m map[string]any) { m["tx"] = ".." }, `member "tx" is "..", not a transaction id`},
 		{"relative base", func(m map[string]any) { m["base"] = "project" }, `member "base" is "project", not an absolute path`},
 		{"base as base64 of text", func(m map[string]any) { m["base"] = map[string]any{"base64": "L3NydiB4"} }, "UTF-8 text"},
 		{"base as other object", func(m map[string]any) { m["base"] = map[string]any{"hex": "2f"} }, `not a path`},

@@ -313,8 +313,8 @@ func check(obj map[string]any) (*Receipt, error) {
 	c := checker{obj: obj}
 	r := &Receipt{Schema: Schema}
 	r.TxID = c.str("tx")
-	if c.err == nil && !txForm.MatchString(r.TxID) {
-		c.fail("tx", "is %q, not a transaction id ([A-Za-z0-9._-], 1 to 64 characters)", r.TxID)
+	if c.err == nil && (!txForm.MatchString(r.TxID) || r.TxID == "." || r.TxID == "..") {
+		c.fail("tx", "is %q, not a transaction id (1 to 64 characters of A-Z a-z 0-9 . _ -, not \".\" or \"..\")", r.TxID)
 	}
 	r.Base = c.bytes("base")
 	if c.err == nil && !strings.HasPrefix(string(r.Base), "/") {
