@@ -48,6 +48,42 @@ func OpenStore(dir string) (*Store, error) {
 	return &Store{st: st}, nil
 }
 
+// OpenStoreFor opens the state root as OpenStore does, for transactions
+// over base ("" is the current directory). It checks the base first, and
+// refuses a state root that lies inside the base (or holds it) before the
+// state root is created: creating it would already write into the base.
+func OpenStoreFor(dir, base string) (*Store, error) {
+	if dir == "" {
+		d, err := state.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	b, err := resolveBase(base)
+	if err != nil {
+		return nil, err
+	}
+	if sd := resolveMissing(dir); state.Nested(b, sd) {
+		return nil, fmt.Errorf("base %s and state root %s contain one another; set AIRLOCK_STATE_DIR outside the base", b, sd)
+	}
+	return OpenStore(dir)
+}
+
+// resolveMissing resolves the symlinks of the longest existing prefix of
+// an absolute path that may not exist yet.
+func resolveMissing(p string) string {
+	p = filepath.Clean(p)
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	parent := filepath.Dir(p)
+	if parent == p {
+		return p
+	}
+	return filepath.Join(resolveMissing(parent), filepath.Base(p))
+}
+
 // Dir is the state root.
 func (s *Store) Dir() string { return s.st.Dir() }
 

@@ -40,7 +40,7 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []stri
 	if err != nil {
 		return err
 	}
-	st, err := store()
+	st, err := storeFor(f.workdir)
 	if err != nil {
 		return err
 	}
