@@ -41,6 +41,9 @@ type GCItem struct {
 // owner process is alive, never an interrupted one, and a refused or open
 // one only when named by id.
 func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
+	if err := s.ensure(); err != nil {
+		return nil, 0, err
+	}
 	ids := o.IDs
 	named := len(ids) > 0
 	if !named {

@@ -51,6 +51,9 @@ func (s *Store) Log(dir string) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkBase(base); err != nil {
+		return nil, err
+	}
 	b, err := s.st.Base(base)
 	if err != nil {
 		return nil, err

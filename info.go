@@ -66,7 +66,7 @@ func (t *Tx) Info(ctx context.Context) (*Info, error) {
 // List summarises the store's transactions, oldest first: the unsettled
 // ones, and with all also the settled ones.
 func (s *Store) List(ctx context.Context, all bool) ([]*Info, error) {
-	ids, err := s.st.IDs()
+	ids, err := s.IDs()
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,9 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkBase(base); err != nil {
+		return nil, err
+	}
 	b, err := s.st.Base(base)
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -27,12 +28,15 @@ var DefaultExclude = []string{".aider*", ".claude/settings.local.json", ".claude
 
 // Store is a state root: where transactions are recorded.
 type Store struct {
-	st *state.Store
+	dir string
+	st  *state.Store // nil until the state root exists
 }
 
 // OpenStore opens the state root dir, or the default one
 // ($AIRLOCK_STATE_DIR, $XDG_STATE_HOME/airlock, ~/.local/state/airlock)
-// when dir is empty.
+// when dir is empty. A state root that does not exist yet is created only
+// when first written, after the base it would serve has been checked: a
+// state root inside the base must never be written.
 func OpenStore(dir string) (*Store, error) {
 	if dir == "" {
 		d, err := state.DefaultDir()
@@ -41,34 +45,34 @@ func OpenStore(dir string) (*Store, error) {
 		}
 		dir = d
 	}
-	st, err := state.Open(dir)
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
-	return &Store{st: st}, nil
-}
-
-// OpenStoreFor opens the state root as OpenStore does, for transactions
-// over base ("" is the current directory). It checks the base first, and
-// refuses a state root that lies inside the base (or holds it) before the
-// state root is created: creating it would already write into the base.
-func OpenStoreFor(dir, base string) (*Store, error) {
-	if dir == "" {
-		d, err := state.DefaultDir()
-		if err != nil {
+	s := &Store{dir: abs}
+	if _, err := os.Lstat(abs); err == nil {
+		if err := s.ensure(); err != nil {
 			return nil, err
 		}
-		dir = d
 	}
-	b, err := resolveBase(base)
-	if err != nil {
-		return nil, err
-	}
-	if sd := resolveMissing(dir); state.Nested(b, sd) {
-		return nil, fmt.Errorf("base %s and state root %s contain one another; set AIRLOCK_STATE_DIR outside the base", b, sd)
-	}
-	return OpenStore(dir)
+	return s, nil
 }
+
+// ensure opens (creating if needed) the state root.
+func (s *Store) ensure() error {
+	if s.st != nil {
+		return nil
+	}
+	st, err := state.Open(s.dir)
+	if err != nil {
+		return err
+	}
+	s.st = st
+	return nil
+}
+
+// Dir is the state root.
+func (s *Store) Dir() string { return s.dir }
 
 // resolveMissing resolves the symlinks of the longest existing prefix of
 // an absolute path that may not exist yet.
@@ -84,8 +88,15 @@ func resolveMissing(p string) string {
 	return filepath.Join(resolveMissing(parent), filepath.Base(p))
 }
 
-// Dir is the state root.
-func (s *Store) Dir() string { return s.st.Dir() }
+// checkBase refuses a base that contains the state root or lies inside
+// it, before anything is written to either.
+func (s *Store) checkBase(base string) error {
+	dir := resolveMissing(s.dir)
+	if state.Nested(base, dir) {
+		return fmt.Errorf("base %s and state root %s contain one another; set AIRLOCK_STATE_DIR outside the base", base, dir)
+	}
+	return s.ensure()
+}
 
 // OpenOptions says what to open a transaction over.
 type OpenOptions struct {
@@ -149,8 +160,8 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	if state.Nested(base, s.Dir()) {
-		return nil, fmt.Errorf("base %s and state root %s contain one another; set AIRLOCK_STATE_DIR outside the base", base, s.Dir())
+	if err := s.checkBase(base); err != nil {
+		return nil, err
 	}
 	dev, ino, err := identity(base)
 	if err != nil {
@@ -210,6 +221,17 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 	if err := res.Base.Save(st.Path(baseManifestFile)); err != nil {
 		return nil, err
 	}
+	// A file modified just before staging is "racy": stat alone could miss
+	// a same-size write in the same timestamp tick. Its digest, taken now,
+	// lets the diff compare bytes instead (few files: only recent ones).
+	for i := range res.Staged.Entries {
+		e := &res.Staged.Entries[i]
+		if changeset.Racy(*e) {
+			if e.Digest, err = manifest.HashFile(filepath.Join(staged, filepath.FromSlash(e.Path))); err != nil {
+				return nil, fmt.Errorf("hash staged %s: %w", e.Path, err)
+			}
+		}
+	}
 	if err := res.Staged.Save(st.Path(stagedOpenFile)); err != nil {
 		return nil, err
 	}
@@ -267,6 +289,9 @@ func (s *Store) Tx(id string) (*Tx, error) {
 	if err := state.ValidID(id); err != nil {
 		return nil, err
 	}
+	if err := s.ensure(); err != nil {
+		return nil, err
+	}
 	st, err := s.st.Tx(id)
 	if err != nil {
 		return nil, err
@@ -289,7 +314,12 @@ func (s *Store) loadTx(st *state.Tx) (*Tx, error) {
 }
 
 // IDs lists every transaction in the store.
-func (s *Store) IDs() ([]string, error) { return s.st.IDs() }
+func (s *Store) IDs() ([]string, error) {
+	if err := s.ensure(); err != nil {
+		return nil, err
+	}
+	return s.st.IDs()
+}
 
 // resolveBase turns the user's --workdir into the absolute, symlink-free
 // path of a directory that may be a base.

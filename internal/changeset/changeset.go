@@ -162,7 +162,14 @@ func Diff(ctx context.Context, in Input) (*Set, error) {
 		}
 		path := pathOf(b, s)
 		if manifest.IsGitMeta(path) {
-			if b == nil || s == nil || !sameStaged(in.StagedOpen, s) {
+			changed := b == nil || s == nil
+			if !changed {
+				var err error
+				if changed, err = modified(in, b, s); err != nil {
+					return nil, err
+				}
+			}
+			if changed {
 				set.GitMeta++
 			}
 			continue
@@ -212,12 +219,27 @@ func sameStaged(open *manifest.Manifest, s *manifest.Entry) bool {
 	if !ok || !manifest.SameStat(*o, *s) {
 		return false
 	}
-	return o.Kind != manifest.KindFile || o.CtimeNs-o.MtimeNs > racyWindowNs
+	return !Racy(*o)
+}
+
+// Racy reports whether a staged file's stat facts cannot prove it unchanged
+// later: its mtime is so close to the moment it was staged that a write in
+// the same timestamp tick could keep every fact. Open records the digest
+// of such files, so that Diff can compare bytes instead.
+func Racy(o manifest.Entry) bool {
+	return o.Kind == manifest.KindFile && o.CtimeNs-o.MtimeNs <= racyWindowNs
 }
 
 func modified(in Input, b, s *manifest.Entry) (bool, error) {
 	if sameStaged(in.StagedOpen, s) {
 		return false, nil
+	}
+	if o, ok := in.StagedOpen.Lookup(s.Path); ok && o.Digest != "" && manifest.SameStat(*o, *s) {
+		d, err := manifest.HashFile(filepath.Join(in.StagedDir, filepath.FromSlash(s.Path)))
+		if err != nil {
+			return false, fmt.Errorf("read staged file: %w", err)
+		}
+		return d != o.Digest, nil
 	}
 	if !manifest.SameShape(*b, *s) {
 		return true, nil

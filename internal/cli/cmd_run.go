@@ -40,7 +40,7 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []stri
 	if err != nil {
 		return err
 	}
-	st, err := storeFor(f.workdir)
+	st, err := store()
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func newOpenCmd(io IO) *cobra.Command {
 			if f.receipt != "" || f.approve {
 				return errors.New("--receipt and --approve belong to `airlock commit ID`, not to open")
 			}
-			st, err := storeFor(f.workdir)
+			st, err := store()
 			if err != nil {
 				return err
 			}

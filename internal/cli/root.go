@@ -71,10 +71,6 @@ func newRoot(io IO) *cobra.Command {
 // store opens the state root named by the environment.
 func store() (*airlock.Store, error) { return airlock.OpenStore("") }
 
-// storeFor opens the state root for a new transaction over workdir,
-// checking the base before the state root is created.
-func storeFor(workdir string) (*airlock.Store, error) { return airlock.OpenStoreFor("", workdir) }
-
 // txFlags are the flags `run` and `open` share.
 type txFlags struct {
 	workdir          string
