@@ -199,6 +199,9 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		if rerr != nil {
 			return nil, fmt.Errorf("apply to %s failed (%v) and the rollback failed too (%v); the journal is kept: run `airlock recover --workdir %s`", t.Base(), err, rerr, t.Base())
 		}
+		if err := t.rebaseOpen(root, j.Ops); err != nil {
+			return nil, err
+		}
 		if err := t.event(eventRecovered, map[string]any{"digest": restored.Digest, "cause": err.Error()}); err != nil {
 			return nil, err
 		}

@@ -113,6 +113,9 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 		return nil, fmt.Errorf("recover %s: %w", base, err)
 	}
 	out.Digest = rr.Digest
+	if err := t.rebaseOpen(root, j.Ops); err != nil {
+		return nil, fmt.Errorf("recover %s: %w", base, err)
+	}
 	if len(rr.Displaced) > 0 {
 		// Keep what was displaced beyond the journal's retirement.
 		keep := t.st.Path(fmt.Sprintf("displaced-%d", time.Now().UnixNano()))

@@ -1,0 +1,52 @@
+package airlock
+
+import (
+	"fmt"
+
+	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
+)
+
+// rebaseOpen is called after a restore has proved every journaled path back
+// to its state before the apply. A restore brings back bytes, modes and
+// symlink targets, but not inodes and times; without this step every
+// restored path would read as drift against the base manifest at open, and
+// the transaction, though kept to be committed again, never could be.
+//
+// Only a path whose state before the apply was its state at open is
+// rebased: its restored content is that same content, proved by the
+// restore. A path that had drifted before the apply (and was merged) keeps
+// its open entry, so the drift is still seen.
+func (t *Tx) rebaseOpen(root *safefs.Root, ops []journal.Op) error {
+	path := t.st.Path(baseManifestFile)
+	m, err := manifest.Load(path)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for _, op := range ops {
+		if op.Before.Kind == manifest.KindNone {
+			continue
+		}
+		e, ok := m.Lookup(op.Path)
+		if !ok || !unchanged(op.Before, *e) {
+			continue
+		}
+		cur, err := measureBase(root, op.Path)
+		if err != nil {
+			return err
+		}
+		if cur.Kind != e.Kind {
+			return fmt.Errorf("rebase %s after the restore: it is a %s, not the %s the restore proved", op.Path, cur.Kind, e.Kind)
+		}
+		digest := e.Digest
+		*e = cur
+		e.Path, e.Digest = op.Path, digest
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return m.Save(path)
+}
