@@ -1,0 +1,63 @@
+package main_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestE2EGitMetadata: git works in the staged tree, but a commit never
+// writes the base's .git: the command's git commit stays behind, its file
+// edit lands.
+func TestE2EGitMetadata(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = x.base
+		cmd.Env = x.environ()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "initial")
+	head := git("rev-parse", "HEAD")
+	isGit := func(rel string) bool { return rel == ".git" || strings.HasPrefix(rel, ".git/") }
+	skipGit := isGit
+	skipOthers := func(rel string) bool { return !isGit(rel) }
+	gitBefore := snapshot(t, x.base, skipOthers)
+	if len(gitBefore) < 5 {
+		t.Fatalf("the .git snapshot has only %d entries", len(gitBefore))
+	}
+	before := snapshot(t, x.base, skipGit)
+
+	r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c",
+		`set -e; printf 'a edited\n' > a.txt; git add -A; git commit -q -m 'from the agent'; git log --oneline | wc -l`)
+	wantCode(t, r, 0)
+	if strings.TrimSpace(r.stdout) != "2" {
+		t.Errorf("git in the staged tree saw %q commits, want 2", r.stdout)
+	}
+	wantBlock(t, r, map[string]string{"outcome": "committed", "added": "0", "modified": "1", "deleted": "0"})
+	want := before
+	want["a.txt"] = F(0o644, "a edited\n")
+	wantTree(t, "base outside .git", want, snapshot(t, x.base, skipGit))
+	wantTree(t, "base .git", gitBefore, snapshot(t, x.base, skipOthers))
+	if got := git("rev-parse", "HEAD"); got != head {
+		t.Errorf("base HEAD moved from %s to %s", head, got)
+	}
+	if st := git("status", "--porcelain"); strings.TrimSpace(st) != "M a.txt" {
+		t.Errorf("git status in the base: %q, want a.txt modified", st)
+	}
+	if !exists(filepath.Join(x.base, ".git", "HEAD")) {
+		t.Errorf("the base lost .git/HEAD")
+	}
+}
