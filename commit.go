@@ -225,6 +225,9 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		// Not recorded as committed: the commit must not stand.
 		if status, serr := t.Status(); serr == nil && status != StatusCommitted {
 			if _, rerr := journal.Restore(context.WithoutCancel(ctx), root, j, jdir); rerr == nil {
+				if err := t.rebaseOpen(root, j.Ops); err != nil {
+					return nil, fmt.Errorf("record the commit of %s failed, and the base was rolled back, but: %w", t.ID(), err)
+				}
 				base.ClearInflight()
 				journal.Retire(jdir)
 				return nil, fmt.Errorf("record the commit of %s: %w; the base was rolled back", t.ID(), err)
