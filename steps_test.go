@@ -1,0 +1,741 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/receipt"
+	"github.com/airlockdev/airlock/internal/safefs"
+)
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeTree writes files (content by slash path; a value starting with
+// "->" makes a symlink to the rest) under root.
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for rel, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		if target, ok := strings.CutPrefix(content, "->"); ok {
+			must(t, os.Symlink(target, p))
+			continue
+		}
+		must(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
+
+func newBaseDir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	base := filepath.Join(t.TempDir(), "base")
+	must(t, os.Mkdir(base, 0o755))
+	writeTree(t, base, files)
+	return base
+}
+
+func openRoot(t *testing.T, dir string) *safefs.Root {
+	t.Helper()
+	r, err := safefs.OpenRoot(dir)
+	must(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// measured returns the base entry of rel as the change set's Base would
+// hold it (Kind none when absent).
+func measured(t *testing.T, root *safefs.Root, rel string) manifest.Entry {
+	t.Helper()
+	e, err := measureBase(root, rel)
+	must(t, err)
+	return e
+}
+
+func fileResult(content string) manifest.Entry {
+	return manifest.Entry{Kind: manifest.KindFile, Mode: 0o644, Size: int64(len(content)), Digest: manifest.HashBytes([]byte(content))}
+}
+
+func driftedPaths(d []drift) []string {
+	var out []string
+	for _, x := range d {
+		out = append(out, x.change.Path)
+	}
+	return out
+}
+
+func TestCheckDrift(t *testing.T) {
+	tests := []struct {
+		name    string
+		files   map[string]string
+		dirs    []string                                    // extra directories at open
+		change  func(set *changeset.Set, root *safefs.Root) // builds the change set from the base at open
+		mutate  func(t *testing.T, base string)             // what someone does to the base after open
+		drifted []string
+		escapes []string
+		ops     []string
+	}{
+		{
+			name:  "unchanged file",
+			files: map[string]string{"a.txt": "a"},
+			change: func(s *changeset.Set, r *safefs.Root) {
+				s.Changes = []changeset.Change{{Path: "a.txt", Op: changeset.Modify, Base: mustMeasure(r, "a.txt"), Result: fileResult("A")}}
+			},
+			mutate: func(t *testing.T, base string) {},
+			ops:    []string{"a.txt"},
+		},
+		{
+			name:  "file rewritten",
+			files: map[string]string{"a.txt": "a"},
+			change: func(s *changeset.Set, r *safefs.Root) {
+				s.Changes = []changeset.Change{{Path: "a.txt", Op: changeset.Modify, Base: mustMeasure(r, "a.txt"), Result: fileResult("A")}}
+			},
+			mutate: func(t *testing.T, base string) {
+				must(t, os.WriteFile(filepath.Join(base, "a.txt"), []byte("b"), 0o644))
+			},
+			drifted: []string{"a.txt"},
+		},
+		{
+			name:  "added path appeared",
+			files: map[string]string{"x": "x"},
+			change: func(s *changeset.Set, r *safefs.Root) {
+				s.Changes = []changeset.Change{{Path: "new.txt", Op: changeset.Add, Result: fileResult("mine")}}
+			},
+			mutate: func(t *testing.T, base string) {
+				must(t, os.WriteFile(filepath.Join(base, "new.txt"), []byte("theirs"), 0o644))
+			},
+			drifted: []string{"new.txt"},
+		},
+		{
+			name: "dir mode changed",
+			dirs: []string{"d"},
+			change: func(s *changeset.Set, r *safefs.Root) {
+				s.Changes = []changeset.Change{{Path: "d", Op: changeset.Modify, Base: mustMeasure(r, "d"), Result: manifest.Entry{Kind: manifest.KindDir, Mode: 0o700}}}
+			},
+			mutate: func(t *testing.T, base string) {
+				must(t, os.Chmod(filepath.Join(base, "d"), 0o750))
+			},
+			drifted: []string{"d"},
+		},
+		{
+			name: "dir mtime moved is not drift",
+			dirs: []string{"d"},
+			change: func(s *changeset.Set, r *safefs.Root) {
+				s.Changes = []changeset.Change{{Path: "d", Op: changeset.Modify, Base: mustMeasure(r, "d"), Result: manifest.Entry{Kind: manifest.KindDir, Mode: 0o700}}}
+			},
+			mutate: func(t *testing.T, base string) {
+				must(t, os.WriteFile(filepath.Join(base, "d", "someone-elses"), []byte("x"), 0o644))
+			},
+			ops: []string{"d"},
+		},
+		{
+			name:  "parent replaced by a file",
+			files: map[string]string{"d/f": "f"},
+			change: func(s *changeset.Set, r *safefs.Root) {
+				s.Changes = []changeset.Change{{Path: "d/f", Op: changeset.Modify, Base: mustMeasure(r, "d/f"), Result: fileResult("F")}}
+			},
+			mutate: func(t *testing.T, base string) {
+				must(t, os.RemoveAll(filepath.Join(base, "d")))
+				must(t, os.WriteFile(filepath.Join(base, "d"), []byte("now a file"), 0o644))
+			},
+			drifted: []string{"d/f"},
+		},
+		{
+			name:  "parent removed under an add",
+			files: map[string]string{"d/f": "f"},
+			change: func(s *changeset.Set, r *safefs.Root) {
+				s.Changes = []changeset.Change{{Path: "d/new", Op: changeset.Add, Result: fileResult("n")}}
+			},
+			mutate: func(t *testing.T, base string) {
+				must(t, os.RemoveAll(filepath.Join(base, "d")))
+			},
+			drifted: []string{"d/new"},
+		},
+		{
+			name:  "symlink component is an escape",
+			files: map[string]string{"d/f": "f", "other/f": "other"},
+			change: func(s *changeset.Set, r *safefs.Root) {
+				s.Changes = []changeset.Change{{Path: "d/f", Op: changeset.Modify, Base: mustMeasure(r, "d/f"), Result: fileResult("F")}}
+			},
+			mutate: func(t *testing.T, base string) {
+				must(t, os.RemoveAll(filepath.Join(base, "d")))
+				must(t, os.Symlink("other", filepath.Join(base, "d")))
+			},
+			escapes: []string{"d/f"},
+		},
+		{
+			name:  "malformed and git paths are escapes",
+			files: map[string]string{"a": "a"},
+			change: func(s *changeset.Set, r *safefs.Root) {
+				s.Changes = []changeset.Change{
+					{Path: "../evil", Op: changeset.Add, Result: fileResult("x")},
+					{Path: ".git/config", Op: changeset.Add, Result: fileResult("x")},
+					{Path: "/etc/passwd", Op: changeset.Add, Result: fileResult("x")},
+					{Path: "a", Op: changeset.Modify, Base: mustMeasure(r, "a"), Result: fileResult("A")},
+					{Path: "a/../../x", Op: changeset.Add, Result: fileResult("x")},
+					{Path: "sub/.git/hooks/pre-commit", Op: changeset.Add, Result: fileResult("x")},
+				}
+			},
+			mutate:  func(t *testing.T, base string) {},
+			escapes: []string{"../evil", ".git/config", "/etc/passwd", "a/../../x", "sub/.git/hooks/pre-commit"},
+			ops:     []string{"a"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := newBaseDir(t, tt.files)
+			for _, d := range tt.dirs {
+				must(t, os.MkdirAll(filepath.Join(base, d), 0o755))
+			}
+			root := openRoot(t, base)
+			set := &changeset.Set{}
+			tt.change(set, root)
+			time.Sleep(20 * time.Millisecond) // a rewrite must move ctime visibly
+			tt.mutate(t, base)
+			ops, drifted, escapes, err := checkDrift(root, set)
+			if err != nil {
+				t.Fatalf("checkDrift: %v", err)
+			}
+			var opPaths []string
+			for _, op := range ops {
+				opPaths = append(opPaths, op.Path)
+				if now := measured(t, root, op.Path); !manifest.SameStat(op.Before, now) {
+					t.Errorf("op %s: Before %+v is not the base now %+v", op.Path, op.Before, now)
+				}
+			}
+			if got := driftedPaths(drifted); !slices.Equal(got, tt.drifted) {
+				t.Errorf("drifted %q, want %q", got, tt.drifted)
+			}
+			if !slices.Equal(escapes, tt.escapes) {
+				t.Errorf("escapes %q, want %q", escapes, tt.escapes)
+			}
+			if !slices.Equal(opPaths, tt.ops) {
+				t.Errorf("ops %q, want %q", opPaths, tt.ops)
+			}
+		})
+	}
+}
+
+// mustMeasure is measureBase for table setup, where no *testing.T is at
+// hand; a failure leaves an entry that cannot match anything.
+func mustMeasure(r *safefs.Root, rel string) manifest.Entry {
+	e, err := measureBase(r, rel)
+	if err != nil {
+		return manifest.Entry{Path: rel, Kind: manifest.KindOther}
+	}
+	return e
+}
+
+func TestCheckBoundary(t *testing.T) {
+	add := func(p string, k manifest.Kind) changeset.Change {
+		r := fileResult("x")
+		if k == manifest.KindSymlink {
+			r = manifest.Entry{Kind: manifest.KindSymlink, Target: "/etc"}
+		}
+		if k == manifest.KindDir {
+			r = manifest.Entry{Kind: manifest.KindDir, Mode: 0o755}
+		}
+		return changeset.Change{Path: p, Op: changeset.Add, Result: r}
+	}
+	tests := []struct {
+		name    string
+		changes []changeset.Change
+		escapes []string
+		want    []string // nil: no refusal
+	}{
+		{"clean", []changeset.Change{add("a", manifest.KindFile), add("d", manifest.KindDir), add("d/f", manifest.KindFile), add("l", manifest.KindSymlink)}, nil, nil},
+		{"escapes from the drift check", []changeset.Change{add("a", manifest.KindFile)}, []string{"../x", "d/f"}, []string{"../x", "d/f"}},
+		{"beneath a symlink the set creates", []changeset.Change{add("l", manifest.KindSymlink), add("l/passwd", manifest.KindFile)}, nil, []string{"l/passwd"}},
+		{"deep beneath a created symlink", []changeset.Change{add("l", manifest.KindSymlink), add("l/a/b/c", manifest.KindFile)}, nil, []string{"l/a/b/c"}},
+		{"sibling with a common prefix", []changeset.Change{add("l", manifest.KindSymlink), add("l2/f", manifest.KindFile), add("l.d/f", manifest.KindFile)}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := checkBoundary(&changeset.Set{Changes: tt.changes}, tt.escapes)
+			if tt.want == nil {
+				if r != nil {
+					t.Fatalf("refused: %v", r)
+				}
+				return
+			}
+			if r == nil {
+				t.Fatalf("no refusal, want BoundaryEscape for %q", tt.want)
+			}
+			if r.Kind != BoundaryEscape || !slices.Equal(r.Paths, tt.want) {
+				t.Errorf("refusal %s %q, want BoundaryEscape %q", r.Kind, r.Paths, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckSharedInode(t *testing.T) {
+	setup := func(t *testing.T) (base, staged, objects string, root *safefs.Root, set *changeset.Set) {
+		base = newBaseDir(t, map[string]string{"f": "shared", "g": "g"})
+		tmp := t.TempDir()
+		staged, objects = filepath.Join(tmp, "staged"), filepath.Join(tmp, "objects")
+		must(t, os.MkdirAll(staged, 0o755))
+		must(t, os.MkdirAll(objects, 0o700))
+		root = openRoot(t, base)
+		set = &changeset.Set{Changes: []changeset.Change{
+			{Path: "f", Op: changeset.Modify, Base: measured(t, root, "f"), Result: fileResult("shared")},
+			{Path: "g", Op: changeset.Modify, Base: measured(t, root, "g"), Result: fileResult("G")},
+		}}
+		must(t, os.WriteFile(filepath.Join(staged, "g"), []byte("G"), 0o644))
+		must(t, os.WriteFile(changeset.ObjectPath(objects, fileResult("G").Digest), []byte("G"), 0o600))
+		return
+	}
+	t.Run("independent copies", func(t *testing.T) {
+		_, staged, objects, root, set := setup(t)
+		must(t, os.WriteFile(filepath.Join(staged, "f"), []byte("shared"), 0o644))
+		must(t, os.WriteFile(changeset.ObjectPath(objects, fileResult("shared").Digest), []byte("shared"), 0o600))
+		if r := checkSharedInode(root, set, staged, objects); r != nil {
+			t.Fatalf("refused independent copies: %v", r)
+		}
+	})
+	t.Run("staged hard link", func(t *testing.T) {
+		base, staged, objects, root, set := setup(t)
+		must(t, os.Link(filepath.Join(base, "f"), filepath.Join(staged, "f")))
+		r := checkSharedInode(root, set, staged, objects)
+		if r == nil || r.Kind != SharedInode || !slices.Equal(r.Paths, []string{"f"}) {
+			t.Fatalf("refusal %v, want SharedInode for f", r)
+		}
+	})
+	t.Run("frozen object hard link", func(t *testing.T) {
+		base, staged, objects, root, set := setup(t)
+		must(t, os.WriteFile(filepath.Join(staged, "f"), []byte("shared"), 0o644))
+		must(t, os.Link(filepath.Join(base, "f"), changeset.ObjectPath(objects, fileResult("shared").Digest)))
+		r := checkSharedInode(root, set, staged, objects)
+		if r == nil || r.Kind != SharedInode || !slices.Equal(r.Paths, []string{"f"}) {
+			t.Fatalf("refusal %v, want SharedInode for f", r)
+		}
+	})
+}
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := OpenStore(filepath.Join(t.TempDir(), "state"))
+	must(t, err)
+	return s
+}
+
+func TestCheckProtected(t *testing.T) {
+	base := newBaseDir(t, map[string]string{"src/main.go": "package main\n", ".github/workflows/ci.yml": "on: push\n"})
+	changes := []changeset.Change{
+		{Path: ".envrc", Op: changeset.Add, Result: fileResult("export X=1")},
+		{Path: ".github/workflows", Op: changeset.Delete, Base: manifest.Entry{Kind: manifest.KindDir, Mode: 0o755}},
+		{Path: ".github/workflows/ci.yml", Op: changeset.Delete, Base: fileResult("on: push\n")},
+		{Path: ".vscode/tasks.json", Op: changeset.Add, Result: fileResult("{}")},
+		{Path: "secrets/key", Op: changeset.Add, Result: fileResult("k")},
+		{Path: "src/.airlock.toml", Op: changeset.Add, Result: fileResult("")},
+		{Path: "src/main.go", Op: changeset.Modify, Result: fileResult("package main // edited\n")},
+	}
+	set := &changeset.Set{Changes: changes}
+	defaults := []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml"}
+	tests := []struct {
+		name    string
+		opts    OpenOptions
+		approve bool
+		want    []string
+	}{
+		{"defaults", OpenOptions{}, false, defaults},
+		{"defaults approved", OpenOptions{}, true, nil},
+		{"--protect adds", OpenOptions{Protect: []string{"secrets/"}}, false, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "secrets/key", "src/.airlock.toml"}},
+		{"--no-default-protect", OpenOptions{NoDefaultProtect: true, Protect: []string{"/src/*.go"}}, false, []string{"src/main.go"}},
+		{"negation", OpenOptions{NoDefaultProtect: true, Protect: []string{"src/*", "!src/main.go"}}, false, []string{"src/.airlock.toml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			o := tt.opts
+			o.Base, o.Backend = base, "auto"
+			tx, err := s.Open(context.Background(), o)
+			must(t, err)
+			r, err := tx.checkProtected(set, tt.approve)
+			must(t, err)
+			if tt.want == nil {
+				if r != nil {
+					t.Fatalf("refused: %v", r)
+				}
+				return
+			}
+			if r == nil {
+				t.Fatalf("no refusal, want %q", tt.want)
+			}
+			if r.Kind != ProtectedPathNotApproved || !slices.Equal(r.Paths, tt.want) {
+				t.Errorf("refusal %s %q, want ProtectedPathNotApproved %q", r.Kind, r.Paths, tt.want)
+			}
+		})
+	}
+}
+
+// txDirs lists the transactions a store holds on disk.
+func txDirs(t *testing.T, s *Store) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(s.Dir(), "tx"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	must(t, err)
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestOpenPreconditions(t *testing.T) {
+	ctx := context.Background()
+	t.Run("base is a file", func(t *testing.T) {
+		s := newStore(t)
+		f := filepath.Join(t.TempDir(), "file")
+		must(t, os.WriteFile(f, nil, 0o644))
+		_, err := s.Open(ctx, OpenOptions{Base: f})
+		if err == nil || !strings.Contains(err.Error(), "not a directory") {
+			t.Fatalf("Open of a file: %v", err)
+		}
+		if d := txDirs(t, s); len(d) != 0 {
+			t.Errorf("state left behind: %q", d)
+		}
+	})
+	t.Run("base missing", func(t *testing.T) {
+		s := newStore(t)
+		if _, err := s.Open(ctx, OpenOptions{Base: filepath.Join(t.TempDir(), "nope")}); err == nil {
+			t.Fatal("Open of a missing base succeeded")
+		}
+	})
+	t.Run("filesystem root", func(t *testing.T) {
+		s := newStore(t)
+		_, err := s.Open(ctx, OpenOptions{Base: "/"})
+		if err == nil || !strings.Contains(err.Error(), "root") {
+			t.Fatalf("Open of /: %v", err)
+		}
+		if d := txDirs(t, s); len(d) != 0 {
+			t.Errorf("state left behind: %q", d)
+		}
+	})
+	t.Run("home directory", func(t *testing.T) {
+		home := t.TempDir()
+		t.Setenv("HOME", home)
+		s := newStore(t)
+		for _, b := range []string{home, home + "/.", home + "/sub/.."} {
+			if b == home+"/sub/.." {
+				must(t, os.MkdirAll(filepath.Join(home, "sub"), 0o755))
+			}
+			_, err := s.Open(ctx, OpenOptions{Base: b})
+			if err == nil || !strings.Contains(err.Error(), "home") {
+				t.Errorf("Open of $HOME as %s: %v", b, err)
+			}
+		}
+	})
+	t.Run("home through a symlink", func(t *testing.T) {
+		home := t.TempDir()
+		t.Setenv("HOME", home)
+		s := newStore(t)
+		l := filepath.Join(t.TempDir(), "h")
+		must(t, os.Symlink(home, l))
+		if _, err := s.Open(ctx, OpenOptions{Base: l}); err == nil {
+			t.Fatal("Open of a symlink to $HOME succeeded")
+		}
+	})
+	t.Run("state root inside the base", func(t *testing.T) {
+		base := newBaseDir(t, map[string]string{"a": "a"})
+		s, err := OpenStore(filepath.Join(base, ".state"))
+		must(t, err)
+		_, err = s.Open(ctx, OpenOptions{Base: base})
+		if err == nil || !strings.Contains(err.Error(), "contain one another") {
+			t.Fatalf("Open with the state root inside the base: %v", err)
+		}
+		if _, err := os.Lstat(filepath.Join(base, ".state")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the state root was created inside the base: %v", err)
+		}
+	})
+	t.Run("base inside the state root", func(t *testing.T) {
+		s := newStore(t)
+		must(t, os.MkdirAll(filepath.Join(s.Dir(), "proj"), 0o755))
+		_, err := s.Open(ctx, OpenOptions{Base: filepath.Join(s.Dir(), "proj")})
+		if err == nil || !strings.Contains(err.Error(), "contain one another") {
+			t.Fatalf("Open of a base inside the state root: %v", err)
+		}
+	})
+	t.Run("base is the state root", func(t *testing.T) {
+		s := newStore(t)
+		must(t, os.MkdirAll(s.Dir(), 0o700))
+		if _, err := s.Open(ctx, OpenOptions{Base: s.Dir()}); err == nil {
+			t.Fatal("Open of the state root itself succeeded")
+		}
+	})
+	t.Run("bad ids", func(t *testing.T) {
+		base := newBaseDir(t, map[string]string{"a": "a"})
+		s := newStore(t)
+		for _, id := range []string{"../x", "a/b", ".", "..", strings.Repeat("a", 65), "sp ace", "é", "a\x00b", "-\n"} {
+			if _, err := s.Open(ctx, OpenOptions{Base: base, ID: id}); err == nil {
+				t.Errorf("Open accepted id %q", id)
+			}
+		}
+		if d := txDirs(t, s); len(d) != 0 {
+			t.Errorf("state left behind: %q", d)
+		}
+		if _, err := os.Lstat(filepath.Join(filepath.Dir(s.Dir()), "x")); err == nil {
+			t.Error("an id escaped the state root")
+		}
+	})
+	t.Run("duplicate id", func(t *testing.T) {
+		base := newBaseDir(t, map[string]string{"a": "a"})
+		s := newStore(t)
+		first, err := s.Open(ctx, OpenOptions{Base: base, ID: "same.id_1", Backend: "auto"})
+		must(t, err)
+		if _, err := s.Open(ctx, OpenOptions{Base: base, ID: "same.id_1", Backend: "auto"}); err == nil {
+			t.Fatal("a second Open with the same id succeeded")
+		}
+		// The first transaction is intact.
+		if _, err := os.Stat(filepath.Join(first.Path(), "a")); err != nil {
+			t.Errorf("the first transaction's staged workspace was disturbed: %v", err)
+		}
+		again, err := s.Tx("same.id_1")
+		must(t, err)
+		if st, err := again.Status(); err != nil || st != StatusOpen {
+			t.Errorf("first transaction status %v, %v", st, err)
+		}
+	})
+}
+
+// TestOpenZeroOptions: OpenOptions documents Backend "" as allowed (the
+// default), and a harness that sets only Base must get a transaction.
+func TestOpenZeroOptions(t *testing.T) {
+	base := newBaseDir(t, map[string]string{"a": "a"})
+	tx, err := newStore(t).Open(context.Background(), OpenOptions{Base: base})
+	if err != nil {
+		t.Fatalf("Open with only Base set: %v", err)
+	}
+	if tx.Record().Backend != "copy" {
+		t.Errorf("backend %q, want copy (what auto picks)", tx.Record().Backend)
+	}
+}
+
+// pathsDigest is the receipt rule computed from scratch: the tree digest
+// of what dir holds at paths (absent paths count as kind none).
+func pathsDigest(t *testing.T, dir string, paths []string) string {
+	t.Helper()
+	sort.Strings(paths)
+	var es []manifest.Entry
+	for _, p := range paths {
+		e, err := manifest.Lstat(filepath.Join(dir, filepath.FromSlash(p)))
+		if errors.Is(err, fs.ErrNotExist) {
+			e = manifest.Entry{}
+		} else {
+			must(t, err)
+		}
+		e.Path = p
+		if e.Kind == manifest.KindFile {
+			e.Digest, err = manifest.HashFile(filepath.Join(dir, filepath.FromSlash(p)))
+			must(t, err)
+		}
+		es = append(es, e)
+	}
+	d, err := manifest.TreeDigest(es, func(e *manifest.Entry) (string, error) { return e.Digest, nil })
+	must(t, err)
+	return d
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	must(t, err)
+	return string(b)
+}
+
+// TestCommitRoundTrip is what a harness does: open, write in the staged
+// workspace, commit, read the receipt; then commit again.
+func TestCommitRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	base := newBaseDir(t, map[string]string{"src/main.go": "package main\n", "TODO": "todo\n", "keep": "keep\n", "link": "->keep"})
+	s := newStore(t)
+	tx, err := s.Open(ctx, OpenOptions{Base: base, ID: "round-trip", Backend: "auto", Command: []string{"agent", "--flag"}})
+	must(t, err)
+	if tx.ID() != "round-trip" || tx.Base() != base {
+		t.Fatalf("tx %s over %s", tx.ID(), tx.Base())
+	}
+	// The harness writes through the staged path; the base is untouched.
+	writeTree(t, tx.Path(), map[string]string{"src/helper.go": "package main\n\nfunc helper() {}\n", "newlink": "->src"})
+	must(t, os.WriteFile(filepath.Join(tx.Path(), "src", "main.go"), []byte("package main // edited\n"), 0o644))
+	must(t, os.Remove(filepath.Join(tx.Path(), "TODO")))
+	if _, err := os.Lstat(filepath.Join(base, "src", "helper.go")); err == nil {
+		t.Fatal("a staged write reached the base before commit")
+	}
+
+	cs, err := tx.Changes(ctx)
+	must(t, err)
+	var names []string
+	for _, c := range cs.Changes() {
+		names = append(names, c.Op+" "+c.Path)
+	}
+	wantNames := []string{"delete TODO", "add newlink", "add src/helper.go", "modify src/main.go"}
+	if !slices.Equal(names, wantNames) {
+		t.Fatalf("changes %q, want %q", names, wantNames)
+	}
+	changed := []string{"TODO", "newlink", "src/helper.go", "src/main.go"}
+	beforeDigest := pathsDigest(t, base, changed)
+
+	res, err := tx.Commit(ctx, SettleOptions{})
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	if res.Outcome != Committed || res.Repeat || res.Added != 2 || res.Modified != 1 || res.Deleted != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if got := readFile(t, filepath.Join(base, "src", "main.go")); got != "package main // edited\n" {
+		t.Errorf("src/main.go = %q", got)
+	}
+	if got := readFile(t, filepath.Join(base, "src", "helper.go")); !strings.Contains(got, "helper") {
+		t.Errorf("src/helper.go = %q", got)
+	}
+	if tgt, err := os.Readlink(filepath.Join(base, "newlink")); err != nil || tgt != "src" {
+		t.Errorf("newlink -> %q, %v", tgt, err)
+	}
+	if _, err := os.Lstat(filepath.Join(base, "TODO")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("TODO survived: %v", err)
+	}
+	if got := readFile(t, filepath.Join(base, "keep")); got != "keep\n" {
+		t.Errorf("keep = %q", got)
+	}
+	if _, err := os.Lstat(tx.Path()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("staged workspace kept after commit: %v", err)
+	}
+	if st, err := tx.Status(); err != nil || st != StatusCommitted {
+		t.Errorf("status %v, %v", st, err)
+	}
+
+	// The receipt: sealed, on disk, and true to the base.
+	data, err := os.ReadFile(res.ReceiptPath)
+	must(t, err)
+	rc, err := receipt.Verify(data)
+	if err != nil {
+		t.Fatalf("receipt does not verify: %v", err)
+	}
+	if rc.TxID != "round-trip" || rc.Outcome != "committed" || string(rc.Base) != base || rc.Added != 2 || rc.Modified != 1 || rc.Deleted != 1 {
+		t.Errorf("receipt %+v", rc)
+	}
+	if len(rc.Command) != 2 || rc.Command[0] != "agent" {
+		t.Errorf("receipt command %q", rc.Command)
+	}
+	if rc.BaseDigest != beforeDigest {
+		t.Errorf("receipt base_digest %s, the base before held %s", rc.BaseDigest, beforeDigest)
+	}
+	if after := pathsDigest(t, base, changed); rc.ResultDigest != after {
+		t.Errorf("receipt result_digest %s, the base now holds %s", rc.ResultDigest, after)
+	}
+	if rc.Digest != res.Receipt.Digest {
+		t.Errorf("receipt on disk %s, in the result %s", rc.Digest, res.Receipt.Digest)
+	}
+	if !slices.Equal(rc.NotTransactional, NotTransactional) {
+		t.Errorf("not_transactional %q", rc.NotTransactional)
+	}
+
+	// Commit again: the first outcome, nothing changed.
+	snapBefore := pathsDigest(t, base, []string{"TODO", "keep", "link", "newlink", "src", "src/helper.go", "src/main.go"})
+	again, err := tx.Commit(ctx, SettleOptions{})
+	if err != nil {
+		t.Fatalf("second Commit: %v", err)
+	}
+	if !again.Repeat || again.Outcome != Committed || again.Receipt == nil || again.Receipt.Digest != rc.Digest {
+		t.Fatalf("second Commit %+v, want Repeat with the first receipt", again)
+	}
+	if again.Added != 2 || again.Modified != 1 || again.Deleted != 1 {
+		t.Errorf("second Commit counts %d %d %d", again.Added, again.Modified, again.Deleted)
+	}
+	if pathsDigest(t, base, []string{"TODO", "keep", "link", "newlink", "src", "src/helper.go", "src/main.go"}) != snapBefore {
+		t.Error("the second Commit changed the base")
+	}
+	// Loaded afresh, as another process would.
+	tx2, err := s.Tx("round-trip")
+	must(t, err)
+	third, err := tx2.Commit(ctx, SettleOptions{})
+	if err != nil || !third.Repeat || third.Outcome != Committed {
+		t.Fatalf("Commit from a reloaded tx: %+v, %v", third, err)
+	}
+}
+
+// TestReceiptDigestMatchesRestoreProof: surface.go says a receipt's
+// base_digest is the digest recover proves a rollback with. The change set
+// here adds a path, which the base did not hold before.
+func TestReceiptDigestMatchesRestoreProof(t *testing.T) {
+	ctx := context.Background()
+	base := newBaseDir(t, map[string]string{"mod.txt": "old"})
+	root := openRoot(t, base)
+	objects := t.TempDir()
+	newC, modC := "added", "new"
+	for _, c := range []string{newC, modC} {
+		must(t, os.WriteFile(changeset.ObjectPath(objects, manifest.HashBytes([]byte(c))), []byte(c), 0o600))
+	}
+	ops := []journal.Op{
+		{Path: "add.txt", Before: measured(t, root, "add.txt"), After: fileResult(newC)},
+		{Path: "mod.txt", Before: measured(t, root, "mod.txt"), After: fileResult(modC)},
+	}
+	jdir := filepath.Join(t.TempDir(), "journal")
+	j, err := journal.Prepare(ctx, root, jdir, "tx", ops)
+	must(t, err)
+	before, _, err := opsDigests(j.Ops)
+	must(t, err)
+	if want := pathsDigest(t, base, []string{"add.txt", "mod.txt"}); before != want {
+		t.Errorf("commit base_digest %s, the base holds %s", before, want)
+	}
+	_, err = journal.Apply(ctx, root, j, objects)
+	must(t, err)
+	rr, err := journal.Restore(ctx, root, j, jdir)
+	must(t, err)
+	if rr.Digest != before {
+		t.Errorf("recover proves the rollback with %s, but the commit recorded base_digest %s for the same paths", rr.Digest, before)
+	}
+}
+
+// TestCommitRefusedThenApproved: a refusal is an error a harness can
+// errors.As, leaves the base as it was, keeps the transaction, and the
+// same transaction commits once approved.
+func TestCommitRefusedThenApproved(t *testing.T) {
+	ctx := context.Background()
+	base := newBaseDir(t, map[string]string{"a": "a"})
+	s := newStore(t)
+	tx, err := s.Open(ctx, OpenOptions{Base: base, Backend: "auto"})
+	must(t, err)
+	writeTree(t, tx.Path(), map[string]string{".envrc": "export X=1\n", "b": "b"})
+	res, err := tx.Commit(ctx, SettleOptions{})
+	var r *Refusal
+	if !errors.As(err, &r) || r.Kind != ProtectedPathNotApproved || !slices.Equal(r.Paths, []string{".envrc"}) {
+		t.Fatalf("Commit error %v, want a ProtectedPathNotApproved refusal naming .envrc", err)
+	}
+	if res == nil || res.Outcome != Refused || res.Receipt == nil || res.Receipt.Refusal != string(ProtectedPathNotApproved) {
+		t.Fatalf("refused result %+v", res)
+	}
+	for _, p := range []string{".envrc", "b"} {
+		if _, err := os.Lstat(filepath.Join(base, p)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s reached the base through a refused commit: %v", p, err)
+		}
+	}
+	if st, _ := tx.Status(); st != StatusRefused {
+		t.Errorf("status %v, want refused", st)
+	}
+	if _, err := os.Stat(filepath.Join(tx.Path(), ".envrc")); err != nil {
+		t.Errorf("the refused transaction's staged workspace is gone: %v", err)
+	}
+	res, err = tx.Commit(ctx, SettleOptions{Approve: true})
+	if err != nil || res.Outcome != Committed || !res.Receipt.Approved {
+		t.Fatalf("approved Commit: %+v, %v", res, err)
+	}
+	if got := readFile(t, filepath.Join(base, ".envrc")); got != "export X=1\n" {
+		t.Errorf(".envrc = %q", got)
+	}
+}
