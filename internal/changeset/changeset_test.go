@@ -297,6 +297,38 @@ func TestDiffRacyFile(t *testing.T) {
 	}
 }
 
+// TestDiffRacyFileDigestAtOpen: Open records the digest of racy staged
+// files, and Diff compares against it when stat cannot tell: a same-tick
+// rewrite is seen, and an untouched file whose base copy changed since
+// open is not the command's change.
+func TestDiffRacyFileDigestAtOpen(t *testing.T) {
+	f := newFixture(t, []node{racy(file("r", "1234", 0o644)), racy(file("u", "same", 0o644))})
+	digests := map[string]string{}
+	for _, p := range []string{"r", "u"} {
+		e, _ := f.open.Lookup(p)
+		if !Racy(*e) {
+			t.Fatalf("precondition: %s is not racy: %+v", p, *e)
+		}
+		d, err := manifest.HashFile(f.s(p))
+		must(t, err)
+		digests[p] = d
+	}
+	e, _ := f.open.Lookup("r")
+	must(t, os.WriteFile(f.s("r"), []byte("5678"), 0o644))
+	must(t, os.Chtimes(f.s("r"), time.Unix(0, e.MtimeNs), time.Unix(0, e.MtimeNs)))
+	must(t, os.WriteFile(f.b("u"), []byte("SAME"), 0o644))
+	// As if the rewrite had been inside the staging's tick: the open
+	// manifest's stat facts are those of now, its digests those of open.
+	f.open = walk(t, f.staged)
+	for p, d := range digests {
+		e, _ := f.open.Lookup(p)
+		e.Digest = d
+	}
+	if got := describe(f.diff(t)); !slices.Equal(got, []string{"modify r file->file"}) {
+		t.Fatalf("change set %q, want only r", got)
+	}
+}
+
 // TestDiffRacyFileUnchangedContent: a racy file whose stat moved but whose
 // bytes did not is not a change.
 func TestDiffRacyFileUnchangedContent(t *testing.T) {
