@@ -189,6 +189,9 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 	if _, err := selector.New(prot); err != nil {
 		return nil, fmt.Errorf("--protect: %w", err)
 	}
+	if o.Backend == "" {
+		o.Backend = stage.Auto
+	}
 	backend, err := stage.Get(o.Backend)
 	if err != nil {
 		return nil, err

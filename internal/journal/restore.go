@@ -22,10 +22,9 @@ type RestoreResult struct {
 	// Digest is the tree digest of the journaled paths as they now are; it
 	// equals BeforeDigest, which Restore computed from the journal.
 	Digest, BeforeDigest string
-	// Unreachable lists journaled paths that can only be reached through
-	// a symlink now (a directory on the way was swapped for one after the
-	// apply began). safefs never writes through a symlink, so the apply did
-	// not write there either; they are left alone.
+	// Unreachable lists journaled paths that could only be reached
+	// through a symlink (a directory on the way, not itself journaled, was
+	// swapped for one). Restore then fails and keeps the journal.
 	Unreachable []string
 	// Displaced lists content found at a journaled path that was neither
 	// the state before nor the state after the apply (someone wrote there
@@ -44,15 +43,6 @@ func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*R
 	if err := removeTemps(root, j); err != nil {
 		return nil, err
 	}
-	ops := make([]Op, 0, len(j.Ops))
-	for _, op := range j.Ops {
-		if _, err := measure(root, op.Path); escaped(err) {
-			res.Unreachable = append(res.Unreachable, op.Path)
-			continue
-		}
-		ops = append(ops, op)
-	}
-	j = &Journal{Version: j.Version, TxID: j.TxID, Base: j.Base, Ops: ops}
 	// Deepest first: take away what the apply created where something of
 	// another kind, or nothing, was before.
 	for i := len(j.Ops) - 1; i >= 0; i-- {
@@ -61,6 +51,12 @@ func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*R
 		}
 		op := &j.Ops[i]
 		cur, err := measure(root, op.Path)
+		if escaped(err) {
+			// A directory on the way is a symlink now; if it is journaled
+			// too, the next phase puts it back and this path is reached
+			// then. Nothing is ever written through the symlink.
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -97,6 +93,9 @@ func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*R
 			continue
 		}
 		cur, err := measure(root, op.Path)
+		if escaped(err) {
+			continue // reported by the verification below
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -143,6 +142,16 @@ func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*R
 	// Prove it: every path as before, and the digest over them equal.
 	var before, now []manifest.Entry
 	for _, op := range j.Ops {
+		if _, err := measure(root, op.Path); escaped(err) {
+			res.Unreachable = append(res.Unreachable, op.Path)
+		}
+	}
+	if len(res.Unreachable) > 0 {
+		// Fail closed: the backups of these paths are the only copies of
+		// their content before the apply; the journal must stay.
+		return nil, fmt.Errorf("restore of %s cannot reach %s: a directory on the way was replaced by a symlink (airlock never writes through one); put that directory back and run airlock recover again", root.Path(), strings.Join(quoted(res.Unreachable), ", "))
+	}
+	for _, op := range j.Ops {
 		if err := matches(root, op.Path, op.Before); err != nil {
 			return nil, fmt.Errorf("verify %s after restore: %w", filepath.Join(root.Path(), op.Path), err)
 		}
@@ -159,13 +168,7 @@ func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*R
 		now = append(now, cur)
 	}
 	var err error
-	noneless := before[:0:0]
-	for _, b := range before {
-		if b.Kind != manifest.KindNone {
-			noneless = append(noneless, b)
-		}
-	}
-	if res.BeforeDigest, err = manifest.TreeDigest(noneless, func(e *manifest.Entry) (string, error) { return e.Digest, nil }); err != nil {
+	if res.BeforeDigest, err = manifest.TreeDigest(before, func(e *manifest.Entry) (string, error) { return e.Digest, nil }); err != nil {
 		return nil, err
 	}
 	if res.Digest, err = manifest.TreeDigest(now, func(e *manifest.Entry) (string, error) { return hashBase(root, e.Path) }); err != nil {
@@ -175,6 +178,14 @@ func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*R
 		return nil, fmt.Errorf("restore of %s: digest %s after restore differs from the journal's %s", root.Path(), res.Digest, res.BeforeDigest)
 	}
 	return res, nil
+}
+
+func quoted(paths []string) []string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = fmt.Sprintf("%q", p)
+	}
+	return q
 }
 
 // mustRemove: an entry of kind cur must go before an entry of kind before
