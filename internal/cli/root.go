@@ -60,6 +60,7 @@ func newRoot(io IO) *cobra.Command {
 		newReceiptCmd(io),
 		newListCmd(io),
 		newShowCmd(io),
+		newDiffCmd(io),
 		newLogCmd(io),
 		newUndoCmd(io),
 		newLandCmd(io),

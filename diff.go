@@ -1,0 +1,119 @@
+package airlock
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/patch"
+)
+
+// DiffFormat selects what Diff writes.
+type DiffFormat int
+
+const (
+	DiffPatch      DiffFormat = iota // a git-style patch, binary-aware, that `git apply --binary` accepts
+	DiffStat                         // like `git diff --stat`
+	DiffNameStatus                   // like `git diff --name-status`
+)
+
+// Diff writes the transaction's change set. For a transaction not yet
+// settled it is the staged workspace against the base as it was at open;
+// for a committed one, what the commit applied. It returns notes on what a
+// git patch cannot carry (directories, permission bits other than x).
+func (t *Tx) Diff(ctx context.Context, w io.Writer, format DiffFormat) ([]string, error) {
+	files, err := t.patchFiles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	switch format {
+	case DiffStat:
+		err = patch.Stat(w, files)
+	case DiffNameStatus:
+		err = patch.NameStatus(w, files)
+	default:
+		err = patch.Write(w, files)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	for _, g := range patch.Gaps(files) {
+		notes = append(notes, fmt.Sprintf("%s: %s", g.Path, g.Reason))
+	}
+	return notes, nil
+}
+
+func (t *Tx) patchFiles(ctx context.Context) ([]patch.File, error) {
+	st, err := t.Status()
+	if err != nil {
+		return nil, err
+	}
+	orig, err := t.originals()
+	if err != nil {
+		return nil, err
+	}
+	objects := t.st.Path(objectsDir)
+	fromOriginals := func(d string) func() (io.ReadCloser, error) {
+		return func() (io.ReadCloser, error) { return orig.Open(d) }
+	}
+	fromObjects := func(d string) func() (io.ReadCloser, error) {
+		return func() (io.ReadCloser, error) { return os.Open(changeset.ObjectPath(objects, d)) }
+	}
+	switch st {
+	case StatusCommitted:
+		j, err := journal.LoadFile(t.st.Path(appliedFile))
+		if err != nil {
+			return nil, fmt.Errorf("transaction %s: what it applied is no longer recorded: %w", t.ID(), err)
+		}
+		files := make([]patch.File, len(j.Ops))
+		for i, op := range j.Ops {
+			files[i] = patch.File{Path: op.Path, Old: side(op.Before, fromOriginals(op.Before.Digest)), New: side(op.After, fromObjects(op.After.Digest))}
+		}
+		return files, nil
+	case StatusDiscarded, StatusNoChanges:
+		return nil, fmt.Errorf("transaction %s was %s: it has no change set to show", t.ID(), st)
+	}
+	set, err := t.diff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	files := make([]patch.File, len(set.Changes))
+	for i, c := range set.Changes {
+		c := c
+		old := func() (io.ReadCloser, error) { return t.openAtOpen(orig, c.Base) }
+		staged := filepath.Join(t.Path(), filepath.FromSlash(c.Path))
+		files[i] = patch.File{Path: c.Path, Old: side(c.Base, old), New: side(c.Result, func() (io.ReadCloser, error) { return os.Open(staged) })}
+	}
+	return files, nil
+}
+
+// openAtOpen opens the bytes a base file held when the transaction opened:
+// the base file itself while it is unchanged since, else the original an
+// airlock commit kept when it replaced it.
+func (t *Tx) openAtOpen(orig interface {
+	Lookup(manifest.Entry) (string, bool)
+	Open(string) (*os.File, error)
+}, e manifest.Entry) (io.ReadCloser, error) {
+	p := filepath.Join(t.Base(), filepath.FromSlash(e.Path))
+	if now, err := manifest.Lstat(p); err == nil && manifest.SameStat(now, e) {
+		return os.Open(p)
+	}
+	if d, ok := orig.Lookup(e); ok {
+		return orig.Open(d)
+	}
+	return nil, fmt.Errorf("%s changed in the base since the transaction opened, and its content at open was not kept", p)
+}
+
+func side(e manifest.Entry, open func() (io.ReadCloser, error)) patch.Side {
+	s := patch.Side{Kind: e.Kind, Mode: e.Mode, Target: e.Target}
+	if e.Kind == manifest.KindFile {
+		s.Open = open
+	}
+	return s
+}
