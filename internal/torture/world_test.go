@@ -1,0 +1,235 @@
+package torture
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// world is one test's setting: a base, a state root beside it (never
+// inside), and a home directory.
+type world struct {
+	t     *testing.T
+	root  string
+	base  string
+	state string
+	home  string
+	env   []string // extra variables for every airlock run
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	return newWorldIn(t, realDir(t))
+}
+
+// newWorldIn lays a world out in root, an empty directory.
+func newWorldIn(t *testing.T, root string) *world {
+	t.Helper()
+	w := &world{t: t, root: root, base: filepath.Join(root, "base"), state: filepath.Join(root, "state"), home: filepath.Join(root, "home")}
+	for _, d := range []string{w.base, w.home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// realDir is a fresh temporary directory by its symlink-free path, the
+// path airlock reports.
+func realDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// environ is the environment of every airlock process: the test's own
+// less anything that could point airlock elsewhere or arm a fault.
+func (w *world) environ(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AIRLOCK_") || k == "HOME" || k == "XDG_STATE_HOME" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "AIRLOCK_STATE_DIR="+w.state, "HOME="+w.home)
+	env = append(env, w.env...)
+	return append(env, extra...)
+}
+
+// result is how one airlock process ended.
+type result struct {
+	args   []string
+	stdout string
+	stderr string
+	code   int // -1 when killed by a signal
+	signal syscall.Signal
+}
+
+func (r result) String() string {
+	return "airlock " + strings.Join(r.args, " ") + ": exit " + strconv.Itoa(r.code) + " (signal " + r.signal.String() + ")\nstdout:\n" + r.stdout + "\nstderr:\n" + r.stderr
+}
+
+// block is the airlock.* key=value block of stderr.
+func (r result) block() map[string]string {
+	m := map[string]string{}
+	for _, l := range strings.Split(r.stderr, "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		if ok && strings.HasPrefix(k, "airlock.") {
+			m[strings.TrimPrefix(k, "airlock.")] = v
+		}
+	}
+	return m
+}
+
+// proc is an airlock process started and not yet waited for.
+type proc struct {
+	cmd    *exec.Cmd
+	out    bytes.Buffer
+	err    bytes.Buffer
+	args   []string
+	cancel context.CancelFunc
+}
+
+// processTimeout bounds every process a test starts: a hang is a failure,
+// not a stuck run.
+const processTimeout = 2 * time.Minute
+
+func (w *world) start(env []string, args ...string) *proc {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), processTimeout)
+	p := &proc{args: args, cancel: cancel}
+	p.cmd = exec.CommandContext(ctx, bin, args...)
+	p.cmd.Dir = w.home
+	p.cmd.Env = w.environ(env...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
+	if err := p.cmd.Start(); err != nil {
+		cancel()
+		w.t.Fatalf("start airlock %q: %v", args, err)
+	}
+	w.t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+		cancel()
+	})
+	return p
+}
+
+func (p *proc) wait() result {
+	err := p.cmd.Wait()
+	p.cancel()
+	r := result{args: p.args, stdout: p.out.String(), stderr: p.err.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.signal = ws.Signal()
+		}
+	default:
+		r.code = -2
+		r.stderr += "\n(wait: " + err.Error() + ")"
+	}
+	return r
+}
+
+// airlock runs airlock to completion.
+func (w *world) airlock(args ...string) result {
+	w.t.Helper()
+	return w.start(nil, args...).wait()
+}
+
+// airlockEnv runs airlock with extra environment variables.
+func (w *world) airlockEnv(env []string, args ...string) result {
+	w.t.Helper()
+	return w.start(env, args...).wait()
+}
+
+// must runs airlock and fails the test unless it exits 0.
+func (w *world) must(args ...string) result {
+	w.t.Helper()
+	r := w.airlock(args...)
+	if r.code != 0 {
+		w.t.Fatalf("%v", r)
+	}
+	return r
+}
+
+// open opens a transaction over the world's base and returns the staged
+// path.
+func (w *world) open(id string, flags ...string) string {
+	w.t.Helper()
+	r := w.must(append([]string{"open", "--workdir", w.base, "--id", id}, flags...)...)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 2 || lines[0] != id {
+		w.t.Fatalf("open printed %q, want the id and the staged path", r.stdout)
+	}
+	return lines[1]
+}
+
+// txDir is a transaction's state directory.
+func (w *world) txDir(id string) string { return filepath.Join(w.state, "tx", id) }
+
+// status is a transaction's status as `airlock show --json` reports it.
+func (w *world) status(id string) string {
+	w.t.Helper()
+	r := w.must("show", id, "--json")
+	var v struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+		w.t.Fatalf("show %s --json: %v\n%s", id, err, r.stdout)
+	}
+	return v.Status
+}
+
+// wantRefusal fails unless r is a refusal (exit 75) of the given kind.
+func wantRefusal(t *testing.T, r result, kind string) {
+	t.Helper()
+	if r.code != 75 || r.block()["refusal"] != kind {
+		t.Fatalf("want a %s refusal (exit 75), got %v", kind, r)
+	}
+}
+
+// wantFailure fails unless airlock failed itself (exit 125) with a message
+// that names want.
+func wantFailure(t *testing.T, r result, want string) {
+	t.Helper()
+	if r.code != 125 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("want exit 125 naming %q, got %v", want, r)
+	}
+}
+
+// memDir is an empty directory on a tmpfs (/dev/shm), removed after the
+// test, or "" when there is none. fsync costs nothing there, so that tests
+// of process crashes (not power loss: the page cache survives a SIGKILL)
+// can run many more iterations.
+func memDir(t *testing.T) string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &st); err != nil || st.Type != 0x01021994 { // TMPFS_MAGIC
+		return ""
+	}
+	d, err := os.MkdirTemp("/dev/shm", "airlock-torture-")
+	if err != nil {
+		return ""
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
