@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -92,22 +93,26 @@ type manifestFile struct {
 	Entries []Entry `json:"entries"`
 }
 
-// Save writes the manifest durably.
+// Save writes the manifest durably, in the binary format (see encode.go).
 func (m *Manifest) Save(path string) error {
-	b, err := json.Marshal(manifestFile{Version: 1, Entries: m.Entries})
-	if err != nil {
-		return fmt.Errorf("encode manifest %s: %w", path, err)
-	}
-	return safefs.WriteFile(path, b, 0o600)
+	return safefs.WriteFile(path, encode(m.Entries), 0o600)
 }
 
-// Load reads a manifest written by Save. A manifest that does not decode, or
-// whose entries are out of order or repeated, is refused: the change set
-// computed from it could not be trusted.
+// Load reads a manifest written by Save, or by an older airlock in the
+// JSON form. A manifest that does not decode, or whose entries are out of
+// order or repeated, is refused: the change set computed from it could not
+// be trusted.
 func Load(path string) (*Manifest, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
+	}
+	if bytes.HasPrefix(b, []byte(magicV2)) {
+		es, err := decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("corrupt manifest %s: %w", path, err)
+		}
+		return &Manifest{Entries: es}, nil
 	}
 	var f manifestFile
 	if err := json.Unmarshal(b, &f); err != nil {

@@ -3,6 +3,8 @@ package manifest
 import (
 	"io/fs"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 func fillSys(e *Entry, fi fs.FileInfo) {
@@ -15,4 +17,27 @@ func fillSys(e *Entry, fi fs.FileInfo) {
 	e.CtimeNs = st.Ctim.Nano()
 	e.Ino = st.Ino
 	e.Dev = uint64(st.Dev)
+}
+
+func statTimes(st *unix.Stat_t) (mtime, ctime int64) {
+	return st.Mtim.Nano(), st.Ctim.Nano()
+}
+
+// readNames lists a directory's names, "." and ".." left out.
+func readNames(fd int) ([]string, error) {
+	buf := make([]byte, 32<<10)
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
 }

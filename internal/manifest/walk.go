@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 )
 
 // WalkOptions tunes Walk.
@@ -47,24 +50,43 @@ func (m *Manifest) Lookup(path string) (*Entry, bool) {
 // Sort orders entries by path bytes, which puts every directory before
 // everything beneath it, and drops the lookup index.
 func (m *Manifest) Sort() {
-	sort.Slice(m.Entries, func(i, j int) bool { return m.Entries[i].Path < m.Entries[j].Path })
+	sortEntries(m.Entries)
 	m.index = nil
+}
+
+func sortEntries(es []Entry) {
+	slices.SortFunc(es, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
 }
 
 // Walk measures the tree under root in parallel. Symlinks are recorded, never
 // followed. An entry that vanishes between being listed and being measured
 // fails the walk with an error naming it, because a manifest that silently
 // missed a path would later read as a deletion.
+//
+// Each directory is opened once, beneath its parent's path without
+// following a symlink in its last component, and its entries are measured
+// with fstatat on that descriptor: the kernel resolves one name per entry,
+// not the whole path.
 func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, error) {
 	workers := opts.Workers
 	if workers <= 0 {
+		// Stat calls on a warm cache are CPU-bound in the kernel, on a
+		// cold one they wait on the disk: more workers than cores serve
+		// both.
 		workers = max(8, runtime.GOMAXPROCS(0)*4)
 	}
-	w := &walker{ctx: ctx, root: root, skip: opts.Skip, sem: make(chan struct{}, workers)}
+	w := &walker{root: root, skip: opts.Skip, sem: make(chan struct{}, workers)}
 	w.ctx, w.cancel = context.WithCancelCause(ctx)
 	defer w.cancel(nil)
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, walkErr(root, &fs.PathError{Op: "open", Path: root, Err: err})
+	}
+	w.rootFd = fd
+	defer unix.Close(fd)
 	w.wg.Add(1)
-	go w.dir("")
+	top := &node{}
+	go w.dir("", top)
 	w.wg.Wait()
 	if err := context.Cause(w.ctx); err != nil && w.err == nil {
 		w.err = err
@@ -72,22 +94,111 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, error)
 	if w.err != nil {
 		return nil, w.err
 	}
-	m := &Manifest{Entries: w.entries}
-	m.Sort()
-	return m, nil
+	es := make([]Entry, 0, w.count.Load())
+	return &Manifest{Entries: top.emit(es)}, nil
+}
+
+// node is one directory's entries, sorted by name the way their paths
+// sort: emitting the nodes depth first then yields the whole manifest in
+// path order without a global sort, which on a large tree costs a visible
+// share of the walk.
+type node struct {
+	entries []Entry
+	kids    []*node // kids[i] is entries[i]'s directory, nil for the rest
+	order   []token
+}
+
+// token places an entry, or a directory's subtree, in its parent's order.
+// An entry sorts by its name; a subtree by its name plus "/", since every
+// path beneath it starts so. The two differ when a sibling's name extends
+// the directory's with a byte below '/': "a", "a.txt", "a/x".
+type token struct {
+	i   int32
+	sub bool
+}
+
+func (n *node) sortKey(t token) (string, bool) { return baseName(n.entries[t.i].Path), t.sub }
+
+func (n *node) emit(out []Entry) []Entry {
+	for _, t := range n.order {
+		if t.sub {
+			if k := n.kids[t.i]; k != nil {
+				out = k.emit(out)
+			}
+			continue
+		}
+		out = append(out, n.entries[t.i])
+	}
+	return out
+}
+
+// order sorts the node's tokens.
+func (n *node) sort() {
+	n.order = make([]token, 0, len(n.entries)+8)
+	for i := range n.entries {
+		n.order = append(n.order, token{i: int32(i)})
+		if n.entries[i].Kind == KindDir {
+			n.order = append(n.order, token{i: int32(i), sub: true})
+		}
+	}
+	slices.SortFunc(n.order, func(a, b token) int {
+		an, as := n.sortKey(a)
+		bn, bs := n.sortKey(b)
+		return compareKeys(an, as, bn, bs)
+	})
+}
+
+// compareKeys compares a+"/"[if as] with b+"/"[if bs] without building
+// either string.
+func compareKeys(a string, as bool, b string, bs bool) int {
+	if c := strings.Compare(a, b); c != 0 {
+		if as && strings.HasPrefix(b, a) {
+			// a/ against a longer b: '/' against b's next byte.
+			return cmpByte('/', b[len(a)])
+		}
+		if bs && strings.HasPrefix(a, b) {
+			return cmpByte(a[len(b)], '/')
+		}
+		return c
+	}
+	switch {
+	case as == bs:
+		return 0
+	case as:
+		return 1
+	}
+	return -1
+}
+
+func cmpByte(a, b byte) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
 }
 
 type walker struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	root   string
+	rootFd int
 	skip   func(string, bool) bool
 	sem    chan struct{}
 	wg     sync.WaitGroup
+	count  atomic.Int64
 
-	mu      sync.Mutex
-	entries []Entry
-	err     error
+	mu  sync.Mutex
+	err error
 }
 
 func (w *walker) fail(err error) {
@@ -99,66 +210,175 @@ func (w *walker) fail(err error) {
 	w.cancel(err)
 }
 
-// dir reads one directory. It holds a semaphore slot only while reading, and
-// hands subdirectories to new goroutines, so no slot is held while waiting
-// on another: the walk cannot deadlock however deep the tree is.
-func (w *walker) dir(rel string) {
+// dir reads one directory into n. It holds a semaphore slot only while
+// reading, and hands subdirectories to new goroutines, so no slot is held
+// while waiting on another: the walk cannot deadlock however deep the
+// tree is.
+func (w *walker) dir(rel string, n *node) {
 	defer w.wg.Done()
 	select {
 	case w.sem <- struct{}{}:
 	case <-w.ctx.Done():
 		return
 	}
-	entries, subdirs, err := w.read(rel)
+	entries, err := w.read(rel)
 	<-w.sem
 	if err != nil {
 		w.fail(err)
 		return
 	}
-	w.mu.Lock()
-	w.entries = append(w.entries, entries...)
-	w.mu.Unlock()
-	for _, d := range subdirs {
-		w.wg.Add(1)
-		go w.dir(d)
+	if len(entries) == 0 {
+		return
 	}
+	w.count.Add(int64(len(entries)))
+	n.entries = entries
+	n.kids = make([]*node, len(entries))
+	for i := range entries {
+		if entries[i].Kind == KindDir {
+			k := &node{}
+			n.kids[i] = k
+			w.wg.Add(1)
+			go w.dir(entries[i].Path, k)
+		}
+	}
+	n.sort()
 }
 
-func (w *walker) read(rel string) ([]Entry, []string, error) {
-	abs := w.abs(rel)
-	f, err := os.Open(abs)
-	if err != nil {
-		return nil, nil, walkErr(abs, err)
+func (w *walker) read(rel string) ([]Entry, error) {
+	fd := w.rootFd
+	if rel != "" {
+		var err error
+		fd, err = openDirAt(w.rootFd, filepath.FromSlash(rel))
+		if err != nil {
+			return nil, walkErr(w.abs(rel), &fs.PathError{Op: "open", Path: w.abs(rel), Err: err})
+		}
+		defer unix.Close(fd)
 	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
+	names, err := readNames(fd)
 	if err != nil {
-		return nil, nil, walkErr(abs, err)
+		return nil, walkErr(w.abs(rel), &fs.PathError{Op: "readdirent", Path: w.abs(rel), Err: err})
 	}
-	var entries []Entry
-	var subdirs []string
+	entries := make([]Entry, 0, len(names))
+	prefix := ""
+	if rel != "" {
+		prefix = rel + "/"
+	}
+	var st unix.Stat_t
 	for _, name := range names {
 		if w.ctx.Err() != nil {
-			return nil, nil, nil
+			return nil, nil
 		}
-		child := name
-		if rel != "" {
-			child = rel + "/" + name
-		}
-		e, err := Lstat(w.abs(child))
+		child := prefix + name
+		e, err := statAt(fd, name, &st)
 		if err != nil {
-			return nil, nil, walkErr(w.abs(child), err)
+			return nil, walkErr(w.abs(child), &fs.PathError{Op: "lstat", Path: w.abs(child), Err: err})
 		}
 		e.Path = child
 		if w.skip != nil && w.skip(child, e.Kind == KindDir) {
 			continue
 		}
 		entries = append(entries, e)
-		if e.Kind == KindDir {
-			subdirs = append(subdirs, child)
-		}
 	}
-	return entries, subdirs, nil
+	return entries, nil
+}
+
+// openDirAt opens the directory rel beneath dirfd without following a
+// symlink in its last component: a directory swapped for a link during
+// the walk fails it instead of walking elsewhere.
+func openDirAt(dirfd int, rel string) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.ELOOP {
+			err = unix.ENOTDIR
+		}
+		return fd, err
+	}
+}
+
+// statAt measures name in dirfd without following it.
+func statAt(dirfd int, name string, st *unix.Stat_t) (Entry, error) {
+	for {
+		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return Entry{}, err
+		}
+		break
+	}
+	e := FromStat(st)
+	if e.Kind == KindSymlink {
+		t, err := readlinkAt(dirfd, name, int(st.Size))
+		if err != nil {
+			return Entry{}, err
+		}
+		e.Target = t
+	}
+	return e, nil
+}
+
+// readlinkAt reads a symlink's target; size is the length lstat gave,
+// which a link changed meanwhile may have outgrown.
+func readlinkAt(dirfd int, name string, size int) (string, error) {
+	n := max(size+1, 128)
+	for {
+		buf := make([]byte, n)
+		k, err := unix.Readlinkat(dirfd, name, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if k < n {
+			return string(buf[:k]), nil
+		}
+		n *= 2
+	}
+}
+
+// FromStat converts an lstat result into an entry (no path, no target).
+func FromStat(st *unix.Stat_t) Entry {
+	m := fileMode(uint32(st.Mode))
+	e := Entry{Kind: KindOf(m), Mode: m & ModeMask, Size: st.Size, Ino: uint64(st.Ino), Dev: uint64(st.Dev)}
+	if e.Kind != KindFile {
+		e.Size = 0
+	}
+	e.MtimeNs, e.CtimeNs = statTimes(st)
+	return e
+}
+
+// fileMode converts a raw st_mode into an fs.FileMode, as os.Lstat does.
+func fileMode(raw uint32) fs.FileMode {
+	m := fs.FileMode(raw & 0o777)
+	switch raw & unix.S_IFMT {
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	}
+	if raw&unix.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if raw&unix.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if raw&unix.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
 }
 
 func (w *walker) abs(rel string) string {
@@ -171,6 +391,9 @@ func (w *walker) abs(rel string) string {
 func walkErr(path string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: vanished while airlock was measuring the tree; retry when nothing is deleting files there", path)
+	}
+	if errors.Is(err, unix.ENOTDIR) {
+		return fmt.Errorf("%s: changed type while airlock was measuring the tree; retry when it is quiet", path)
 	}
 	if errors.Is(err, fs.ErrPermission) {
 		return fmt.Errorf("%s: cannot be read (%w); fix its permissions or --exclude it", path, unwrapPath(err))
