@@ -449,8 +449,14 @@ func create(root *safefs.Root, txID string, op *Op, open func(string) (*os.File,
 		return root.Rename(tmp, op.Path)
 	case manifest.KindFile:
 		if op.Before.Kind == manifest.KindFile && op.Before.Digest == op.After.Digest && op.After.Digest != "" {
-			// Only the mode changed: no bytes to rewrite.
-			return root.Chmod(op.Path, op.After.Mode)
+			// Only the mode changed: no bytes to rewrite, and so no temp
+			// file fsync'd on its way in. The new mode lives in the
+			// file's inode, which no directory fsync writes: fsync the
+			// file itself, or a power cut after `committed` can lose it.
+			if err := root.Chmod(op.Path, op.After.Mode); err != nil {
+				return err
+			}
+			return syncFile(root, op.Path)
 		}
 		src, err := open(op.After.Digest)
 		if err != nil {
@@ -488,22 +494,36 @@ func writeFile(root *safefs.Root, txID, rel string, src io.Reader, want manifest
 	if err := f.Chmod(want.Mode); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(root.Path(), rel), err)
 	}
+	// The times are set before the fsync, so that it makes them durable
+	// together with the bytes and the mode.
+	if want.MtimeNs != 0 {
+		if err := root.Chtimes(tmp, want.MtimeNs); err != nil {
+			return err
+		}
+	}
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("write %s: fsync: %w", filepath.Join(root.Path(), rel), err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", filepath.Join(root.Path(), rel), err)
 	}
-	if want.MtimeNs != 0 {
-		if err := root.Chtimes(tmp, want.MtimeNs); err != nil {
-			return err
-		}
-	}
 	if err := root.Rename(tmp, rel); err != nil {
 		return err
 	}
 	ok = true
 	return nil
+}
+
+// syncFile makes a change to rel's inode durable. A file whose new mode
+// denies its owner reading cannot be opened to be fsync'd by a user other
+// than root: the whole file system is synced then, slower but as durable.
+func syncFile(root *safefs.Root, rel string) error {
+	err := root.SyncFile(rel)
+	if errors.Is(err, fs.ErrPermission) {
+		syscall.Sync()
+		return nil
+	}
+	return err
 }
 
 func syncDirs(root *safefs.Root, dirs map[string]bool) error {
