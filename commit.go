@@ -126,7 +126,7 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	var r *Refusal
 	if len(drifted) > 0 {
 		var merged []journal.Op
-		merged, prepared, r, err = t.mergeDrifted(root, set, drifted)
+		merged, prepared, r, err = t.mergeDrifted(ctx, root, set, drifted)
 		if err != nil {
 			return nil, err
 		}

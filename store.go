@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/gitbase"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -140,6 +141,7 @@ const (
 	journalDir        = "journal"
 	receiptFile       = "receipt.json"
 	appliedFile       = "applied.json"
+	gitFile           = "git.json"
 	portSpan          = 10
 	eventOpened       = "opened"
 	eventRefused      = "refused"
@@ -192,7 +194,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 	if o.Backend == "" {
 		o.Backend = stage.Auto
 	}
-	backend, err := stage.Get(o.Backend)
+	backend, err := stage.Choose(o.Backend, s.Dir(), base)
 	if err != nil {
 		return nil, err
 	}
@@ -217,9 +219,30 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 		}
 	}()
 	staged := st.Path(stagedDir)
+	// What git knows of the base (HEAD, the tracked paths that were dirty)
+	// is read while the workspace is staged: it costs one git status,
+	// which then hides behind the copy.
+	type gitResult struct {
+		snap *gitbase.Snapshot
+		err  error
+	}
+	gitDone := make(chan gitResult, 1)
+	go func() {
+		snap, err := gitbase.Take(ctx, base)
+		gitDone <- gitResult{snap, err}
+	}()
 	res, err := backend.Stage(ctx, stage.Request{Base: base, Dir: staged, Skip: exclude.MatchSelf, Progress: o.Progress})
+	g := <-gitDone
 	if err != nil {
 		return nil, err
+	}
+	if g.err != nil {
+		return nil, g.err
+	}
+	if g.snap != nil {
+		if err := st.WriteOnce(gitFile, g.snap); err != nil {
+			return nil, err
+		}
 	}
 	if err := res.Base.Save(st.Path(baseManifestFile)); err != nil {
 		return nil, err

@@ -1,0 +1,123 @@
+// Package gitbase reads what git knows about a base that lies in a git
+// repository: which tracked paths were clean (equal to HEAD) when a
+// transaction opened, and HEAD's version of a path. A path that was clean
+// at open has HEAD's blob as its content at open, so git can supply the
+// common ancestor of a three-way merge even when airlock never saw the
+// bytes.
+//
+// It runs the git command; a base outside a repository, or a machine
+// without git, simply has no such knowledge (Open returns nil, nil).
+package gitbase
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// Snapshot is what git said about the base when a transaction opened.
+type Snapshot struct {
+	// Head is the commit HEAD named at open.
+	Head string `json:"head"`
+	// Prefix is the base's path relative to the repository's top, with a
+	// trailing slash ("" when the base is the top).
+	Prefix string `json:"prefix"`
+	// Dirty lists the base-relative tracked paths that differed from HEAD
+	// (in the index or the working tree) at open.
+	Dirty []string `json:"dirty"`
+}
+
+// Take records HEAD and the dirty tracked paths of the repository holding
+// base. It returns nil, nil when base is not in a git work tree or git is
+// not installed.
+func Take(ctx context.Context, base string) (*Snapshot, error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil, nil
+	}
+	out, err := git(ctx, base, "rev-parse", "--is-inside-work-tree", "--show-prefix")
+	if err != nil {
+		return nil, nil // not a repository: nothing to know
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) < 1 || lines[0] != "true" {
+		return nil, nil
+	}
+	s := &Snapshot{}
+	if len(lines) > 1 {
+		s.Prefix = lines[1]
+	}
+	head, err := git(ctx, base, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	if err != nil {
+		return nil, nil // no commit yet: no ancestors to offer
+	}
+	s.Head = strings.TrimSpace(string(head))
+	// -z keeps names exact; --no-renames reports both sides of a rename.
+	st, err := git(ctx, base, "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", "--ignore-submodules=all", "--", ".")
+	if err != nil {
+		return nil, fmt.Errorf("git status in %s: %w", base, err)
+	}
+	for _, rec := range bytes.Split(st, []byte{0}) {
+		if len(rec) < 4 {
+			continue
+		}
+		// "XY path" relative to the repository top.
+		p := strings.TrimPrefix(string(rec[3:]), s.Prefix)
+		s.Dirty = append(s.Dirty, p)
+	}
+	return s, nil
+}
+
+// Clean reports whether a base-relative path was tracked and clean at the
+// snapshot, i.e. whether HEAD's blob was its content then. Untracked paths
+// are not in HEAD and report false through Blob.
+func (s *Snapshot) Clean(path string) bool {
+	if s == nil || s.Head == "" {
+		return false
+	}
+	for _, d := range s.Dirty {
+		if d == path {
+			return false
+		}
+	}
+	return true
+}
+
+// Blob returns the bytes of a base-relative path in the snapshot's HEAD,
+// and false when HEAD has no such regular file.
+func (s *Snapshot) Blob(ctx context.Context, base, path string) ([]byte, bool, error) {
+	if s == nil || s.Head == "" {
+		return nil, false, nil
+	}
+	spec := s.Head + ":" + s.Prefix + path
+	typ, err := git(ctx, base, "cat-file", "-t", spec)
+	if err != nil || strings.TrimSpace(string(typ)) != "blob" {
+		return nil, false, nil
+	}
+	mode, err := git(ctx, base, "ls-tree", "--full-tree", "-z", s.Head, "--", s.Prefix+path)
+	if err != nil || !bytes.HasPrefix(mode, []byte("100")) {
+		return nil, false, nil // a symlink (120000) or submodule is no text ancestor
+	}
+	b, err := git(ctx, base, "cat-file", "blob", spec)
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}
+
+func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir, "-c", "core.quotePath=false"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return nil, fmt.Errorf("git %s: %s", strings.Join(args, " "), strings.TrimSpace(stderr.String()))
+		}
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,86 @@
+package gitbase
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func run(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_GLOBAL=/dev/null")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSnapshotOfSubdirectoryBase(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: gitbase has nothing to read")
+	}
+	repo := t.TempDir()
+	run(t, repo, "init", "-q")
+	write(t, filepath.Join(repo, "top.txt"), "top\n")
+	write(t, filepath.Join(repo, "sub", "clean.txt"), "clean\n")
+	write(t, filepath.Join(repo, "sub", "dirty.txt"), "v1\n")
+	write(t, filepath.Join(repo, "sub", "staged.txt"), "s1\n")
+	if err := os.Symlink("clean.txt", filepath.Join(repo, "sub", "link")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, repo, "add", ".")
+	run(t, repo, "commit", "-q", "-m", "init")
+	write(t, filepath.Join(repo, "sub", "dirty.txt"), "v2\n")
+	write(t, filepath.Join(repo, "sub", "staged.txt"), "s2\n")
+	run(t, repo, "add", "sub/staged.txt")
+	write(t, filepath.Join(repo, "sub", "untracked.txt"), "u\n")
+	write(t, filepath.Join(repo, "top.txt"), "top changed\n")
+
+	ctx := context.Background()
+	s, err := Take(ctx, filepath.Join(repo, "sub"))
+	if err != nil || s == nil {
+		t.Fatalf("Take: %v, %v", s, err)
+	}
+	if s.Prefix != "sub/" {
+		t.Errorf("Prefix = %q, want sub/", s.Prefix)
+	}
+	slices.Sort(s.Dirty)
+	if !slices.Equal(s.Dirty, []string{"dirty.txt", "staged.txt"}) {
+		t.Errorf("Dirty = %q, want dirty.txt and staged.txt (top.txt is outside the base)", s.Dirty)
+	}
+	for p, want := range map[string]bool{"clean.txt": true, "dirty.txt": false, "staged.txt": false} {
+		if got := s.Clean(p); got != want {
+			t.Errorf("Clean(%s) = %v, want %v", p, got, want)
+		}
+	}
+	b, ok, err := s.Blob(ctx, filepath.Join(repo, "sub"), "dirty.txt")
+	if err != nil || !ok || string(b) != "v1\n" {
+		t.Errorf("Blob(dirty.txt) = %q, %v, %v; want HEAD's v1", b, ok, err)
+	}
+	for _, p := range []string{"untracked.txt", "link", "missing"} {
+		if _, ok, err := s.Blob(ctx, filepath.Join(repo, "sub"), p); ok || err != nil {
+			t.Errorf("Blob(%s) = ok %v, err %v; want no blob", p, ok, err)
+		}
+	}
+}
+
+func TestNotARepository(t *testing.T) {
+	s, err := Take(context.Background(), t.TempDir())
+	if s != nil || err != nil {
+		t.Fatalf("Take outside a repository = %v, %v; want nil, nil", s, err)
+	}
+}
