@@ -107,8 +107,8 @@ func TestE2EExitCodes(t *testing.T) {
 		{"bad flag", func(x *h) ([]string, []string) {
 			return []string{"run", "--workdir", x.base, "--bogus"}, []string{"--bogus"}
 		}},
-		{"backend overlay", func(x *h) ([]string, []string) {
-			return []string{"run", "--workdir", x.base, "--backend", "overlay"}, []string{"overlay"}
+		{"backend unknown", func(x *h) ([]string, []string) {
+			return []string{"run", "--workdir", x.base, "--backend", "zfs"}, []string{"zfs"}
 		}},
 		{"backend unknown", func(x *h) ([]string, []string) {
 			return []string{"run", "--workdir", x.base, "--backend", "nope"}, []string{"nope"}
