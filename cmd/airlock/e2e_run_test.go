@@ -108,9 +108,6 @@ func TestE2EExitCodes(t *testing.T) {
 			return []string{"run", "--workdir", x.base, "--bogus"}, []string{"--bogus"}
 		}},
 		{"backend unknown", func(x *h) ([]string, []string) {
-			return []string{"run", "--workdir", x.base, "--backend", "zfs"}, []string{"zfs"}
-		}},
-		{"backend unknown", func(x *h) ([]string, []string) {
 			return []string{"run", "--workdir", x.base, "--backend", "nope"}, []string{"nope"}
 		}},
 		{"base not a directory", func(x *h) ([]string, []string) {
