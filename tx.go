@@ -11,6 +11,7 @@ import (
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/receipt"
+	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
 )
@@ -144,6 +145,16 @@ func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) {
 			return nil, fmt.Errorf("transaction %s has no staged workspace at %s any more", t.ID(), t.Path())
 		}
 		return nil, err
+	}
+	if b, err := stage.Get(t.rec.Backend); err == nil {
+		if d, ok := b.(stage.Differ); ok {
+			// The backend knows what changed without a walk (overlay).
+			excl, err := selector.New(t.rec.Exclude)
+			if err != nil {
+				return nil, fmt.Errorf("exclude selectors in %s: %w", t.st.Path(recordFile), err)
+			}
+			return d.Changes(ctx, stage.DiffRequest{Base: t.Base(), Dir: t.Path(), Skip: excl.MatchSelf})
+		}
 	}
 	base, err := manifest.Load(t.st.Path(baseManifestFile))
 	if err != nil {

@@ -101,9 +101,9 @@ func (f *txFlags) register(c *cobra.Command) {
 
 func (f *txFlags) check() error {
 	switch f.backend {
-	case "", "auto", "copy":
-	case "reflink", "overlay", "worktree":
-		return fmt.Errorf("--backend %s is not available in this version of airlock yet; use --backend copy (or auto)", f.backend)
+	case "", "auto", "copy", "reflink", "overlay":
+	case "worktree":
+		return fmt.Errorf("--backend %s is not available in this version of airlock yet; use --backend auto, copy, reflink or overlay", f.backend)
 	default:
 		return fmt.Errorf("--backend %q: unknown backend (want auto, copy, reflink, overlay or worktree)", f.backend)
 	}

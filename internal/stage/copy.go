@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/progress"
 )
 
 // copyBackend stages by copying every byte. It works on any file system;
@@ -30,7 +31,7 @@ func (copyBackend) Supported(string) (bool, string) { return true, "" }
 func (copyBackend) Remove(ctx context.Context, dir string) error { return removeTree(ctx, dir) }
 
 func (copyBackend) Stage(ctx context.Context, req Request) (*Result, error) {
-	return stageCopy(ctx, req)
+	return stageCopy(ctx, req, false)
 }
 
 const (
@@ -62,7 +63,9 @@ var (
 	testHookCopied func(rel string, attempt int) // after a file's bytes are copied, before the copy is checked
 )
 
-func stageCopy(ctx context.Context, req Request) (res *Result, err error) {
+// stageCopy stages by copying bytes, or with clone set by cloning every
+// file (reflink), which fails rather than fall back to copying.
+func stageCopy(ctx context.Context, req Request, clone bool) (res *Result, err error) {
 	if !filepath.IsAbs(req.Base) || !filepath.IsAbs(req.Dir) {
 		return nil, fmt.Errorf("stage %s into %s: both paths must be absolute", quote(req.Base), quote(req.Dir))
 	}
@@ -104,7 +107,9 @@ func stageCopy(ctx context.Context, req Request) (res *Result, err error) {
 	}()
 
 	c := newCopier(ctx, src, dir, m, req.Progress)
+	c.clone = clone
 	defer c.cancel(nil)
+	defer c.meter.Done()
 	if err := c.run(root); err != nil {
 		return nil, stopped(ctx, base, err)
 	}
@@ -145,6 +150,8 @@ type copier struct {
 	m        *manifest.Manifest
 	now      int64 // staging time, used as every staged atime
 	progress func(done, total int)
+	clone    bool // clone files (reflink) instead of copying their bytes
+	meter    *progress.Task
 
 	dirs     [][]int // indices of directories, by depth
 	files    []int
@@ -154,8 +161,8 @@ type copier struct {
 	warnings []string // written before the workers start
 }
 
-func newCopier(ctx context.Context, src *source, dir string, m *manifest.Manifest, progress func(int, int)) *copier {
-	c := &copier{src: src, dir: dir, m: m, now: time.Now().UnixNano(), progress: progress}
+func newCopier(ctx context.Context, src *source, dir string, m *manifest.Manifest, report func(int, int)) *copier {
+	c := &copier{src: src, dir: dir, m: m, now: time.Now().UnixNano(), progress: report}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	for i := range m.Entries {
 		e := &m.Entries[i]
@@ -178,6 +185,11 @@ func newCopier(ctx context.Context, src *source, dir string, m *manifest.Manifes
 	for _, l := range c.dirs {
 		c.total += len(l)
 	}
+	var bytes int64
+	for _, i := range c.files {
+		bytes += m.Entries[i].Size
+	}
+	c.meter = progress.Start(ctx, "staging", c.total, bytes)
 	return c
 }
 
@@ -233,6 +245,7 @@ func (c *copier) each(idx []int, counted bool, fn func(e *manifest.Entry) error)
 				}
 				if counted {
 					c.done.Add(1)
+					c.meter.Add(1, 0)
 				}
 			}
 		})
@@ -321,9 +334,9 @@ func (c *copier) copyFile(e *manifest.Entry) error {
 	if err != nil {
 		return fmt.Errorf("create staged file %s: %w", quote(p), unwrapPath(err))
 	}
-	defer out.Close()
+	defer func() { out.Close() }()
 	for attempt := 0; ; attempt++ {
-		copied, changed, err := c.copyOnce(e.Path, out, attempt)
+		copied, changed, err := c.copyOnce(e.Path, &out, p, attempt)
 		if err != nil {
 			return err
 		}
@@ -351,12 +364,14 @@ func (c *copier) copyFile(e *manifest.Entry) error {
 	if err := setTimes(p, c.now, e.MtimeNs); err != nil {
 		return fmt.Errorf("set times of staged file %s: %w", quote(p), err)
 	}
+	c.meter.Add(0, e.Size)
 	return nil
 }
 
-// copyOnce copies the source's current bytes to out and reports the
-// source's stat before the copy and whether it changed during it.
-func (c *copier) copyOnce(rel string, out *os.File, attempt int) (manifest.Entry, bool, error) {
+// copyOnce copies the source's current bytes to *out (cloning them with
+// c.clone, which may replace *out) and reports the source's stat before
+// the copy and whether it changed during it.
+func (c *copier) copyOnce(rel string, out **os.File, p string, attempt int) (manifest.Entry, bool, error) {
 	abs := c.src.abs(rel)
 	var in *os.File
 	var err error
@@ -377,17 +392,27 @@ func (c *copier) copyOnce(rel string, out *os.File, attempt int) (manifest.Entry
 	if before.Kind != manifest.KindFile {
 		return manifest.Entry{}, false, changedType(abs)
 	}
-	for {
-		if err := c.ctx.Err(); err != nil {
-			return manifest.Entry{}, false, err
-		}
-		// Both sides are *os.File, so on Linux this is copy_file_range.
-		_, err := io.CopyN(out, in, copyChunk)
-		if err == io.EOF {
-			break
+	if c.clone {
+		f, err := cloneInto(*out, in, p)
+		if f != nil {
+			*out = f
 		}
 		if err != nil {
-			return manifest.Entry{}, false, fmt.Errorf("copy %s: %w", quote(abs), unwrapPath(err))
+			return manifest.Entry{}, false, cloneErr(abs, p, err)
+		}
+	} else {
+		for {
+			if err := c.ctx.Err(); err != nil {
+				return manifest.Entry{}, false, err
+			}
+			// Both sides are *os.File, so on Linux this is copy_file_range.
+			_, err := io.CopyN(*out, in, copyChunk)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return manifest.Entry{}, false, fmt.Errorf("copy %s: %w", quote(abs), unwrapPath(err))
+			}
 		}
 	}
 	if testHookCopied != nil {

@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/manifest"
 )
 
@@ -75,16 +76,61 @@ type Backend interface {
 	Remove(ctx context.Context, dir string) error
 }
 
-// Get returns the backend that --backend name selects. "auto" picks the
-// fastest backend that gives snapshot isolation here; for now that is copy.
+// Get returns the backend that --backend name selects. "auto" (or "")
+// without a state directory to probe is copy; use Choose to resolve it.
 func Get(name string) (Backend, error) {
 	switch name {
-	case Auto, Copy:
+	case Auto, "", Copy:
 		return copyBackend{}, nil
-	case Reflink, Overlay, Worktree:
+	case Reflink:
+		return reflinkBackend{}, nil
+	case Overlay:
+		return overlayBackend{}, nil
+	case Worktree:
 		return nil, fmt.Errorf("backend %s is not available yet; use copy", name)
 	}
 	return nil, fmt.Errorf("unknown backend %s (want auto, copy, reflink, overlay or worktree)", quote(name))
+}
+
+// Choose returns the backend that --backend name selects for a base whose
+// transactions keep their state under stateDir. "auto" (or "") picks the
+// fastest backend that gives snapshot isolation here: reflink where the
+// state directory's file system clones files and the base lies on the
+// same file system, else copy. It never picks overlay, whose isolation is
+// weaker (read-committed: see the package documentation).
+func Choose(name, stateDir, base string) (Backend, error) {
+	if name != Auto && name != "" {
+		return Get(name)
+	}
+	if ok, _ := cloneSupport(stateDir); ok && sameDevice(stateDir, base) {
+		return reflinkBackend{}, nil
+	}
+	return copyBackend{}, nil
+}
+
+func sameDevice(a, b string) bool {
+	x, err := manifest.Lstat(a)
+	if err != nil {
+		return false
+	}
+	y, err := manifest.Lstat(b)
+	return err == nil && x.Dev == y.Dev
+}
+
+// Differ is implemented by a backend that can tell what changed in its
+// staged workspace without walking all of it (overlay reads its upper
+// layer). A transaction asks it instead of walking and diffing manifests.
+type Differ interface {
+	Changes(ctx context.Context, req DiffRequest) (*changeset.Set, error)
+}
+
+// DiffRequest names a staged workspace to diff against its base.
+type DiffRequest struct {
+	Base string // the base directory
+	Dir  string // the staged workspace, as Request.Dir was
+	// Skip reports whether a path is outside the surface (the exclude
+	// selectors): changes there are left out, as staging left them out.
+	Skip func(rel string, isDir bool) bool
 }
 
 // quote shows a path as it is when that is readable on one line, and

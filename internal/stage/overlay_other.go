@@ -1,0 +1,29 @@
+//go:build !linux
+
+package stage
+
+import (
+	"context"
+	"errors"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+)
+
+// overlayBackend is Linux overlayfs; elsewhere it reports why not.
+type overlayBackend struct{}
+
+const overlayUnsupported = "overlayfs is Linux-only; use --backend copy or reflink"
+
+func (overlayBackend) Name() string { return Overlay }
+
+func (overlayBackend) Supported(string) (bool, string) { return false, overlayUnsupported }
+
+func (overlayBackend) Stage(context.Context, Request) (*Result, error) {
+	return nil, errors.New(overlayUnsupported)
+}
+
+func (overlayBackend) Remove(ctx context.Context, dir string) error { return removeTree(ctx, dir) }
+
+func (overlayBackend) Changes(context.Context, DiffRequest) (*changeset.Set, error) {
+	return nil, errors.New(overlayUnsupported)
+}
