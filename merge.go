@@ -1,19 +1,148 @@
 package airlock
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/gitbase"
 	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/merge"
+	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
-// mergeDrifted refuses every changed path that also moved in the base since
-// open: without a three-way merge, nothing drifted can be applied safely.
-func (t *Tx) mergeDrifted(_ context.Context, _ *safefs.Root, _ *changeset.Set, drifted []drift) ([]journal.Op, *changeset.Set, *Refusal, error) {
-	paths := make([]string, len(drifted))
-	for i, d := range drifted {
-		paths[i] = d.change.Path
+// mergeDrifted tries to three-way merge each changed path that also moved
+// in the base since open. Only a regular file modified on both sides, whose
+// content at open is known (the originals an airlock commit replaced), can
+// be merged; anything else refuses BaseDrift, and overlapping edits refuse
+// MergeConflict. It returns the journal operations for the merged paths and
+// the prepared change set, whose results hold the merged content.
+func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, set *changeset.Set, drifted []drift) ([]journal.Op, *changeset.Set, *Refusal, error) {
+	orig, err := t.originals()
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	return nil, nil, refuse(BaseDrift, paths, "changed in the base since the transaction opened"), nil
+	objects := t.st.Path(objectsDir)
+	var ops []journal.Op
+	var unmergeable, conflicts []string
+	results := map[string]manifest.Entry{}
+	for _, d := range drifted {
+		c := d.change
+		if c.Op != changeset.Modify || c.Base.Kind != manifest.KindFile || c.Result.Kind != manifest.KindFile || d.now.Kind != manifest.KindFile {
+			unmergeable = append(unmergeable, c.Path)
+			continue
+		}
+		anc, ok, err := t.ancestor(ctx, orig, c.Base)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("read the merge base of %s: %w", c.Path, err)
+		}
+		if !ok {
+			unmergeable = append(unmergeable, c.Path)
+			continue
+		}
+		mode, ok := merge.Mode(c.Base.Mode, c.Result.Mode, d.now.Mode)
+		if !ok {
+			conflicts = append(conflicts, c.Path)
+			continue
+		}
+		ours, err := readAll(func() (io.ReadCloser, error) { return os.Open(changeset.ObjectPath(objects, c.Result.Digest)) })
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("read the frozen content of %s: %w", c.Path, err)
+		}
+		theirs, err := readAll(func() (io.ReadCloser, error) { return root.Open(c.Path) })
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		var content []byte
+		switch {
+		case bytes.Equal(theirs, anc), bytes.Equal(theirs, ours):
+			content = ours
+		case bytes.Equal(ours, anc):
+			content = theirs
+		case !merge.IsText(anc) || !merge.IsText(ours) || !merge.IsText(theirs):
+			unmergeable = append(unmergeable, c.Path)
+			continue
+		default:
+			m, clean, err := merge.Text(anc, ours, theirs)
+			if errors.Is(err, merge.ErrTooCostly) || errors.Is(err, merge.ErrNotText) {
+				unmergeable = append(unmergeable, c.Path)
+				continue
+			}
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("merge %s: %w", c.Path, err)
+			}
+			if !clean {
+				conflicts = append(conflicts, c.Path)
+				continue
+			}
+			content = m
+		}
+		digest, err := changeset.WriteObject(objects, content)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		after := c.Result
+		after.Digest, after.Size, after.Mode = digest, int64(len(content)), mode
+		// Before is the base as read for the merge: if it moves again
+		// before the journal is written, the commit refuses.
+		ops = append(ops, journal.Op{Path: c.Path, Before: d.now, After: after})
+		results[c.Path] = after
+	}
+	switch {
+	case len(unmergeable) > 0:
+		return nil, nil, refuse(BaseDrift, append(unmergeable, conflicts...), "changed in the base since the transaction opened, and cannot be merged"), nil
+	case len(conflicts) > 0:
+		return nil, nil, refuse(MergeConflict, conflicts, "changed in the base since the transaction opened, with edits that overlap the transaction's"), nil
+	}
+	prepared := set.Clone()
+	for i, c := range prepared.Changes {
+		if r, ok := results[c.Path]; ok {
+			prepared.Changes[i].Result = r
+		}
+	}
+	return ops, prepared, nil, nil
+}
+
+// ancestor finds the content a base file had at open: the original an
+// airlock commit kept when it replaced the file (matched by its stat facts
+// at open), else, in a git repository, HEAD's blob when the path was clean
+// then.
+func (t *Tx) ancestor(ctx context.Context, orig *originals.Store, open manifest.Entry) ([]byte, bool, error) {
+	if d, ok := orig.Lookup(open); ok {
+		b, err := readAll(func() (io.ReadCloser, error) { return orig.Open(d) })
+		return b, err == nil, err
+	}
+	var snap gitbase.Snapshot
+	if err := t.st.Read(gitFile, &snap); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	if !snap.Clean(open.Path) {
+		return nil, false, nil
+	}
+	b, ok, err := snap.Blob(ctx, t.Base(), open.Path)
+	if err != nil || !ok || int64(len(b)) != open.Size {
+		// A blob whose size is not the file's at open was not its content
+		// (a clean/smudge filter or line-ending conversion): no ancestor.
+		return nil, false, err
+	}
+	return b, true, nil
+}
+
+func readAll(open func() (io.ReadCloser, error)) ([]byte, error) {
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
