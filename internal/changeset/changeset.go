@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/progress"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
@@ -308,6 +309,16 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	if err := os.MkdirAll(objects, 0o700); err != nil {
 		return fmt.Errorf("create object store %s: %w", objects, err)
 	}
+	var files int
+	var bytes int64
+	for _, c := range set.Changes {
+		if c.Result.Kind == manifest.KindFile {
+			files++
+			bytes += c.Result.Size
+		}
+	}
+	meter := progress.Start(ctx, "committing", files, bytes)
+	defer meter.Done()
 	for i := range set.Changes {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -323,6 +334,7 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 		}
 		c.Result.Digest = d
 		c.Result.Size = size
+		meter.Add(1, size)
 	}
 	return safefs.SyncDir(objects)
 }

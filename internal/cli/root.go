@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/progress"
 )
 
 // IO is where a command reads and writes; tests substitute buffers.
@@ -25,6 +26,18 @@ type IO struct {
 // exit code.
 func Main(ctx context.Context, args []string, io IO) int {
 	root := newRoot(io)
+	if io.ErrTerminal {
+		// Long staging and commits draw a progress line; --quiet too
+		// turns it off.
+		meter := &progress.Terminal{W: io.Err}
+		defer meter.Close()
+		ctx = progress.With(ctx, meter)
+		root.PersistentPreRun = func(c *cobra.Command, _ []string) {
+			if q, err := c.Flags().GetBool("quiet"); err == nil && q {
+				meter.Disable()
+			}
+		}
+	}
 	root.SetArgs(args)
 	root.SetIn(io.In)
 	root.SetOut(io.Out)
@@ -65,6 +78,7 @@ func newRoot(io IO) *cobra.Command {
 		newUndoCmd(io),
 		newLandCmd(io),
 		newGCCmd(io),
+		newDoctorCmd(io),
 	)
 	return root
 }

@@ -74,6 +74,7 @@ type Terminal struct {
 	Delay time.Duration // default one second
 	Every time.Duration // redraw interval; default 200 ms
 
+	off    atomic.Bool
 	mu     sync.Mutex
 	cur    *Task
 	drawn  bool
@@ -81,7 +82,13 @@ type Terminal struct {
 	closed chan struct{}
 }
 
+// Disable stops the meter from drawing anything (--quiet).
+func (p *Terminal) Disable() { p.off.Store(true) }
+
 func (p *Terminal) begin(t *Task) {
+	if p.off.Load() {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLocked()

@@ -1,0 +1,60 @@
+package airlock
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/airlockdev/airlock/internal/launch"
+	"github.com/airlockdev/airlock/internal/stage"
+)
+
+// Check is one capability that airlock doctor reports.
+type Check struct {
+	Name      string `json:"name"`
+	Supported bool   `json:"supported"`
+	Reason    string `json:"reason"` // how it works here, or why not
+}
+
+// Doctor reports what this machine supports for transactions over base
+// with their state in this store: same-path mode (mount namespaces), the
+// overlay and reflink backends, the backend auto picks, and git.
+func (s *Store) Doctor(base string) []Check {
+	var out []Check
+	ok, why := launch.SamePathSupport()
+	out = append(out, Check{"namespaces", ok, why})
+	for _, name := range []string{stage.Overlay, stage.Reflink} {
+		b, err := stage.Get(name)
+		if err != nil {
+			out = append(out, Check{name, false, err.Error()})
+			continue
+		}
+		ok, why := b.Supported(s.Dir())
+		out = append(out, Check{name, ok, why})
+	}
+	if base == "" {
+		base, _ = os.Getwd()
+	}
+	if b, err := stage.Choose(stage.Auto, s.Dir(), base); err == nil {
+		detail := "copies every file (snapshot isolation; the state file system cannot clone, or the base is on another)"
+		if b.Name() == stage.Reflink {
+			detail = "clones every file (snapshot isolation at the cost of metadata)"
+		}
+		out = append(out, Check{"auto", true, "picks " + b.Name() + " for " + base + ": " + detail})
+	}
+	gitOK, gitWhy := gitVersion()
+	out = append(out, Check{"git", gitOK, gitWhy})
+	return out
+}
+
+func gitVersion() (bool, string) {
+	p, err := exec.LookPath("git")
+	if err != nil {
+		return false, "git is not on PATH: git bases work, but no merge base from git history and no worktree backend"
+	}
+	v, err := exec.Command(p, "--version").Output()
+	if err != nil {
+		return false, p + " --version failed: " + err.Error()
+	}
+	return true, strings.TrimSpace(string(v)) + " at " + p
+}
