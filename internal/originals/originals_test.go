@@ -1,0 +1,168 @@
+package originals
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/airlockdev/airlock/internal/manifest"
+)
+
+// keep writes content to a temporary file and adds it as the original of
+// path with the given stat facts.
+func keep(t *testing.T, s *Store, path, content string, ino uint64) manifest.Entry {
+	t.Helper()
+	src := filepath.Join(t.TempDir(), "backup")
+	if err := os.WriteFile(src, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := manifest.Entry{Path: path, Kind: manifest.KindFile, Mode: 0o644, Size: int64(len(content)),
+		MtimeNs: 1, CtimeNs: 2, Ino: ino, Dev: 9, Digest: manifest.HashBytes([]byte(content))}
+	if err := s.Add("tx1", e, src); err != nil {
+		t.Fatalf("Add %s: %v", path, err)
+	}
+	if _, err := os.Lstat(src); !os.IsNotExist(err) {
+		t.Errorf("Add left its source %s behind (err %v)", src, err)
+	}
+	return e
+}
+
+func read(t *testing.T, s *Store, d string) string {
+	t.Helper()
+	f, err := s.Open(d)
+	if err != nil {
+		t.Fatalf("Open %s: %v", d, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestLookupByStatFacts(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := keep(t, s, "src/a.go", "version 1\n", 100)
+	b := keep(t, s, "src/a.go", "version 2\n", 101)
+
+	for _, tc := range []struct {
+		name string
+		e    manifest.Entry
+		want string
+	}{
+		{"first version by its stat", a, "version 1\n"},
+		{"second version by its stat", b, "version 2\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := tc.e
+			q.Digest = "" // a manifest entry at open has no digest
+			d, ok := s.Lookup(q)
+			if !ok {
+				t.Fatal("not found")
+			}
+			if got := read(t, s, d); got != tc.want {
+				t.Errorf("content %q, want %q", got, tc.want)
+			}
+		})
+	}
+	other := a
+	other.Ino = 555
+	if _, ok := s.Lookup(other); ok {
+		t.Error("Lookup matched an entry whose inode differs: stat facts must all agree")
+	}
+	elsewhere := a
+	elsewhere.Path = "src/b.go"
+	if _, ok := s.Lookup(elsewhere); ok {
+		t.Error("Lookup matched another path")
+	}
+
+	// A second store over the same directory reads the index from disk.
+	s2, err := Open(s.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := s2.Lookup(a); !ok || read(t, s2, d) != "version 1\n" {
+		t.Error("a reopened store does not find what was kept")
+	}
+}
+
+func TestMissingObjectIsNoAncestor(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := keep(t, s, "f", "x", 1)
+	if err := os.Remove(s.ObjectPath(a.Digest)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Lookup(a); ok {
+		t.Error("Lookup returned an original whose bytes are gone")
+	}
+}
+
+func TestTornIndexLineIsSkipped(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := keep(t, s, "f", "x", 1)
+	f, err := os.OpenFile(filepath.Join(s.Dir(), indexFile), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"entry":{"path":"g","ki`) // a crash mid-append
+	f.Close()
+	s2, _ := Open(s.Dir())
+	if _, ok := s2.Lookup(a); !ok {
+		t.Error("a torn last line hid the records before it")
+	}
+}
+
+func TestPrune(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := keep(t, s, "a", "aaaa", 1)
+	b := keep(t, s, "b", "bb", 2)
+	freed, err := s.Prune(func(r Record) bool { return r.Entry.Path == "a" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if freed != 2 {
+		t.Errorf("freed %d bytes, want 2 (b's object)", freed)
+	}
+	if !s.Has(a.Digest) || s.Has(b.Digest) {
+		t.Errorf("after prune: has a %v (want true), has b %v (want false)", s.Has(a.Digest), s.Has(b.Digest))
+	}
+	if _, ok := s.Lookup(b); ok {
+		t.Error("a pruned record is still found")
+	}
+	if _, ok := s.Lookup(a); !ok {
+		t.Error("a kept record is no longer found")
+	}
+}
+
+func TestMalformedDigestsAreRefused(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"", "sha256:", "sha256:../../etc/passwd", "md5:abc", "sha256:" + string(make([]byte, 64))} {
+		if s.Has(d) {
+			t.Errorf("Has(%q) = true", d)
+		}
+		if _, err := s.Open(d); err == nil {
+			t.Errorf("Open(%q) succeeded", d)
+		}
+	}
+	e := manifest.Entry{Path: "x", Kind: manifest.KindFile, Digest: "sha256:zz"}
+	if err := s.Add("tx", e, "/nonexistent"); err == nil {
+		t.Error("Add accepted an entry without a valid digest")
+	}
+}
