@@ -21,6 +21,9 @@ type Check struct {
 // overlay and reflink backends, the backend auto picks, and git.
 func (s *Store) Doctor(base string) []Check {
 	var out []Check
+	// The probes run in the state directory, which the first open would
+	// create anyway.
+	os.MkdirAll(s.Dir(), 0o700)
 	ok, why := launch.SamePathSupport()
 	out = append(out, Check{"namespaces", ok, why})
 	for _, name := range []string{stage.Overlay, stage.Reflink} {
@@ -30,6 +33,9 @@ func (s *Store) Doctor(base string) []Check {
 			continue
 		}
 		ok, why := b.Supported(s.Dir())
+		if ok && name == stage.Overlay {
+			ok, why = stage.ProbeOverlay(s.Dir())
+		}
 		out = append(out, Check{name, ok, why})
 	}
 	if base == "" {

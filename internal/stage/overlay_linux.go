@@ -59,10 +59,28 @@ type probeResult struct {
 	reason string
 }
 
-// Supported mounts a throw-away overlay in the state directory: only a
+// Supported makes the cheap checks (root, a kernel with overlayfs) that
+// every open can afford; ProbeOverlay mounts a throw-away overlay to prove
+// the rest. An open that passes these but cannot mount fails saying why.
+func (overlayBackend) Supported(string) (bool, string) {
+	if os.Geteuid() != 0 {
+		return false, notRoot
+	}
+	if b, err := os.ReadFile("/proc/filesystems"); err == nil && !strings.Contains(string(b), "\toverlay\n") {
+		if _, err := os.Stat("/sys/module/overlay"); err != nil {
+			return false, "the kernel has no overlayfs (not in /proc/filesystems and no overlay module loaded)"
+		}
+	}
+	return true, "overlayfs, as root"
+}
+
+const notRoot = "overlay needs root: its mount must outlive `airlock open`, which a mount made in an unprivileged user namespace cannot; use --backend copy or reflink"
+
+// ProbeOverlay mounts a throw-away overlay in the state directory: only a
 // real mount proves the kernel, the privileges and the state file system
 // (which must hold the upper layer's whiteouts and xattrs) all allow it.
-func (overlayBackend) Supported(stateDir string) (bool, string) {
+// The result is kept for the life of the process.
+func ProbeOverlay(stateDir string) (bool, string) {
 	if r, ok := probeCache.Load(stateDir); ok {
 		p := r.(probeResult)
 		return p.ok, p.reason
@@ -74,7 +92,7 @@ func (overlayBackend) Supported(stateDir string) (bool, string) {
 
 func probeOverlay(stateDir string) (bool, string) {
 	if os.Geteuid() != 0 {
-		return false, "overlay needs root: its mount must outlive `airlock open`, which a mount made in an unprivileged user namespace cannot; use --backend copy or reflink"
+		return false, notRoot
 	}
 	d, err := os.MkdirTemp(stateDir, ".overlay-probe-")
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 
 func needOverlay(t *testing.T) {
 	t.Helper()
-	if ok, reason := (overlayBackend{}).Supported(t.TempDir()); !ok {
+	if ok, reason := ProbeOverlay(t.TempDir()); !ok {
 		t.Skip("overlay: " + reason)
 	}
 }

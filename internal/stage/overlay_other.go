@@ -27,3 +27,6 @@ func (overlayBackend) Remove(ctx context.Context, dir string) error { return rem
 func (overlayBackend) Changes(context.Context, DiffRequest) (*changeset.Set, error) {
 	return nil, errors.New(overlayUnsupported)
 }
+
+// ProbeOverlay reports that overlayfs is Linux-only.
+func ProbeOverlay(string) (bool, string) { return false, overlayUnsupported }

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# bench.sh — airlock side by side with cp -a, git worktree add and git status.
+#
+#   scripts/bench.sh                 # generate a 13k-file tree and measure it
+#   FILES=63000 scripts/bench.sh     # a bigger generated tree
+#   TREE=/path/to/repo scripts/bench.sh   # measure an existing git checkout
+#                                    # (the commit step adds and removes
+#                                    # files under airlock-bench-*/ in it)
+#
+# Environment: RUNS (interleaved rounds, default 3), WORK (scratch directory
+# on the tree's file system, default a new one under /tmp), KEEP=1 keeps it.
+#
+# Every figure is the median of RUNS rounds; within a round the contenders
+# run one after another, so a slow moment of the machine hits all of them.
+# Staged trees and copies are removed only at the end, in the background:
+# on a file system without a journal, creating many files right after
+# deleting many is several times slower, and would be measured instead.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+REPO=$PWD
+RUNS=${RUNS:-3}
+FILES=${FILES:-13000}
+WORK=${WORK:-$(mktemp -d /tmp/airlock-bench.XXXXXX)}
+mkdir -p "$WORK"
+export AIRLOCK_STATE_DIR=$WORK/state
+AIRLOCK=$WORK/airlock
+
+cleanup() {
+	if [ "${KEEP:-}" != 1 ]; then
+		for d in "$WORK"/state/tx/*/staged; do
+			[ -d "$d" ] && umount -l "$d" 2>/dev/null || true
+		done
+		(rm -rf "$WORK" &)
+	fi
+}
+trap cleanup EXIT
+
+log() { printf '%s\n' "$*" >&2; }
+
+log "building airlock"
+go build -o "$AIRLOCK" ./cmd/airlock
+go build -o "$WORK/gentree" ./scripts/gentree
+
+if [ -n "${TREE:-}" ]; then
+	BIG=$(cd "$TREE" && pwd)
+else
+	BIG=$WORK/tree
+	log "generating a $FILES-file tree in $BIG"
+	"$WORK/gentree" -out "$BIG" -files "$FILES" >&2
+fi
+SMALL=$WORK/small
+"$WORK/gentree" -out "$SMALL" -files 1000 >/dev/null
+NFILES=$(find "$BIG" | wc -l)
+SIZE=$(du -sh "$BIG" | cut -f1)
+"$AIRLOCK" doctor >&2 || true
+BACKENDS="copy"
+"$AIRLOCK" doctor --json | grep -q '"name": "reflink",' && "$AIRLOCK" doctor --json | tr -d '\n' | grep -q '"name": "reflink",[^}]*"supported": true' && BACKENDS="$BACKENDS reflink"
+"$AIRLOCK" doctor --json | tr -d '\n' | grep -q '"name": "overlay",[^}]*"supported": true' && BACKENDS="$BACKENDS overlay"
+log "backends here: $BACKENDS"
+
+# warm the cache, as every figure below is for a warm cache
+
+find "$BIG" -type f -print0 | xargs -0 cat >/dev/null
+(cd "$BIG" && git status --porcelain >/dev/null)
+
+declare -A T   # name -> space-separated ms samples
+RSS=""
+
+now() { date +%s%N; }
+# m NAME CMD...: time CMD (wall, ms) and keep the sample under NAME.
+m() {
+	local name=$1
+	shift
+	local t0 t1
+	t0=$(now)
+	"$@" >/dev/null 2>"$WORK/err" || {
+		log "FAILED: $name: $*"
+		cat "$WORK/err" >&2
+		exit 1
+	}
+	t1=$(now)
+	T[$name]="${T[$name]:-} $(((t1 - t0) / 1000))"
+}
+
+median() { # microsecond samples -> median in ms with one decimal
+	printf '%s\n' $1 | sort -n | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "%.1f", m/1000}'
+}
+
+edit10() { # edit 10 files (adds and modifications) under $1
+	local d=$1 i
+	local files
+	files=$(cd "$d" && find . -path ./.git -prune -o -path ./node_modules -prune -o -type f -name '*.go' -print 2>/dev/null | head -5 || true)
+	for f in $files; do echo "// bench edit" >>"$d/$f"; done
+	mkdir -p "$d/airlock-bench-$2"
+	for i in 1 2 3 4 5; do echo "new $i" >"$d/airlock-bench-$2/f$i.txt"; done
+}
+
+for r in $(seq 1 "$RUNS"); do
+	log "round $r of $RUNS"
+	sync
+	sleep 2
+	m "cp -a" cp -a "$BIG" "$WORK/cp-$r"
+	sleep 2
+	m "git worktree add" git -C "$BIG" worktree add -q --detach "$WORK/wt-$r"
+	for b in $BACKENDS; do
+		sleep 2
+		m "open --backend $b" "$AIRLOCK" open --workdir "$BIG" --backend "$b" --id "s-$b-$r"
+	done
+
+	# diff after a 10-file edit, against git status in the base
+	for b in $BACKENDS; do
+		P=$AIRLOCK_STATE_DIR/tx/s-$b-$r/staged
+		edit10 "$P" "d$r"
+		m "diff after 10-file edit ($b)" "$AIRLOCK" diff "s-$b-$r" --name-status
+	done
+	m "git status --porcelain" git -C "$BIG" status --porcelain
+
+	# commit a 10-file change, on the small and the big tree
+	for tree in small big; do
+		dir=$SMALL
+		[ $tree = big ] && dir=$BIG
+		"$AIRLOCK" open --workdir "$dir" --backend copy --id "c-$tree-$r" >/dev/null
+		edit10 "$AIRLOCK_STATE_DIR/tx/c-$tree-$r/staged" "c$r"
+		m "commit 10-file change ($tree tree)" "$AIRLOCK" commit "c-$tree-$r" --quiet
+		# put the base back for the next round
+		"$AIRLOCK" undo "c-$tree-$r" --workdir "$dir" >/dev/null 2>&1 || true
+	done
+
+	for b in $BACKENDS; do
+		m "run -- true ($b)" "$AIRLOCK" run --workdir "$BIG" --backend "$b" --quiet -- true
+	done
+done
+
+if [ -x /usr/bin/time ]; then
+	for b in $BACKENDS; do
+		/usr/bin/time -f %M -o "$WORK/rss" "$AIRLOCK" open --workdir "$BIG" --backend "$b" --id "rss-$b" >/dev/null 2>&1
+		RSS="$RSS open/$b=$(($(cat "$WORK/rss") / 1024)) MiB"
+		P=$AIRLOCK_STATE_DIR/tx/rss-$b/staged
+		edit10 "$P" rss
+		/usr/bin/time -f %M -o "$WORK/rss" "$AIRLOCK" commit "rss-$b" --quiet >/dev/null 2>&1 || true
+		RSS="$RSS commit/$b=$(($(cat "$WORK/rss") / 1024)) MiB"
+		"$AIRLOCK" undo "rss-$b" --workdir "$BIG" >/dev/null 2>&1 || true
+	done
+fi
+
+ms() { median "${T[$1]}"; }
+ratio() { awk -v a="$(ms "$1")" -v b="$(ms "$2")" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "-" }'; }
+
+echo
+echo "tree: $BIG — $NFILES paths, $SIZE; $(nproc) cores; median of $RUNS interleaved runs, warm cache"
+echo
+echo "| operation | ms | ratio |"
+echo "|---|---:|---|"
+echo "| \`cp -a\` | $(ms "cp -a") | |"
+echo "| \`git worktree add\` (tracked files only) | $(ms "git worktree add") | |"
+for b in $BACKENDS; do
+	echo "| airlock open --backend $b | $(ms "open --backend $b") | $(ratio "open --backend $b" "cp -a") of cp -a, $(ratio "open --backend $b" "git worktree add") of worktree add |"
+done
+echo "| \`git status --porcelain\` | $(ms "git status --porcelain") | |"
+for b in $BACKENDS; do
+	echo "| airlock diff after a 10-file edit ($b) | $(ms "diff after 10-file edit ($b)") | $(ratio "diff after 10-file edit ($b)" "git status --porcelain") of git status |"
+done
+echo "| commit of a 10-file change, 1k-file tree | $(ms "commit 10-file change (small tree)") | |"
+echo "| commit of a 10-file change, this tree | $(ms "commit 10-file change (big tree)") | $(ratio "commit 10-file change (big tree)" "commit 10-file change (small tree)") of the 1k-file tree |"
+for b in $BACKENDS; do
+	echo "| \`airlock run -- true\` ($b) | $(ms "run -- true ($b)") | |"
+done
+echo
+echo "peak RSS:$RSS"
+echo
+echo "raw samples (µs):"
+for k in "${!T[@]}"; do echo "  $k:${T[$k]}"; done | sort
