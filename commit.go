@@ -64,8 +64,9 @@ type SettleOptions struct {
 // transaction is kept.
 //
 // The steps, in order: compute and freeze the change set; take the base's
-// lock; check drift, protected paths, boundaries and shared inodes; journal
-// and back up; apply; fsync; verify; record the receipt; retire the
+// lock; check drift (three-way merging what drifted, where it can);
+// protected paths, boundaries and shared inodes; validate the candidate;
+// journal and back up; apply; fsync; verify; record the receipt; retire the
 // journal.
 func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if res, done, err := t.settledAlready(); done || err != nil {
