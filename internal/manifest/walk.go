@@ -29,29 +29,35 @@ type WalkOptions struct {
 // Manifest is a measured tree: entries sorted by path, the root excluded.
 type Manifest struct {
 	Entries []Entry
-	index   map[string]int
+	next    int // where the last Lookup ended: lookups in path order hit it
 }
 
-// Lookup finds the entry for a path.
+// Lookup finds the entry for a path. Entries are sorted, so it searches
+// them in place; lookups made in path order (a diff's) cost O(1) each,
+// as the search starts where the previous one ended. Not safe for
+// concurrent use.
 func (m *Manifest) Lookup(path string) (*Entry, bool) {
-	if m.index == nil {
-		m.index = make(map[string]int, len(m.Entries))
-		for i := range m.Entries {
-			m.index[m.Entries[i].Path] = i
+	es := m.Entries
+	for i := m.next; i < len(es) && i <= m.next+1; i++ {
+		if es[i].Path == path {
+			m.next = i + 1
+			return &es[i], true
 		}
 	}
-	i, ok := m.index[path]
+	i, ok := slices.BinarySearchFunc(es, path, func(e Entry, p string) int { return strings.Compare(e.Path, p) })
+	m.next = i
 	if !ok {
 		return nil, false
 	}
-	return &m.Entries[i], true
+	m.next = i + 1
+	return &es[i], true
 }
 
 // Sort orders entries by path bytes, which puts every directory before
-// everything beneath it, and drops the lookup index.
+// everything beneath it, which Lookup relies on.
 func (m *Manifest) Sort() {
 	sortEntries(m.Entries)
-	m.index = nil
+	m.next = 0
 }
 
 func sortEntries(es []Entry) {

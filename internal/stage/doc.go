@@ -13,6 +13,20 @@
 // staged tree as it stood when staging ended, so that what a command changed
 // there can later be told by stat alone.
 //
+// # Backends
+//
+// copy copies bytes; reflink clones files and refuses where the file
+// system cannot; both give snapshot isolation: the command sees the base as
+// it was at open. overlay mounts overlayfs with the base as the lower
+// layer; its isolation is read-committed: paths the command has not
+// written read through to the live base. It implements [Differ]: the change
+// set comes from its upper layer, not from walking the tree, and the base
+// entry of each change is the base path now when its ctime shows it
+// unchanged since open, else an entry no stat can match, so that the
+// commit's drift check refuses (or merges) rather than overwrite an edit
+// the command did not see. [Choose] resolves auto to reflink where the state
+// file system clones files and the base is on it, else copy; never overlay.
+//
 // FIFOs, sockets and device nodes are never staged: they stay in
 // [Result.Base] as [manifest.KindOther] entries and each one is named in
 // [Result.Warnings]. Git metadata is staged like any other directory, so that
