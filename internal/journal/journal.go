@@ -276,6 +276,12 @@ func LoadFile(p string) (*Journal, error) {
 		if i > 0 && j.Ops[i-1].Path >= op.Path {
 			return nil, fmt.Errorf("corrupt journal %s: operations out of order at %q", p, op.Path)
 		}
+		// A journal is trusted only for paths beneath its base: one that
+		// names anything else was not written by airlock, whatever its
+		// digest says.
+		if err := safefs.CheckRel(op.Path); err != nil {
+			return nil, fmt.Errorf("corrupt journal %s: operation on %q: %w; it is not acted on", p, op.Path, err)
+		}
 	}
 	return &j, nil
 }
