@@ -61,6 +61,12 @@ const bigFile = 64 << 10
 // snapshot measures dir without following any symlink.
 func snapshot(t testing.TB, dir string) tree {
 	t.Helper()
+	return snapshotSkip(t, dir, nil)
+}
+
+// snapshotSkip is snapshot without the top-level names in skip.
+func snapshotSkip(t testing.TB, dir string, skip map[string]bool) tree {
+	t.Helper()
 	out := tree{}
 	var walk func(rel string)
 	walk = func(rel string) {
@@ -98,6 +104,9 @@ func snapshot(t testing.TB, dir string) tree {
 			t.Fatalf("snapshot: %v", err)
 		}
 		for _, name := range names {
+			if rel == "." && skip[name] {
+				continue
+			}
 			if rel == "." {
 				walk(name)
 			} else {

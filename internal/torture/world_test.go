@@ -102,6 +102,8 @@ type proc struct {
 	err    bytes.Buffer
 	args   []string
 	cancel context.CancelFunc
+	done   chan struct{} // closed when the process has ended
+	res    result
 }
 
 // processTimeout bounds every process a test starts: a hang is a failure,
@@ -120,17 +122,35 @@ func (w *world) start(env []string, args ...string) *proc {
 		cancel()
 		w.t.Fatalf("start airlock %q: %v", args, err)
 	}
+	p.done = make(chan struct{})
+	go func() {
+		p.res = p.reap()
+		close(p.done)
+	}()
 	w.t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
-		}
-		cancel()
+		p.cmd.Process.Kill()
+		<-p.done
 	})
 	return p
 }
 
+// wait waits for the process to end.
 func (p *proc) wait() result {
+	<-p.done
+	return p.res
+}
+
+// ended reports whether the process has ended.
+func (p *proc) ended() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *proc) reap() result {
 	err := p.cmd.Wait()
 	p.cancel()
 	r := result{args: p.args, stdout: p.out.String(), stderr: p.err.String()}
@@ -232,4 +252,60 @@ func memDir(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
+}
+
+// outside makes a directory beside the base, with a few files, for
+// attacks to aim at, and returns its path.
+func (w *world) outside() string {
+	w.t.Helper()
+	d := filepath.Join(w.root, "outside")
+	if err := os.MkdirAll(filepath.Join(d, "sub"), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	for _, f := range []string{"x", "secret", "sub/y"} {
+		if err := os.WriteFile(filepath.Join(d, f), []byte("outside "+f+"\n"), 0o644); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// world snapshots everything of the world but the base and the state root:
+// what no commit may change.
+func (w *world) world() tree {
+	w.t.Helper()
+	return snapshotSkip(w.t, w.root, map[string]bool{"base": true, "state": true})
+}
+
+// untouched fails if anything outside the base and the state root changed
+// since before was taken, or if a file an attack aimed at in /etc exists.
+func (w *world) untouched(before tree) {
+	w.t.Helper()
+	if got := w.world(); !got.equal(before) {
+		w.t.Fatalf("something outside the base changed:\n%s", before.diff(got, 10))
+	}
+	for _, p := range []string{"/etc/x", "/x", filepath.Join(filepath.Dir(w.root), "x")} {
+		if _, err := os.Lstat(p); err == nil {
+			w.t.Fatalf("%s exists: a write escaped the base", p)
+		}
+	}
+}
+
+// beforeOrAfter fails unless the base is exactly before or exactly after,
+// and says which.
+func (w *world) beforeOrAfter(before, after tree) string {
+	w.t.Helper()
+	got := snapshot(w.t, w.base)
+	switch {
+	case got.equal(before):
+		return "before"
+	case after != nil && got.equal(after):
+		return "after"
+	}
+	msg := "the base is neither exactly before nor exactly after\nagainst before:\n" + before.diff(got, 10)
+	if after != nil {
+		msg += "\nagainst after:\n" + after.diff(got, 10)
+	}
+	w.t.Fatal(msg)
+	return ""
 }
