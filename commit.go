@@ -54,8 +54,12 @@ type SettleOptions struct {
 	ReceiptCopy string
 	// Validate, if set, is run with `sh -c` in a candidate tree (the base
 	// now plus the prepared change set) before anything is applied; a
-	// non-zero exit refuses the commit with ValidationFailed.
+	// non-zero exit refuses the commit with ValidationFailed. Empty means
+	// the project config's validate command recorded at open, if any.
 	Validate string
+	// NoValidate runs no validation at all, not even the project config's
+	// (the CLI's explicit `--validate ""`).
+	NoValidate bool
 }
 
 // Commit applies the change set to the base through every fail-closed check,
@@ -145,8 +149,8 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if r == nil {
 		r = checkSharedInode(root, set, t.Path(), t.st.Path(objectsDir))
 	}
-	if r == nil && o.Validate != "" {
-		r, err = t.validate(ctx, ops, o.Validate)
+	if validate := t.validateCommand(o); r == nil && validate != "" {
+		r, err = t.validate(ctx, ops, validate)
 		if err != nil {
 			return nil, err
 		}

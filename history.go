@@ -149,7 +149,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
 	tx, err := s.Open(ctx, OpenOptions{
 		Base: base, Exclude: target.rec.Exclude, NoDefaultExclude: true,
 		Protect: target.rec.Protect, NoDefaultProtect: true, Backend: target.rec.Backend,
-		Command: []string{"airlock", "undo", id},
+		NoConfig: true, Command: []string{"airlock", "undo", id},
 	})
 	if err != nil {
 		return nil, err

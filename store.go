@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/config"
 	"github.com/airlockdev/airlock/internal/gitbase"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/selector"
@@ -106,6 +107,9 @@ type OpenOptions struct {
 	Protect          []string // selectors whose changes need approval
 	NoDefaultProtect bool     // drop DefaultProtect
 	NoDefaultExclude bool     // drop DefaultExclude
+	// NoConfig skips the base's .airlock.toml (undo replays the selectors
+	// of the transaction it reverts instead).
+	NoConfig bool
 	Backend          string   // "", "auto" or a backend name
 	ID               string   // "" generates one
 	Command          []string // recorded in the transaction and its receipt
@@ -127,6 +131,12 @@ type Record struct {
 	PID        int              `json:"pid"`
 	PortBase   int              `json:"port_base"`
 	Warnings   []string         `json:"warnings,omitempty"`
+	// The project config in effect at open (.airlock.toml, read from the
+	// base): its path ("" when none), its validate command (the default of
+	// a commit that names none) and what the stop hooks do.
+	Config   string `json:"config,omitempty"`
+	Validate string `json:"validate,omitempty"`
+	StopHook string `json:"stop_hook,omitempty"`
 }
 
 // State file names inside a transaction's directory.
@@ -176,30 +186,42 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 	if err := checkNotInterrupted(ctx, b); err != nil {
 		return nil, err
 	}
-	excl := o.Exclude
-	if !o.NoDefaultExclude {
+	// The project config comes from the base, never from a staged tree,
+	// and is recorded: later changes to it do not alter this transaction.
+	cfg := config.Default()
+	if !o.NoConfig {
+		if cfg, err = config.Load(base); err != nil {
+			return nil, err
+		}
+	}
+	excl := slices.Concat(cfg.Exclude, o.Exclude)
+	if !o.NoDefaultExclude && cfg.DefaultExcludes {
 		excl = append(slices.Clone(DefaultExclude), excl...)
 	}
 	exclude, err := selector.New(excl)
 	if err != nil {
 		return nil, fmt.Errorf("--exclude: %w", err)
 	}
-	prot := o.Protect
-	if !o.NoDefaultProtect {
+	prot := slices.Concat(cfg.Protect, o.Protect)
+	if !o.NoDefaultProtect && cfg.DefaultProtect {
 		prot = append(slices.Clone(DefaultProtect), prot...)
 	}
 	if _, err := selector.New(prot); err != nil {
 		return nil, fmt.Errorf("--protect: %w", err)
 	}
-	if o.Backend == "" {
-		o.Backend = stage.Auto
+	from := ""
+	if o.Backend == "" || o.Backend == stage.Auto {
+		o.Backend = cfg.Backend
+		if o.Backend != stage.Auto {
+			from = " (from " + cfg.Path + ")"
+		}
 	}
 	backend, err := stage.Choose(o.Backend, s.Dir(), base)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w%s", err, from)
 	}
 	if ok, why := backend.Supported(s.Dir()); !ok {
-		return nil, fmt.Errorf("backend %s is not supported here: %s", backend.Name(), why)
+		return nil, fmt.Errorf("backend %s%s is not supported here: %s", backend.Name(), from, why)
 	}
 	id := o.ID
 	if id == "" {
@@ -270,6 +292,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 		Backend: backend.Name(), Staged: manifest.Bytes(staged),
 		Exclude: excl, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
 		PortBase: port, Warnings: res.Warnings,
+		Config: cfg.Path, Validate: cfg.Validate, StopHook: string(cfg.Hooks.Stop),
 	}
 	for _, a := range o.Command {
 		rec.Command = append(rec.Command, manifest.Bytes(a))

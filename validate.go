@@ -19,6 +19,18 @@ const (
 	validateLog  = "validate.log"
 )
 
+// validateCommand is what a commit validates with: the caller's command,
+// else the project config's recorded at open, unless the caller said none.
+func (t *Tx) validateCommand(o SettleOptions) string {
+	switch {
+	case o.NoValidate:
+		return ""
+	case o.Validate != "":
+		return o.Validate
+	}
+	return t.rec.Validate
+}
+
 // validate runs cmd in a candidate tree: a throw-away copy of the base as
 // it is now with the prepared operations applied. Whatever cmd writes stays
 // in the candidate. The base is re-checked afterwards by the journal's

@@ -96,7 +96,7 @@ func newLandCmd(io IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			results := st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, Approve: approve})
+			results := st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, NoValidate: noValidate(c), Approve: approve})
 			refused, failed := 0, 0
 			for _, l := range results {
 				if l.Result != nil && !quiet {
@@ -125,7 +125,7 @@ func newLandCmd(io IO) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&validate, "validate", "", "run CMD via sh -c on each candidate tree before it lands")
+	c.Flags().StringVar(&validate, "validate", "", "run `CMD` via sh -c on each candidate tree before it lands (default: each transaction's validate from .airlock.toml; --validate='' for none)")
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* blocks")
 	return c

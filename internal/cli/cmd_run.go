@@ -23,7 +23,7 @@ func newRunCmd(io IO) *cobra.Command {
 		Short: "Run COMMAND in a staged workspace; commit its changes if it exits 0, else discard them",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return runRun(c.Context(), io, &f, noSamePath, args)
+			return runRun(c.Context(), io, &f, noSamePath, noValidate(c), args)
 		},
 	}
 	f.register(c)
@@ -32,7 +32,7 @@ func newRunCmd(io IO) *cobra.Command {
 	return c
 }
 
-func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []string) error {
+func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, noValidate bool, argv []string) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []stri
 		fmt.Fprintf(io.Err, "airlock: same-path mode unavailable (%s); running at %s\n", res.Fallback, tx.Path())
 	}
 	code := res.ExitCode
-	so := airlock.SettleOptions{Approve: f.approve, ExitCode: &code, StartedAt: started, ReceiptCopy: rpath, Validate: f.validate}
+	so := airlock.SettleOptions{Approve: f.approve, ExitCode: &code, StartedAt: started, ReceiptCopy: rpath, Validate: f.validate, NoValidate: noValidate}
 	// Settling must finish even when airlock itself was interrupted while
 	// the command ran: the signal was the command's to handle.
 	sctx := context.WithoutCancel(ctx)

@@ -64,12 +64,12 @@ func newCommitCmd(io IO) *cobra.Command {
 				return err
 			}
 			return settle(c.Context(), io, args[0], quiet, asJSON, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath, Validate: validate})
+				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath, Validate: validate, NoValidate: noValidate(c)})
 			})
 		},
 	}
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
-	c.Flags().StringVar(&validate, "validate", "", "before commit, run `CMD` via sh -c in a candidate tree (base + change set); non-zero refuses")
+	c.Flags().StringVar(&validate, "validate", "", validateHelp)
 	c.Flags().StringVar(&receipt, "receipt", "", "also write the receipt JSON to `FILE`")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result and receipt as JSON on stdout")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")

@@ -107,7 +107,7 @@ func (f *txFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.noDefaultProtect, "no-default-protect", false, "drop the default protected selectors ("+strings.Join(airlock.DefaultProtect, ", ")+")")
 	fl.BoolVar(&f.approve, "approve", false, "approve changes to protected paths")
 	fl.StringVar(&f.backend, "backend", "auto", "how the staged workspace is made: auto|copy|reflink|overlay|worktree")
-	fl.StringVar(&f.validate, "validate", "", "before commit, run `CMD` via sh -c in a candidate tree (base + change set); non-zero refuses")
+	fl.StringVar(&f.validate, "validate", "", validateHelp)
 	fl.StringVar(&f.id, "id", "", "the transaction id ([A-Za-z0-9._-]{1,64}; default: generated)")
 	fl.StringVar(&f.receipt, "receipt", "", "also write the receipt JSON to `FILE`")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the airlock.* block")

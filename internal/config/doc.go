@@ -1,0 +1,47 @@
+// Package config reads a project's airlock config, `.airlock.toml` at the
+// base root, and guarantees that what it returns was read from a regular
+// file in the base (never through a symlink, never from a staged tree) and
+// is fully valid: every key known, every value of the right type, every
+// selector compiled. Anything else is an *Error naming the file, the line
+// and the key.
+//
+// # Schema
+//
+//	exclude = ["node_modules/", "*.log"]   # added to the default excludes
+//	protect = ["secrets/**"]               # added to the default protected selectors
+//	default_excludes = true                # false drops .aider*, .claude/settings.local.json, .claude/worktrees/
+//	default_protect = true                 # false drops .envrc, .vscode/tasks.json, .github/workflows/, .airlock.toml
+//	backend = "auto"                       # auto | copy | reflink | overlay | worktree
+//	validate = "go test ./..."             # the default --validate of commit, run, land and the stop hooks
+//
+//	[hooks]
+//	stop = "check"                         # check | commit | off
+//
+// Every key is optional; an absent file is the zero config with the
+// defaults (both default lists kept, backend auto, no validate, stop hook
+// "check"). Selectors use gitignore syntax, as --exclude and --protect do.
+//
+// # Precedence
+//
+// The config is the project's default; flags add to it or override it.
+// Excludes and protected selectors are concatenated in the order defaults,
+// config, flags, so that a flag's "!pattern" can re-include what the config
+// selected. A --backend other than auto wins over the config's backend. A
+// --validate CMD wins over the config's validate; an explicitly given
+// empty one (`--validate=""`) turns validation off for that command.
+//
+// # Hooks
+//
+// hooks.stop says what an agent's stop hook does with the transaction it
+// stops in: "check" runs the fail-closed checks and the validate command
+// and blocks the agent with the refusal so it can fix it; "commit"
+// commits the transaction on stop; "off" does nothing.
+//
+// # Trust
+//
+// The config is read from the base when a transaction opens and its
+// effective settings are recorded in the transaction; a `.airlock.toml`
+// the agent writes in its staged workspace is only content (and protected
+// by default, so committing it needs --approve). It changes the rules
+// only for transactions opened after it landed.
+package config
