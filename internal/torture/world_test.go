@@ -24,6 +24,7 @@ type world struct {
 	state string
 	home  string
 	env   []string // extra variables for every airlock run
+	wrap  []string // a command airlock runs under (setpriv ...), if any
 }
 
 func newWorld(t *testing.T) *world {
@@ -114,7 +115,11 @@ func (w *world) start(env []string, args ...string) *proc {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), processTimeout)
 	p := &proc{args: args, cancel: cancel}
-	p.cmd = exec.CommandContext(ctx, bin, args...)
+	if len(w.wrap) > 0 {
+		p.cmd = exec.CommandContext(ctx, w.wrap[0], append(append(w.wrap[1:], bin), args...)...)
+	} else {
+		p.cmd = exec.CommandContext(ctx, bin, args...)
+	}
 	p.cmd.Dir = w.home
 	p.cmd.Env = w.environ(env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
