@@ -113,10 +113,7 @@ func stageCopy(ctx context.Context, req Request, clone bool) (res *Result, err e
 	if err := c.run(root); err != nil {
 		return nil, stopped(ctx, base, err)
 	}
-	staged, err := manifest.Walk(ctx, dir, manifest.WalkOptions{})
-	if err != nil {
-		return nil, stopped(ctx, base, fmt.Errorf("measure staged workspace: %w", err))
-	}
+	staged := c.stagedManifest()
 	warnings, err := c.check(staged)
 	if err != nil {
 		return nil, err
@@ -150,7 +147,8 @@ type copier struct {
 	m        *manifest.Manifest
 	now      int64 // staging time, used as every staged atime
 	progress func(done, total int)
-	clone    bool // clone files (reflink) instead of copying their bytes
+	clone    bool             // clone files (reflink) instead of copying their bytes
+	staged   []manifest.Entry // staged[i] is the staged copy of m.Entries[i], once made
 	meter    *progress.Task
 
 	dirs     [][]int // indices of directories, by depth
@@ -162,7 +160,7 @@ type copier struct {
 }
 
 func newCopier(ctx context.Context, src *source, dir string, m *manifest.Manifest, report func(int, int)) *copier {
-	c := &copier{src: src, dir: dir, m: m, now: time.Now().UnixNano(), progress: report}
+	c := &copier{src: src, dir: dir, m: m, now: time.Now().UnixNano(), progress: report, staged: make([]manifest.Entry, len(m.Entries))}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	for i := range m.Entries {
 		e := &m.Entries[i]
@@ -229,7 +227,7 @@ func (c *copier) run(root fs.FileInfo) error {
 
 // each runs fn over the entries idx on a bounded pool of workers. The
 // first error cancels the rest and is the one returned.
-func (c *copier) each(idx []int, counted bool, fn func(e *manifest.Entry) error) error {
+func (c *copier) each(idx []int, counted bool, fn func(e, staged *manifest.Entry) error) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(copyWorkers, len(idx)) {
@@ -239,7 +237,7 @@ func (c *copier) each(idx []int, counted bool, fn func(e *manifest.Entry) error)
 				if k >= len(idx) {
 					return
 				}
-				if err := fn(&c.m.Entries[idx[k]]); err != nil {
+				if err := fn(&c.m.Entries[idx[k]], &c.staged[idx[k]]); err != nil {
 					c.cancel(err)
 					return
 				}
@@ -284,14 +282,14 @@ func (c *copier) dst(rel string) string {
 
 // mkdir creates a directory owner-only, so that staging can fill it
 // whatever its final mode; fixDir sets that mode.
-func (c *copier) mkdir(e *manifest.Entry) error {
+func (c *copier) mkdir(e, _ *manifest.Entry) error {
 	if err := os.Mkdir(c.dst(e.Path), 0o700); err != nil {
 		return fmt.Errorf("create staged directory %s: %w", quote(c.dst(e.Path)), unwrapPath(err))
 	}
 	return nil
 }
 
-func (c *copier) fixDir(e *manifest.Entry) error {
+func (c *copier) fixDir(e, staged *manifest.Entry) error {
 	p := c.dst(e.Path)
 	if err := os.Chmod(p, e.Mode); err != nil {
 		return fmt.Errorf("set mode of staged directory %s: %w", quote(p), unwrapPath(err))
@@ -299,13 +297,39 @@ func (c *copier) fixDir(e *manifest.Entry) error {
 	if err := setTimes(p, c.now, e.MtimeNs); err != nil {
 		return fmt.Errorf("set times of staged directory %s: %w", quote(p), err)
 	}
+	// Its children were all made before: this is its final stat.
+	return c.measure(p, e.Path, staged)
+}
+
+// measure records a staged path's final stat facts, so that the staged
+// tree need not be walked again once it is made.
+func (c *copier) measure(p, rel string, staged *manifest.Entry) error {
+	m, err := manifest.Lstat(p)
+	if err != nil {
+		return fmt.Errorf("measure staged %s: %w", quote(p), unwrapPath(err))
+	}
+	m.Path = rel
+	*staged = m
 	return nil
+}
+
+// stagedManifest is the staged tree as staging left it: the stat each
+// entry had once its mode and times were set, in the base manifest's
+// (path) order.
+func (c *copier) stagedManifest() *manifest.Manifest {
+	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(c.staged))}
+	for i := range c.staged {
+		if c.m.Entries[i].Kind != manifest.KindOther {
+			out.Entries = append(out.Entries, c.staged[i])
+		}
+	}
+	return out
 }
 
 // symlink recreates a link with the target it has now, which is also what
 // the base entry records, so the two agree even if the link changed since
 // the walk.
-func (c *copier) symlink(e *manifest.Entry) error {
+func (c *copier) symlink(e, staged *manifest.Entry) error {
 	cur, err := manifest.Lstat(c.src.abs(e.Path))
 	if err != nil {
 		return sourceErr(c.src.abs(e.Path), err)
@@ -322,13 +346,13 @@ func (c *copier) symlink(e *manifest.Entry) error {
 	}
 	cur.Path = e.Path
 	*e = cur
-	return nil
+	return c.measure(p, e.Path, staged)
 }
 
 // copyFile copies one regular file's bytes into a new file (never a hard
 // link), then its mode, then its mtime: writing clears setuid and setgid,
 // and chmod leaves mtime alone.
-func (c *copier) copyFile(e *manifest.Entry) error {
+func (c *copier) copyFile(e, staged *manifest.Entry) error {
 	p := c.dst(e.Path)
 	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -361,9 +385,15 @@ func (c *copier) copyFile(e *manifest.Entry) error {
 	if err := out.Chmod(e.Mode); err != nil {
 		return fmt.Errorf("set mode of staged file %s: %w", quote(p), unwrapPath(err))
 	}
-	if err := setTimes(p, c.now, e.MtimeNs); err != nil {
+	if err := setFileTimes(out, p, c.now, e.MtimeNs); err != nil {
 		return fmt.Errorf("set times of staged file %s: %w", quote(p), err)
 	}
+	final, err := fstat(out)
+	if err != nil {
+		return fmt.Errorf("stat staged file %s: %w", quote(p), err)
+	}
+	final.Path = e.Path
+	*staged = final
 	c.meter.Add(0, e.Size)
 	return nil
 }

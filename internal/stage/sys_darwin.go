@@ -17,3 +17,9 @@ func (s *source) openFile(rel string) (*os.File, error) {
 func chmodAt(dirfd int, name string, mode uint32) error {
 	return unix.Fchmodat(dirfd, name, mode, unix.AT_SYMLINK_NOFOLLOW)
 }
+
+// setFileTimes sets a staged file's times by path: Darwin's futimes keeps
+// only microseconds.
+func setFileTimes(_ *os.File, path string, atimeNs, mtimeNs int64) error {
+	return setTimes(path, atimeNs, mtimeNs)
+}
