@@ -34,11 +34,16 @@ func newLogCmd(io IO) *cobra.Command {
 				if entries == nil {
 					entries = []*airlock.Receipt{}
 				}
-				return writeJSON(io, map[string]any{"base": lg.Base, "entries": entries, "broken": lg.Broken})
+				if err := writeJSON(io, map[string]any{"base": lg.Base, "entries": entries, "broken": lg.Broken}); err != nil {
+					return err
+				}
+			} else {
+				for _, r := range lg.Entries {
+					fmt.Fprintf(io.Out, "%s  %s  +%d ~%d -%d  %s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, r.Added, r.Modified, r.Deleted, r.Digest)
+				}
 			}
-			for _, r := range lg.Entries {
-				fmt.Fprintf(io.Out, "%s  %s  +%d ~%d -%d  %s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, r.Added, r.Modified, r.Deleted, r.Digest)
-			}
+			// A broken chain fails with --json too, so that a script that
+			// checks only the exit code cannot take a tampered history as sound.
 			if lg.Broken != "" {
 				return fmt.Errorf("the receipt chain of %s is broken: %s", lg.Base, lg.Broken)
 			}
