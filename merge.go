@@ -29,7 +29,7 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, set *changeset
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	objects := t.st.Path(objectsDir)
+	objects := t.objectsPath()
 	var ops []journal.Op
 	var unmergeable, conflicts []string
 	results := map[string]manifest.Entry{}

@@ -24,6 +24,9 @@ type Tx struct {
 	store *Store
 	st    *state.Tx
 	rec   Record
+	// scratch, set on the copy a Check works with, redirects what a
+	// commit would write to the transaction's state (see check.go).
+	scratch *scratch
 }
 
 // ID is the transaction's id.
@@ -153,7 +156,7 @@ func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) {
 			if err != nil {
 				return nil, fmt.Errorf("exclude selectors in %s: %w", t.st.Path(recordFile), err)
 			}
-			return d.Changes(ctx, stage.DiffRequest{Base: t.Base(), Dir: t.Path(), Skip: excl.MatchSelf})
+			return d.Changes(ctx, stage.DiffRequest{Base: t.baseRead(), Dir: t.Path(), Skip: excl.MatchSelf})
 		}
 	}
 	base, err := manifest.Load(t.st.Path(baseManifestFile))

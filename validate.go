@@ -36,7 +36,7 @@ func (t *Tx) validateCommand(o SettleOptions) string {
 // in the candidate. The base is re-checked afterwards by the journal's
 // preparation, which refuses any path that moved meanwhile.
 func (t *Tx) validate(ctx context.Context, ops []journal.Op, cmd string) (*Refusal, error) {
-	dir := t.st.Path(candidateDir)
+	dir := t.scratchPath(candidateDir)
 	copier, err := stage.Get(stage.Copy)
 	if err != nil {
 		return nil, err
@@ -45,19 +45,19 @@ func (t *Tx) validate(ctx context.Context, ops []journal.Op, cmd string) (*Refus
 		return nil, err
 	}
 	defer copier.Remove(context.WithoutCancel(ctx), dir)
-	if _, err := copier.Stage(ctx, stage.Request{Base: t.Base(), Dir: dir}); err != nil {
+	if _, err := copier.Stage(ctx, stage.Request{Base: t.baseRead(), Dir: dir}); err != nil {
 		return nil, fmt.Errorf("build the validation candidate: %w", err)
 	}
 	root, err := safefs.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	_, err = journal.ApplyScratch(ctx, root, t.ID(), ops, t.st.Path(objectsDir))
+	_, err = journal.ApplyScratch(ctx, root, t.ID(), ops, t.objectsPath())
 	root.Close()
 	if err != nil {
 		return nil, fmt.Errorf("build the validation candidate: %w", err)
 	}
-	logPath := t.st.Path(validateLog)
+	logPath := t.validateLogPath()
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("validation log: %w", err)
