@@ -40,6 +40,9 @@ type RestoreResult struct {
 func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*RestoreResult, error) {
 	res := &RestoreResult{}
 	touched := map[string]bool{}
+	if err := checkBackups(j, dir); err != nil {
+		return nil, err
+	}
 	if err := removeTemps(root, j); err != nil {
 		return nil, err
 	}
@@ -245,6 +248,34 @@ func displaceIfForeign(root *safefs.Root, j *Journal, op *Op, cur manifest.Entry
 	}
 	res.Displaced = append(res.Displaced, op.Path+" -> "+dst)
 	return safefs.SyncDir(ddir)
+}
+
+// checkBackups verifies every backup the journal names against the digest
+// it recorded, before the base is touched: a restore that met a bad backup
+// half-way would leave the base a mix of restored and applied paths.
+func checkBackups(j *Journal, dir string) error {
+	for _, op := range j.Ops {
+		if op.Before.Kind != manifest.KindFile {
+			continue
+		}
+		if op.Backup == "" || strings.ContainsAny(op.Backup, "/\\") || op.Backup == "." || op.Backup == ".." {
+			return fmt.Errorf("journal %s names no usable backup for %s; it is not acted on", dir, op.Path)
+		}
+		p := filepath.Join(dir, backupDir, op.Backup)
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("backup %s of %s cannot be read (%w): the journal is not acted on and the base is left as the interrupted apply left it", p, op.Path, err)
+		}
+		d, err := copyHash(io.Discard, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("read backup %s of %s: %w", p, op.Path, err)
+		}
+		if d != op.Before.Digest {
+			return fmt.Errorf("backup %s of %s does not match the journal's digest (%s, want %s): it was altered, so the journal is not acted on and the base is left as the interrupted apply left it", p, op.Path, d, op.Before.Digest)
+		}
+	}
+	return nil
 }
 
 func restoreFile(root *safefs.Root, j *Journal, op *Op, dir string) error {
