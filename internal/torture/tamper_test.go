@@ -46,10 +46,10 @@ func TestTamperedState(t *testing.T) {
 	commit := func(w *world) []string { return []string{"commit", "t1"} }
 	recover := func(w *world) []string { return []string{"recover", "--workdir", w.base} }
 	targets := map[string]target{
-		"open-record":   {file: func(w *world) string { return filepath.Join(w.txDir("t1"), "open.json") }, cmd: commit},
-		"event-log":     {file: func(w *world) string { return filepath.Join(w.txDir("t1"), "events.jsonl") }, cmd: commit},
-		"base-manifest": {file: func(w *world) string { return filepath.Join(w.txDir("t1"), "base.manifest.json") }, cmd: commit},
-		"journal":       {file: func(w *world) string { return filepath.Join(w.txDir("t1"), "journal", "journal.json") }, midApply: true, cmd: recover},
+		"open-record":         {file: func(w *world) string { return filepath.Join(w.txDir("t1"), "open.json") }, cmd: commit},
+		"event-log":           {file: func(w *world) string { return filepath.Join(w.txDir("t1"), "events.jsonl") }, cmd: commit},
+		"base-manifest":       {file: func(w *world) string { return filepath.Join(w.txDir("t1"), "base.manifest.json") }, cmd: commit},
+		"journal":             {file: func(w *world) string { return filepath.Join(w.txDir("t1"), "journal", "journal.json") }, midApply: true, cmd: recover},
 		"event-log-mid-apply": {file: func(w *world) string { return filepath.Join(w.txDir("t1"), "events.jsonl") }, midApply: true, cmd: recover},
 		"inflight-marker": {file: func(w *world) string {
 			m, _ := filepath.Glob(filepath.Join(w.state, "bases", "*", "inflight"))
@@ -144,7 +144,9 @@ func TestTamperedReceipt(t *testing.T) {
 		"count":    func(b []byte) []byte { return bytes.Replace(b, []byte(`"modified": 2`), []byte(`"modified": 3`), 1) },
 		"outcome":  func(b []byte) []byte { return bytes.Replace(b, []byte(`"committed"`), []byte(`"refused"`), 1) },
 		"truncate": func(b []byte) []byte { return b[:len(b)/2] },
-		"digest":   func(b []byte) []byte { return bytes.Replace(b, []byte(`"digest": "sha256:`), []byte(`"digest": "sha256:0`), 1) },
+		"digest": func(b []byte) []byte {
+			return bytes.Replace(b, []byte(`"digest": "sha256:`), []byte(`"digest": "sha256:0`), 1)
+		},
 	}
 	for name, edit := range edits {
 		t.Run(name, func(t *testing.T) {
