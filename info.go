@@ -4,29 +4,32 @@ import (
 	"context"
 	"time"
 
+	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
 // Info summarises a transaction for `list` and `show`. Its JSON form is
-// part of airlock's interface.
+// part of airlock's interface (docs/json.md). RefusedPaths are
+// manifest.Bytes, as in the receipt, so that a path that is not valid
+// UTF-8 keeps its bytes.
 type Info struct {
-	ID           string    `json:"id"`
-	Status       Status    `json:"status"`
-	Base         string    `json:"base"`
-	Backend      string    `json:"backend"`
-	Path         string    `json:"path"`
-	CreatedAt    time.Time `json:"created_at"`
-	PID          int       `json:"pid"`
-	OwnerAlive   bool      `json:"owner_alive"`
-	StagedBytes  int64     `json:"staged_bytes"`
-	Added        int       `json:"added"`
-	Modified     int       `json:"modified"`
-	Deleted      int       `json:"deleted"`
-	GitMeta      int       `json:"git_meta"`
-	Refusal      string    `json:"refusal,omitempty"`
-	RefusedPaths []string  `json:"refused_paths,omitempty"`
-	PortBase     int       `json:"port_base"`
-	Receipt      string    `json:"receipt,omitempty"`
+	ID           string           `json:"id"`
+	Status       Status           `json:"status"`
+	Base         string           `json:"base"`
+	Backend      string           `json:"backend"`
+	Path         string           `json:"path"`
+	CreatedAt    time.Time        `json:"created_at"`
+	PID          int              `json:"pid"`
+	OwnerAlive   bool             `json:"owner_alive"`
+	StagedBytes  int64            `json:"staged_bytes"`
+	Added        int              `json:"added"`
+	Modified     int              `json:"modified"`
+	Deleted      int              `json:"deleted"`
+	GitMeta      int              `json:"git_meta"`
+	Refusal      string           `json:"refusal,omitempty"`
+	RefusedPaths []manifest.Bytes `json:"refused_paths,omitempty"`
+	PortBase     int              `json:"port_base"`
+	Receipt      string           `json:"receipt,omitempty"`
 }
 
 // Info reads a transaction's summary. For a transaction that has not
@@ -55,9 +58,7 @@ func (t *Tx) Info(ctx context.Context) (*Info, error) {
 		}
 		if st == StatusRefused {
 			in.Refusal = rc.Refusal
-			for _, p := range rc.RefusedPaths {
-				in.RefusedPaths = append(in.RefusedPaths, string(p))
-			}
+			in.RefusedPaths = rc.RefusedPaths
 		}
 	}
 	return in, nil

@@ -110,7 +110,7 @@ func newShowCmd(io IO) *cobra.Command {
 			if in.Refusal != "" {
 				var ps []string
 				for _, p := range in.RefusedPaths {
-					ps = append(ps, escapeValue(p))
+					ps = append(ps, escapeValue(string(p)))
 				}
 				fmt.Fprintf(w, "refusal:   %s %s\n", in.Refusal, strings.Join(ps, ","))
 			}

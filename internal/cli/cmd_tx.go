@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 func newOpenCmd(io IO) *cobra.Command {
@@ -124,13 +125,24 @@ func resultJSON(res *airlock.Result) map[string]any {
 	}
 	if res.Refusal != nil {
 		m["refusal"] = res.Refusal.Kind
-		m["refused_paths"] = res.Refusal.Paths
+		m["refused_paths"] = rawPaths(res.Refusal.Paths)
 		m["reason"] = res.Refusal.Reason
 	}
 	if len(res.Kept) > 0 {
-		m["kept"] = res.Kept
+		m["kept"] = rawPaths(res.Kept)
 	}
 	return m
+}
+
+// rawPaths gives paths the receipt's JSON form, in which a path that is
+// not valid UTF-8 keeps its bytes ({"base64": ...}) instead of turning
+// into U+FFFD.
+func rawPaths(paths []string) []manifest.Bytes {
+	out := make([]manifest.Bytes, len(paths))
+	for i, p := range paths {
+		out[i] = manifest.Bytes(p)
+	}
+	return out
 }
 
 func writeJSON(io IO, v any) error {
