@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -110,10 +111,10 @@ type OpenOptions struct {
 	// NoConfig skips the base's .airlock.toml (undo replays the selectors
 	// of the transaction it reverts instead).
 	NoConfig bool
-	Backend          string   // "", "auto" or a backend name
-	ID               string   // "" generates one
-	Command          []string // recorded in the transaction and its receipt
-	Progress         func(done, total int)
+	Backend  string   // "", "auto" or a backend name
+	ID       string   // "" generates one
+	Command  []string // recorded in the transaction and its receipt
+	Progress func(done, total int)
 }
 
 // Record is a transaction's immutable open record.
@@ -124,8 +125,8 @@ type Record struct {
 	BaseInode  uint64           `json:"base_inode"`
 	Backend    string           `json:"backend"`
 	Staged     manifest.Bytes   `json:"staged"`
-	Exclude    []string         `json:"exclude"`
-	Protect    []string         `json:"protect"`
+	Exclude    Selectors        `json:"exclude"`
+	Protect    Selectors        `json:"protect"`
 	Command    []manifest.Bytes `json:"command,omitempty"`
 	CreatedAt  time.Time        `json:"created_at"`
 	PID        int              `json:"pid"`
@@ -137,6 +138,36 @@ type Record struct {
 	Config   string `json:"config,omitempty"`
 	Validate string `json:"validate,omitempty"`
 	StopHook string `json:"stop_hook,omitempty"`
+}
+
+// Selectors are exclude or protect selectors as the open record keeps
+// them: each in manifest.Bytes' JSON form, so that one that is not valid
+// UTF-8 (a literal file name) reads back as the same bytes. As plain
+// strings it came back as U+FFFD, and a commit in another process than the
+// open no longer protected the path.
+type Selectors []string
+
+func (s Selectors) MarshalJSON() ([]byte, error) {
+	out := make([]manifest.Bytes, len(s))
+	for i, sel := range s {
+		out[i] = manifest.Bytes(sel)
+	}
+	return json.Marshal(out)
+}
+
+func (s *Selectors) UnmarshalJSON(data []byte) error {
+	var in []manifest.Bytes
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	*s = nil
+	if in != nil {
+		*s = make(Selectors, len(in))
+	}
+	for i, sel := range in {
+		(*s)[i] = string(sel)
+	}
+	return nil
 }
 
 // State file names inside a transaction's directory.

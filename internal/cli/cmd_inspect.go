@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 func newListCmd(io IO) *cobra.Command {
@@ -81,12 +82,12 @@ func newShowCmd(io IO) *cobra.Command {
 				}
 				return writeJSON(io, struct {
 					*airlock.Info
-					Exclude  []string        `json:"exclude"`
-					Protect  []string        `json:"protect"`
-					Command  []string        `json:"command"`
-					Warnings []string        `json:"warnings"`
-					Events   []airlock.Event `json:"events"`
-				}{in, nonNil(rec.Exclude), nonNil(rec.Protect), command(rec), nonNil(rec.Warnings), evs})
+					Exclude  []manifest.Bytes `json:"exclude"`
+					Protect  []manifest.Bytes `json:"protect"`
+					Command  []manifest.Bytes `json:"command"`
+					Warnings []string         `json:"warnings"`
+					Events   []airlock.Event  `json:"events"`
+				}{in, rawPaths(rec.Exclude), rawPaths(rec.Protect), append([]manifest.Bytes{}, rec.Command...), nonNil(rec.Warnings), evs})
 			}
 			w := io.Out
 			fmt.Fprintf(w, "id:        %s\n", in.ID)
