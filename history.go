@@ -120,6 +120,9 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
 	}
 	target, err := s.Tx(id)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && s.logged(base, id) {
+			return nil, fmt.Errorf("transaction %s was committed to %s, but gc has removed its state and the originals it replaced; it can no longer be undone", id, base)
+		}
 		return nil, err
 	}
 	if target.Base() != base {
@@ -168,12 +171,26 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
 	return tx.Commit(ctx, o.SettleOptions)
 }
 
+// logged reports whether the base's receipt chain names a commit of id.
+func (s *Store) logged(base, id string) bool {
+	lg, err := s.Log(base)
+	if err != nil {
+		return false
+	}
+	for _, rc := range lg.Entries {
+		if rc.TxID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func emptySet() *changeset.Set { return &changeset.Set{} }
+
 // reverse turns every path the applied journal j changed, in the staged
 // tree dir, back to its state before the apply. It first checks that each
 // path still holds exactly what the apply left; those that do not are
 // returned and nothing is changed.
-func emptySet() *changeset.Set { return &changeset.Set{} }
-
 func reverse(dir string, j *journal.Journal, open func(string) (*os.File, error)) ([]string, error) {
 	root, err := safefs.OpenRoot(dir)
 	if err != nil {

@@ -79,7 +79,10 @@ func newRoot(io IO) *cobra.Command {
 		newLandCmd(io),
 		newGCCmd(io),
 		newDoctorCmd(io),
+		newMCPCmd(io),
+		newCompletionCmd(io),
 	)
+	completeTxIDs(root)
 	return root
 }
 

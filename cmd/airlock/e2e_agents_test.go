@@ -1,0 +1,132 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestE2EMCPStdio: `airlock mcp` spoken to over its stdin and stdout by the
+// SDK's client, as an agent configured with `claude mcp add airlock --
+// airlock mcp` would: open, write into the staged path, diff, a refused
+// commit as a structured result, an approved commit that lands, and a
+// clean exit when the client hangs up.
+func TestE2EMCPStdio(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"main.go": F(0o644, "package main\n")})
+	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
+	defer cancel()
+	cmd := exec.Command(airlockBin, "mcp")
+	cmd.Dir = x.base
+	cmd.Env = x.environ()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect to airlock mcp: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if got := cs.InitializeResult().ServerInfo.Name; got != "airlock" {
+		t.Errorf("server name %q", got)
+	}
+	call := func(name string, args map[string]any) (map[string]any, string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v\nstderr:\n%s", name, err, stderr.String())
+		}
+		var text strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text.WriteString(tc.Text)
+			}
+		}
+		if res.IsError {
+			t.Fatalf("%s: tool error: %s", name, text.String())
+		}
+		out, _ := res.StructuredContent.(map[string]any)
+		return out, text.String()
+	}
+
+	// A relative path is the server's working directory: the project.
+	o, _ := call("open", map[string]any{"path": "."})
+	id, staged := o["id"].(string), o["path"].(string)
+	if id == "" || !filepath.IsAbs(staged) || o["base"] != x.base {
+		t.Fatalf("open: %v", o)
+	}
+	writeFile(t, filepath.Join(staged, "main.go"), "package main\n\nfunc main() {}\n")
+	writeFile(t, filepath.Join(staged, ".envrc"), "export X=1\n")
+
+	_, patch := call("diff", map[string]any{"id": id})
+	if !strings.Contains(patch, "+func main() {}") || !strings.Contains(patch, "+++ b/.envrc") {
+		t.Errorf("diff:\n%s", patch)
+	}
+	s, _ := call("commit", map[string]any{"id": id})
+	if s["outcome"] != "refused" || s["refusal"] != "ProtectedPathNotApproved" {
+		t.Errorf("commit touching .envrc: %v", s)
+	}
+	if paths, _ := json.Marshal(s["paths"]); string(paths) != `[".envrc"]` {
+		t.Errorf("refused paths %s", paths)
+	}
+	if readFile(t, filepath.Join(x.base, "main.go")) != "package main\n" {
+		t.Fatal("a refused commit changed the base")
+	}
+	s, _ = call("commit", map[string]any{"id": id, "approve": true})
+	if s["outcome"] != "committed" {
+		t.Fatalf("approved commit: %v", s)
+	}
+	wantTree(t, "base after the MCP commit", tree{
+		"main.go": F(0o644, "package main\n\nfunc main() {}\n"), ".envrc": F(0o644, "export X=1\n"),
+	}, snapshot(t, x.base, nil))
+
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v\nstderr:\n%s", err, stderr.String())
+	}
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("airlock mcp did not exit 0 when the client hung up: %v\nstderr:\n%s", cmd.ProcessState, stderr.String())
+	}
+	r := x.airlock("show", id, "--json")
+	wantCode(t, r, 0)
+	if !strings.Contains(r.stdout, `"status": "committed"`) {
+		t.Errorf("show after the MCP commit:\n%s", r)
+	}
+}
+
+// TestE2EProjectConfig: .airlock.toml through the CLI. A malformed one is
+// exit 125 with the file, line and key; its validate is the default of
+// run and commit, and an explicit --validate=” turns it off.
+func TestE2EProjectConfig(t *testing.T) {
+	t.Run("malformed", func(t *testing.T) {
+		x := newH(t)
+		build(t, x.base, tree{".airlock.toml": F(0o644, "exclude = [\"a\"]\n\n[hooks]\nstop = \"sometimes\"\n")})
+		for _, args := range [][]string{{"open", "--workdir", x.base}, {"run", "--workdir", x.base, "--", "true"}} {
+			r := x.airlock(args...)
+			wantCode(t, r, 125)
+			want := filepath.Join(x.base, ".airlock.toml") + `:4: key "hooks.stop": unknown stop behaviour "sometimes"`
+			if !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr does not say %q\n%s", want, r)
+			}
+		}
+	})
+	t.Run("validate", func(t *testing.T) {
+		x := newH(t)
+		cfg := "validate = \"test ! -e broken\"\nexclude = [\"*.log\"]\n"
+		build(t, x.base, tree{".airlock.toml": F(0o644, cfg), "a.log": F(0o644, "log\n")})
+		r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "touch broken; test ! -e a.log")
+		wantCode(t, r, 75)
+		wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "ValidationFailed"})
+		id := r.block["tx"]
+		r = x.airlock("commit", id)
+		wantCode(t, r, 75)
+		r = x.airlock("commit", id, "--validate=")
+		wantCode(t, r, 0)
+		wantBlock(t, r, map[string]string{"outcome": "committed", "added": "1"})
+		if !exists(filepath.Join(x.base, "broken")) {
+			t.Error("the commit with --validate='' did not land")
+		}
+	})
+}

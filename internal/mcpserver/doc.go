@@ -1,0 +1,26 @@
+// Package mcpserver serves airlock's transactions to an agent over the
+// Model Context Protocol (the official Go SDK), and guarantees that every
+// tool goes through the same public API the CLI uses: a commit through the
+// MCP server is the same all-or-nothing, fail-closed commit as `airlock
+// commit`, and a refusal reaches the agent as a structured result (its
+// kind and paths), not as a transport error.
+//
+// # Tools
+//
+//	open     {path, id?, exclude?, protect?}   → {id, path, base, backend, port_base, protect, validate}
+//	status   {id}                              → the transaction's Info (as `airlock show --json`)
+//	list     {all?}                            → {transactions: [Info]}
+//	diff     {id, format?: patch|stat|name-status} → {format, text, notes}; the text is also the content
+//	commit   {id, approve?, validate?}         → {tx, outcome, refusal, paths, reason, counts, receipt}
+//	discard  {id}                              → {tx, outcome, counts}
+//
+// status, list and diff are read-only. open only adds (a staged copy; the
+// base is untouched). commit writes the base and discard drops the agent's
+// work: both are destructive, and both are idempotent (settling a settled
+// transaction reports its first outcome). commit is open-world because it
+// runs the project's validate command.
+//
+// The commit tool cannot turn validation off: without `validate` it runs
+// the project's (.airlock.toml), and a `validate` it is given replaces it.
+// Dropping the project's check stays a decision for a person at the CLI.
+package mcpserver

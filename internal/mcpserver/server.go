@@ -1,0 +1,288 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockdev/airlock"
+)
+
+// instructions tell the agent how the tools fit together.
+const instructions = `airlock gives you a transactional workspace over a project directory (the base).
+1. open {path} returns a transaction id and a staged path: a private copy of the base. Read and write files ONLY under the staged path; the base does not change while you work.
+2. diff {id} shows your change set (format patch, stat or name-status); status {id} summarises it.
+3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command). A refusal comes back as outcome "refused" with its kind, the paths and a reason: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) need approve=true, which you should only set when the user asked for that change.
+4. discard {id} drops the change set. list shows the open transactions.`
+
+// Version is the server's version as the module was built.
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// New returns an MCP server whose tools act on the transactions of store.
+func New(store *airlock.Store) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "airlock transactions", Version: Version()},
+		&mcp.ServerOptions{Instructions: instructions})
+	h := &handlers{store: store}
+	no, yes := false, true
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "open",
+		Description: "Open a transaction over a project directory: returns its id and the staged path, a private copy of the directory in which to make every change. The directory itself is not touched. path may be relative to the server's working directory.",
+		Annotations: &mcp.ToolAnnotations{Title: "Open a transaction", DestructiveHint: &no, OpenWorldHint: &no},
+	}, h.open)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "status",
+		Description: "Summarise a transaction: its status (open, refused, committed, ...), base, staged path, added/modified/deleted counts and, after a refused commit, the refusal and its paths.",
+		Annotations: &mcp.ToolAnnotations{Title: "Transaction status", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no},
+	}, h.status)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "list",
+		Description: "List the transactions that are open or retained (refused, interrupted); all=true adds the settled ones.",
+		Annotations: &mcp.ToolAnnotations{Title: "List transactions", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no},
+	}, h.list)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "diff",
+		Description: "Show a transaction's change set: format patch (default; a git-style patch that `git apply` accepts), stat (like git diff --stat) or name-status (like git diff --name-status).",
+		Annotations: &mcp.ToolAnnotations{Title: "Show the change set", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no},
+		InputSchema: diffSchema(),
+	}, h.diff)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "commit",
+		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and the validate command (the project's from .airlock.toml unless validate is given; it runs on a candidate tree). A refusal is a normal result: outcome \"refused\" with refusal (the kind), paths and reason; the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve=true approves changes to protected paths: set it only when the user asked for that change. Committing a committed transaction reports its first outcome.",
+		Annotations: &mcp.ToolAnnotations{Title: "Commit the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes},
+	}, h.commit)
+	mcp.AddTool(s, &mcp.Tool{
+		Name:        "discard",
+		Description: "Drop the transaction's change set and its staged copy; the base is not touched. The work in the staged path is lost.",
+		Annotations: &mcp.ToolAnnotations{Title: "Discard the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no},
+	}, h.discard)
+	return s
+}
+
+// Serve runs the server over t until the client goes away.
+func Serve(ctx context.Context, store *airlock.Store, t mcp.Transport) error {
+	return New(store).Run(ctx, t)
+}
+
+type handlers struct {
+	store *airlock.Store
+}
+
+// OpenInput is the open tool's input.
+type OpenInput struct {
+	Path    string   `json:"path" jsonschema:"the project directory to work on (the base); relative paths are resolved against the server's working directory"`
+	ID      string   `json:"id,omitempty" jsonschema:"the transaction id to use ([A-Za-z0-9._-]{1,64}); default: generated"`
+	Exclude []string `json:"exclude,omitempty" jsonschema:"gitignore-style selectors not copied into the staged workspace, added to the project's"`
+	Protect []string `json:"protect,omitempty" jsonschema:"gitignore-style selectors whose changes need approve=true at commit, added to the project's"`
+}
+
+// OpenOutput is the open tool's result.
+type OpenOutput struct {
+	ID       string   `json:"id" jsonschema:"the transaction id"`
+	Path     string   `json:"path" jsonschema:"the staged path: make every change under it"`
+	Base     string   `json:"base" jsonschema:"the project directory the transaction protects"`
+	Backend  string   `json:"backend"`
+	PortBase int      `json:"port_base" jsonschema:"the first of 10 TCP ports no other open transaction holds"`
+	Protect  []string `json:"protect" jsonschema:"the protected selectors: changes under them need approve=true"`
+	Validate string   `json:"validate,omitempty" jsonschema:"the project's validate command, run on the candidate tree at commit"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+func (h *handlers) open(ctx context.Context, _ *mcp.CallToolRequest, in OpenInput) (*mcp.CallToolResult, OpenOutput, error) {
+	tx, err := h.store.Open(ctx, airlock.OpenOptions{
+		Base: in.Path, ID: in.ID, Exclude: in.Exclude, Protect: in.Protect,
+		Command: []string{"airlock", "mcp"},
+	})
+	if err != nil {
+		return nil, OpenOutput{}, err
+	}
+	rec := tx.Record()
+	return nil, OpenOutput{
+		ID: tx.ID(), Path: tx.Path(), Base: tx.Base(), Backend: rec.Backend, PortBase: rec.PortBase,
+		Protect: rec.Protect, Validate: rec.Validate, Warnings: rec.Warnings,
+	}, nil
+}
+
+// IDInput names a transaction.
+type IDInput struct {
+	ID string `json:"id" jsonschema:"the transaction id"`
+}
+
+func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, *airlock.Info, error) {
+	tx, err := h.store.Tx(in.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := tx.Info(ctx)
+	return nil, info, err
+}
+
+// ListInput is the list tool's input.
+type ListInput struct {
+	All bool `json:"all,omitempty" jsonschema:"also list committed, discarded and unchanged transactions"`
+}
+
+// ListOutput is the list tool's result.
+type ListOutput struct {
+	Transactions []*airlock.Info `json:"transactions"`
+}
+
+func (h *handlers) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
+	infos, err := h.store.List(ctx, in.All)
+	if infos == nil {
+		infos = []*airlock.Info{}
+	}
+	return nil, ListOutput{Transactions: infos}, err
+}
+
+// DiffInput is the diff tool's input.
+type DiffInput struct {
+	ID     string `json:"id" jsonschema:"the transaction id"`
+	Format string `json:"format,omitempty" jsonschema:"patch (default), stat or name-status"`
+}
+
+// DiffOutput is the diff tool's result.
+type DiffOutput struct {
+	Format string   `json:"format"`
+	Text   string   `json:"text" jsonschema:"the change set in the format asked for"`
+	Notes  []string `json:"notes,omitempty" jsonschema:"what a git patch cannot carry (directories, permission bits other than x)"`
+}
+
+var diffFormats = map[string]airlock.DiffFormat{
+	"patch": airlock.DiffPatch, "stat": airlock.DiffStat, "name-status": airlock.DiffNameStatus,
+}
+
+// diffSchema is DiffInput's inferred schema with format's values listed,
+// so that a client sees them and the SDK refuses others before the
+// handler runs.
+func diffSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[DiffInput](nil)
+	if err != nil {
+		panic(fmt.Sprintf("diff input schema: %v", err))
+	}
+	s.Properties["format"].Enum = []any{"patch", "stat", "name-status"}
+	return s
+}
+
+func (h *handlers) diff(ctx context.Context, _ *mcp.CallToolRequest, in DiffInput) (*mcp.CallToolResult, DiffOutput, error) {
+	if in.Format == "" {
+		in.Format = "patch"
+	}
+	format, ok := diffFormats[in.Format]
+	if !ok {
+		return nil, DiffOutput{}, fmt.Errorf("format %q: want patch, stat or name-status", in.Format)
+	}
+	tx, err := h.store.Tx(in.ID)
+	if err != nil {
+		return nil, DiffOutput{}, err
+	}
+	var buf bytes.Buffer
+	notes, err := tx.Diff(ctx, &buf, format)
+	if err != nil {
+		return nil, DiffOutput{}, err
+	}
+	text := buf.String()
+	content := text
+	if content == "" {
+		content = "(no changes)\n"
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: content}}},
+		DiffOutput{Format: in.Format, Text: text, Notes: notes}, nil
+}
+
+// CommitInput is the commit tool's input.
+type CommitInput struct {
+	ID       string `json:"id" jsonschema:"the transaction id"`
+	Approve  bool   `json:"approve,omitempty" jsonschema:"approve changes to protected paths; only when the user asked for them"`
+	Validate string `json:"validate,omitempty" jsonschema:"a shell command run on the candidate tree (base + change set) before anything is applied; non-zero refuses. Default: the project's validate from .airlock.toml"`
+}
+
+// SettleOutput is what commit and discard return.
+type SettleOutput struct {
+	TxID     string   `json:"tx"`
+	Outcome  string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
+	Refusal  string   `json:"refusal,omitempty" jsonschema:"when refused: BaseDrift, MergeConflict, ProtectedPathNotApproved, BoundaryEscape, SharedInode, UnsupportedEntry, ValidationFailed, ApplyFailed or InterruptedApply"`
+	Paths    []string `json:"paths,omitempty" jsonschema:"the base-relative paths the refusal names"`
+	Reason   string   `json:"reason,omitempty" jsonschema:"what happened and what to do"`
+	Added    int      `json:"added"`
+	Modified int      `json:"modified"`
+	Deleted  int      `json:"deleted"`
+	// Kept are deleted directories kept because they hold paths the
+	// transaction never saw.
+	Kept        []string       `json:"kept,omitempty"`
+	Repeat      bool           `json:"repeat,omitempty" jsonschema:"the transaction had already settled; this reports its first outcome"`
+	ReceiptPath string         `json:"receipt_path,omitempty"`
+	Receipt     map[string]any `json:"receipt,omitempty" jsonschema:"the receipt (schema airlock.receipt/v1)"`
+}
+
+func (h *handlers) commit(ctx context.Context, _ *mcp.CallToolRequest, in CommitInput) (*mcp.CallToolResult, SettleOutput, error) {
+	return h.settle(ctx, in.ID, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
+		return tx.Commit(ctx, airlock.SettleOptions{Approve: in.Approve, Validate: in.Validate})
+	})
+}
+
+func (h *handlers) discard(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, SettleOutput, error) {
+	return h.settle(ctx, in.ID, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
+		return tx.Discard(ctx, airlock.SettleOptions{})
+	})
+}
+
+// settle runs do to the end even when the client cancels: a commit cut
+// short is the one thing a transaction must not be. A refusal is a result;
+// only a failure to settle at all is a tool error.
+func (h *handlers) settle(ctx context.Context, id string, do func(context.Context, *airlock.Tx) (*airlock.Result, error)) (*mcp.CallToolResult, SettleOutput, error) {
+	tx, err := h.store.Tx(id)
+	if err != nil {
+		return nil, SettleOutput{}, err
+	}
+	res, err := do(context.WithoutCancel(ctx), tx)
+	var r *airlock.Refusal
+	if err != nil && !errors.As(err, &r) {
+		return nil, SettleOutput{}, err
+	}
+	if res == nil {
+		return nil, SettleOutput{}, fmt.Errorf("transaction %s: the settle returned no result", id)
+	}
+	out := SettleOutput{
+		TxID: res.TxID, Outcome: string(res.Outcome), Added: res.Added, Modified: res.Modified,
+		Deleted: res.Deleted, Kept: res.Kept, Repeat: res.Repeat, ReceiptPath: res.ReceiptPath,
+	}
+	if r == nil {
+		r = res.Refusal
+	}
+	if r != nil {
+		out.Outcome = string(airlock.Refused)
+		out.Refusal, out.Paths, out.Reason = string(r.Kind), r.Paths, r.Reason
+	}
+	if res.Receipt != nil {
+		if out.Receipt, err = asObject(res.Receipt); err != nil {
+			return nil, SettleOutput{}, err
+		}
+	}
+	return nil, out, nil
+}
+
+// asObject is v's JSON form as a generic object: the receipt's JSON is its
+// own (field names, byte-exact paths), which a Go-type schema would not
+// describe.
+func asObject(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

