@@ -222,21 +222,34 @@ func displaceIfForeign(root *safefs.Root, j *Journal, op *Op, cur manifest.Entry
 	if err := os.MkdirAll(ddir, 0o700); err != nil {
 		return err
 	}
-	dst := filepath.Join(ddir, fmt.Sprintf("%06d", len(res.Displaced)))
-	if cur.Kind == manifest.KindSymlink {
-		if err := os.Symlink(cur.Target, dst); err != nil {
+	// A restore that failed earlier (an in-process rollback, or a recover
+	// that was killed) may have saved files here already: take the next
+	// free name, never one of theirs.
+	var dst string
+	var out *os.File
+	for i := len(res.Displaced); ; i++ {
+		dst = filepath.Join(ddir, fmt.Sprintf("%06d", i))
+		var err error
+		if cur.Kind == manifest.KindSymlink {
+			err = os.Symlink(cur.Target, dst)
+		} else {
+			out, err = os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("save %s before restoring it: %w", op.Path, err)
 		}
-	} else {
+		break
+	}
+	if cur.Kind != manifest.KindSymlink {
 		src, err := root.Open(op.Path)
 		if err != nil {
+			out.Close()
 			return err
 		}
 		defer src.Close()
-		out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return fmt.Errorf("save %s before restoring it: %w", op.Path, err)
-		}
 		_, err = io.Copy(out, src)
 		if err == nil {
 			err = out.Sync()
