@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -313,4 +314,49 @@ func (c *crashRig) checkLog() {
 func (c *crashRig) inflight() bool {
 	m, _ := filepath.Glob(filepath.Join(c.w.state, "bases", "*", "inflight"))
 	return len(m) > 0
+}
+
+// TestKillAfterCommittedEvent kills a commit at the last steps of its
+// bookkeeping, after the committed event is in the log: just before the
+// receipt is filed in the base's chain, and just before the chain's head
+// moves to it. recover rolls the commit forward; `airlock log` must then
+// list it, as it lists every commit that reached the base.
+func TestKillAfterCommittedEvent(t *testing.T) {
+	needStrace(t)
+	knownBug(t, "Store.Recover (recover.go) rolls a commit whose committed event was written forward without filing its receipt in the base's chain (chain) or moving the head (SetHead), so `airlock log` never lists it and the next commit's receipt skips it")
+	for _, at := range []string{"receipts", "head"} {
+		t.Run(at, func(t *testing.T) {
+			w := newWorld(t)
+			materialize(t, w.base, tree{".": {Kind: kDir, Mode: 0o755}, "a": {Kind: kFile, Mode: 0o644, Data: "a"}})
+			staged := w.open("k1")
+			check(t, os.WriteFile(filepath.Join(staged, "a"), []byte("b"), 0o644))
+			w.must("show", "k1") // makes the base's state directory
+			bases, _ := filepath.Glob(filepath.Join(w.state, "bases", "*"))
+			if len(bases) != 1 {
+				t.Fatalf("want one base state directory, have %v", bases)
+			}
+			// Kill the process as it renames a file into bases/<key>/head,
+			// or as it creates the receipts directory's first entry.
+			target := filepath.Join(bases[0], "head")
+			calls := "rename,renameat,renameat2"
+			if at == "receipts" {
+				target = filepath.Join(bases[0], "receipts")
+				calls = "mkdir,mkdirat"
+			}
+			cmd := exec.Command("strace", "-f", "-qq", "-o", "/dev/null", "-P", target, "-e", "trace="+calls, "-e", "inject="+calls+":signal=KILL", bin, "commit", "k1")
+			cmd.Env = w.environ()
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the commit was not killed at %s: %s", target, out)
+			}
+			if s := w.status("k1"); s != "committed" {
+				t.Fatalf("killed after the committed event, the transaction says %s", s)
+			}
+			w.must("recover", "--workdir", w.base)
+			r := w.must("log", "--workdir", w.base, "--json")
+			if !strings.Contains(r.stdout, `"tx": "k1"`) {
+				t.Fatalf("airlock log does not list the commit that recover rolled forward:\n%s", r.stdout)
+			}
+		})
+	}
 }
