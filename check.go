@@ -18,10 +18,12 @@ const eventChecked = "checked"
 // transaction's own state (the frozen change set, merged content, the
 // validation candidate), so that a check never disturbs a commit of the
 // same transaction running at the same time. base, when set, is the path
-// through which this process reads the base (see baseView).
+// through which this process reads the base (see ownerView). limited says
+// the base cannot be seen at all (see Check).
 type scratch struct {
-	dir  string
-	base string
+	dir     string
+	base    string
+	limited bool
 }
 
 // objectsPath is where the frozen and merged content is.
@@ -70,9 +72,14 @@ func (t *Tx) baseRead() string {
 // a check only appends a "checked" event, with the refusal it found and
 // the change set's digest, to the event log.
 //
-// A process inside `airlock run`'s same-path view (where the base's path
-// shows the staged workspace) checks against the real base as the owning
-// `airlock run` process sees it.
+// A process inside `airlock run`'s same-path view, where the base's path
+// shows the staged workspace, checks against the real base as the owning
+// `airlock run` process sees it. Where that view cannot be reached (an
+// unprivileged user namespace may not look into its parent's), the check
+// is limited to what needs no base: unsupported entries, protected paths,
+// boundaries, and validation of the staged tree (the base at open plus the
+// change set). Its checked event then says so under "limited"; the commit
+// that `airlock run` makes when the command exits checks everything.
 func (t *Tx) Check(ctx context.Context, o SettleOptions) (*Refusal, error) {
 	status, err := t.Status()
 	if err != nil {
@@ -82,7 +89,7 @@ func (t *Tx) Check(ctx context.Context, o SettleOptions) (*Refusal, error) {
 		return nil, fmt.Errorf("transaction %s is %s: there is nothing to check", t.ID(), status)
 	}
 	if status == StatusInterrupted {
-		return t.checked(interrupted(t.Base(), t.ID()), "")
+		return t.checked(interrupted(t.Base(), t.ID()), "", false)
 	}
 	dir, err := os.MkdirTemp(t.StateDir(), "check-")
 	if err != nil {
@@ -91,18 +98,20 @@ func (t *Tx) Check(ctx context.Context, o SettleOptions) (*Refusal, error) {
 	defer os.RemoveAll(dir)
 	c := *t
 	c.scratch = &scratch{dir: dir}
-	if t.checkIdentity() != nil {
+	if t.checkIdentity() != nil && t.inStagedView() {
 		// Seen from inside the same-path view the base's path names the
 		// staged workspace; the real base is reached through the owner.
-		if view, ok := baseView(t); ok {
+		if view, ok := ownerView(t); ok {
 			c.scratch.base = view
+		} else {
+			c.scratch.limited = true
 		}
 	}
 	r, digest, err := c.check(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	return t.checked(r, digest)
+	return t.checked(r, digest, c.scratch.limited)
 }
 
 // check is Check with its scratch state in place.
@@ -142,6 +151,10 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 		return nil, "", err
 	} else if ok {
 		return interrupted(t.Base(), id), digest, nil
+	}
+	if t.scratch.limited {
+		r, err := t.checkLimited(ctx, o, set)
+		return r, digest, err
 	}
 	if t.baseRead() == t.Base() {
 		if r := t.checkIdentity(); r != nil {
@@ -185,9 +198,43 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 	return r, digest, nil
 }
 
+// checkLimited is the check made where the base cannot be seen: the
+// checks of the change set alone, and validation of the staged tree.
+func (t *Tx) checkLimited(ctx context.Context, o SettleOptions, set *changeset.Set) (*Refusal, error) {
+	r, err := t.checkProtected(set, o.Approve)
+	if err != nil || r != nil {
+		return r, err
+	}
+	if r = checkBoundary(set, nil); r != nil {
+		return r, nil
+	}
+	if validate := t.validateCommand(o); validate != "" {
+		t.scratch.base = t.Path()
+		return t.validate(ctx, nil, validate)
+	}
+	return nil, nil
+}
+
+// inStagedView reports whether this process sees the staged workspace at
+// the base's path: it runs inside `airlock run`'s same-path view.
+func (t *Tx) inStagedView() bool {
+	bdev, bino, err := identity(t.Base())
+	if err != nil {
+		return false
+	}
+	sdev, sino, err := identity(t.Path())
+	return err == nil && bdev == sdev && bino == sino
+}
+
+// limitedNote is what a limited check's event says.
+const limitedNote = "the base is hidden by the same-path view and cannot be reached from here; drift, merges and shared inodes were not checked, and validation ran on the staged tree"
+
 // checked records a check's finding in the event log.
-func (t *Tx) checked(r *Refusal, digest string) (*Refusal, error) {
+func (t *Tx) checked(r *Refusal, digest string, limited bool) (*Refusal, error) {
 	detail := map[string]any{"diff_digest": digest, "refusal": ""}
+	if limited {
+		detail["limited"] = limitedNote
+	}
 	if r != nil {
 		detail["refusal"] = string(r.Kind)
 		detail["paths"] = r.Paths

@@ -79,6 +79,8 @@ func newRoot(io IO) *cobra.Command {
 		newLandCmd(io),
 		newGCCmd(io),
 		newDoctorCmd(io),
+		newHookCmd(io),
+		newInitCmd(io),
 		newMCPCmd(io),
 		newCompletionCmd(io),
 	)

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockdev/airlock/internal/hook"
+)
+
+func newHookCmd(io IO) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "hook claude|codex EVENT",
+		Short: "Hook handlers for agent tools (stdin JSON in, their documented answer out)",
+		Long: `hook answers an agent tool's hook event: it reads the event's JSON on stdin
+and writes the answer the tool documents on stdout; messages for a person go
+to stderr. ` + "`airlock init claude|codex`" + ` writes these hooks into a project.
+
+Claude Code events:
+  worktree-create   open a transaction over the project for --worktree or an
+                    isolated subagent; print only the staged path
+  worktree-remove   discard a transaction without changes; park one with
+                    changes (kept, and said so)
+  stop              run the commit's checks and validation (or, with
+  subagent-stop     [hooks] stop = "commit", commit); block on a refusal
+  session-start     tell the agent which transaction it is in
+
+Codex events:
+  stop              as for Claude; always answers a JSON object
+  session-start     as for Claude`,
+		Args: cobra.ExactArgs(2),
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			switch len(args) {
+			case 0:
+				return []cobra.Completion{"claude", "codex"}, cobra.ShellCompDirectiveNoFileComp
+			case 1:
+				return hook.Events[hook.Agent(args[0])], cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			st, err := store()
+			if err != nil {
+				return err
+			}
+			r := &hook.Runner{Store: st, Out: io.Out, Err: io.Err, Getenv: os.Getenv}
+			return r.Run(c.Context(), hook.Agent(args[0]), args[1], io.In)
+		},
+	}
+	return c
+}
+
+func newInitCmd(io IO) *cobra.Command {
+	var workdir string
+	c := &cobra.Command{
+		Use:   "init claude|codex",
+		Short: "Write airlock's hooks into the agent's project settings",
+		Long: `init merges airlock's hooks into the project's settings for the agent:
+
+  claude   .claude/settings.json: WorktreeCreate, WorktreeRemove, SessionStart,
+           Stop and SubagentStop
+  codex    .codex/hooks.json: SessionStart and Stop
+
+Settings and hooks already there are kept, and running init again changes
+nothing. A settings file that is not valid JSON is reported and left as it
+is. The hooks run ` + "`airlock`" + ` from PATH.`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"claude", "codex"},
+		RunE: func(c *cobra.Command, args []string) error {
+			dir := workdir
+			if dir == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return fmt.Errorf("current directory: %w", err)
+				}
+				dir = wd
+			}
+			dir, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return fmt.Errorf("project %s is not a directory", dir)
+			}
+			res, err := hook.Install(hook.Agent(args[0]), dir)
+			if err != nil {
+				return err
+			}
+			if len(res.Added) == 0 {
+				fmt.Fprintf(io.Err, "airlock: %s already runs airlock's hooks; nothing changed\n", res.Path)
+				return nil
+			}
+			fmt.Fprintf(io.Err, "airlock: added airlock's %s hooks to %s\n", strings.Join(res.Added, ", "), res.Path)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&workdir, "workdir", "", "the project directory (default: the current directory)")
+	return c
+}

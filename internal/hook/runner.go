@@ -1,0 +1,83 @@
+package hook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/airlockdev/airlock"
+)
+
+// Agent is a coding agent whose hook protocol airlock speaks.
+type Agent string
+
+const (
+	Claude Agent = "claude"
+	Codex  Agent = "codex"
+)
+
+// Events lists the events airlock answers for each agent, by the names the
+// command line uses (`airlock hook AGENT EVENT`).
+var Events = map[Agent][]string{
+	Claude: {"worktree-create", "worktree-remove", "stop", "subagent-stop", "session-start"},
+	Codex:  {"stop", "session-start"},
+}
+
+// Runner answers hook events against a store.
+type Runner struct {
+	Store *airlock.Store
+	// Out receives the answer the agent reads; Err everything for a person.
+	Out, Err io.Writer
+	// Getenv reads the hook's environment (AIRLOCK_TX, CLAUDE_PROJECT_DIR).
+	Getenv func(string) string
+}
+
+func (r *Runner) getenv(k string) string {
+	if r.Getenv == nil {
+		return ""
+	}
+	return r.Getenv(k)
+}
+
+// Run answers one event: it reads the agent's JSON from in and writes the
+// answer. An error means the hook failed; for WorktreeCreate that aborts
+// the worktree, which is the point. Codex's Stop never fails: it always
+// answers with JSON.
+func (r *Runner) Run(ctx context.Context, agent Agent, event string, in io.Reader) error {
+	events, ok := Events[agent]
+	if !ok {
+		return fmt.Errorf("unknown agent %q (want claude or codex)", agent)
+	}
+	if !slices.Contains(events, event) {
+		return fmt.Errorf("unknown %s hook event %q (want %s)", agent, event, strings.Join(events, ", "))
+	}
+	input, err := ReadInput(in)
+	if err != nil {
+		if agent == Codex && event == "stop" {
+			// Codex reads Stop's stdout as JSON whatever happened.
+			fmt.Fprintf(r.Err, "airlock: %v\n", err)
+			return r.writeJSON(map[string]any{})
+		}
+		return err
+	}
+	switch event {
+	case "worktree-create":
+		return r.worktreeCreate(ctx, input)
+	case "worktree-remove":
+		return r.worktreeRemove(ctx, input)
+	case "session-start":
+		return r.sessionStart(input)
+	default: // stop, subagent-stop
+		return r.answerStop(agent, r.stop(ctx, input))
+	}
+}
+
+// writeJSON writes one JSON object and a newline on stdout.
+func (r *Runner) writeJSON(v any) error {
+	enc := json.NewEncoder(r.Out)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
