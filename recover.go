@@ -11,7 +11,9 @@ import (
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/state"
 )
 
 // RecoverResult says what Recover found and did.
@@ -82,6 +84,9 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 				return nil, err
 			}
 		}
+		if err := t.finishChain(b); err != nil {
+			return nil, err
+		}
 		if err := t.event(eventRollForward, nil); err != nil {
 			return nil, err
 		}
@@ -151,4 +156,26 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 		return nil, err
 	}
 	return out, nil
+}
+
+// finishChain files a committed receipt in the base's chain and makes it
+// the head, if the process that wrote it died before doing so. While the
+// apply was in flight no other commit to the base could happen, so the
+// receipt's previous is the head it was sealed against.
+func (t *Tx) finishChain(b *state.Base) error {
+	rc, data, err := receipt.Load(t.ReceiptPath())
+	if err != nil {
+		return fmt.Errorf("transaction %s is recorded as committed but its receipt cannot be read: %w", t.ID(), err)
+	}
+	head, err := b.Head()
+	if err != nil || head == rc.Digest {
+		return err
+	}
+	if rc.Previous != head {
+		return fmt.Errorf("receipt %s follows %s, but the base's chain ends at %s: the state was altered; nothing was done", t.ReceiptPath(), rc.Previous, head)
+	}
+	if err := chain(b, rc, data); err != nil {
+		return err
+	}
+	return b.SetHead(rc.Digest)
 }

@@ -68,6 +68,11 @@ func (t *Tx) Status() (Status, error) {
 	if err != nil {
 		return "", err
 	}
+	if len(evs) == 0 || evs[0].Event != eventOpened {
+		// Open writes the opened event before it returns: a log without
+		// it was truncated or replaced, and nothing in it can be trusted.
+		return "", fmt.Errorf("corrupt state file %s: the event log does not start with the transaction's %q event; the transaction cannot be trusted", t.st.Path(state.EventsFile), eventOpened)
+	}
 	s := StatusOpen
 	for _, e := range evs {
 		switch e.Event {

@@ -5,7 +5,7 @@
 // AIRLOCK_TEST_FAULT=<point> makes the process SIGKILL itself when it
 // reaches the point ("journal-synced", "applied", "apply:3", ...): no
 // deferred cleanup runs, exactly as if the machine had died after the last
-// fsync. AIRLOCK_TEST_PAUSE=<point>:<dir> makes it create <dir>/reached at
+// fsync. AIRLOCK_TEST_PAUSE=<point>:<dir> (dir absolute) makes it create <dir>/reached at
 // the point and wait until <dir>/continue exists, so a test can change the
 // base at exactly that moment. Unset, a point costs one string comparison.
 package fault
@@ -30,12 +30,14 @@ var (
 	pausePoint, pauseAt = parsePause(os.Getenv(PauseEnv))
 )
 
+// parsePause splits "<point>:<dir>". A point may hold colons itself
+// ("apply:3"), the directory is absolute: the split is at ":/".
 func parsePause(v string) (string, string) {
-	point, dir, ok := strings.Cut(v, ":")
-	if !ok {
+	i := strings.Index(v, ":/")
+	if i < 0 {
 		return "", ""
 	}
-	return point, dir
+	return v[:i], v[i+1:]
 }
 
 // Point stops here if this is the armed point.
