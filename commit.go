@@ -328,8 +328,10 @@ func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []drift, [
 	var escapes []string
 	parentOK := map[string]bool{}
 	known := map[string]manifest.Entry{}
+	kinds := map[string]manifest.Kind{}
 	for _, c := range set.Changes {
 		known[c.Path] = c.Base
+		kinds[c.Path] = c.Base.Kind
 	}
 	for _, c := range set.Changes {
 		if safefs.CheckRel(c.Path) != nil || manifest.IsGitMeta(c.Path) {
@@ -337,6 +339,11 @@ func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []drift, [
 			continue
 		}
 		cur, err := measureBase(root, c.Path)
+		if errors.Is(err, safefs.ErrSymlink) && c.Base.Kind == manifest.KindNone && journal.Shadowed(c.Path, kinds) {
+			// Beneath a symlink the change set replaces by a directory:
+			// absent now, created once that symlink is gone.
+			cur, err = manifest.Entry{Path: c.Path}, nil
+		}
 		if errors.Is(err, safefs.ErrSymlink) || errors.Is(err, safefs.ErrEscape) {
 			escapes = append(escapes, c.Path)
 			continue

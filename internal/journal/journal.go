@@ -114,6 +114,7 @@ func TempPrefix(txID string) string { return ".airlock-" + txID + "-" }
 // base is modified.
 func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op) (*Journal, error) {
 	sort.Slice(ops, func(a, b int) bool { return ops[a].Path < ops[b].Path })
+	kinds := beforeKinds(ops)
 	bdir := filepath.Join(dir, backupDir)
 	if err := os.MkdirAll(bdir, 0o700); err != nil {
 		return nil, fmt.Errorf("create journal %s: %w", dir, err)
@@ -123,7 +124,7 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 			return nil, err
 		}
 		op := &ops[i]
-		cur, err := measure(root, op.Path)
+		cur, err := measureIn(root, op.Path, kinds)
 		if escaped(err) {
 			return nil, &EscapeError{Path: op.Path, Err: err}
 		}
@@ -169,6 +170,37 @@ func sameBefore(cur, want manifest.Entry) bool {
 		return want.Kind == cur.Kind
 	}
 	return manifest.SameStat(cur, want)
+}
+
+// Shadowed reports whether rel lies beneath a path that before holds as a
+// symlink or a file: one the plan replaces by a directory. Such a path
+// cannot exist in the base before the apply, and measuring it there runs
+// into that symlink; it is absent by construction, not an escape.
+func Shadowed(rel string, before map[string]manifest.Kind) bool {
+	for p := parent(rel); p != ""; p = parent(p) {
+		if k, ok := before[p]; ok && (k == manifest.KindSymlink || k == manifest.KindFile) {
+			return true
+		}
+	}
+	return false
+}
+
+func beforeKinds(ops []Op) map[string]manifest.Kind {
+	m := make(map[string]manifest.Kind, len(ops))
+	for _, op := range ops {
+		m[op.Path] = op.Before.Kind
+	}
+	return m
+}
+
+// measureIn is measure for a path of a plan: a path shadowed by a symlink
+// the plan replaces reads as absent.
+func measureIn(root *safefs.Root, rel string, before map[string]manifest.Kind) (manifest.Entry, error) {
+	e, err := measure(root, rel)
+	if escaped(err) && Shadowed(rel, before) {
+		return manifest.Entry{Path: rel}, nil
+	}
+	return e, err
 }
 
 // measure lstats a base path through the traversal-safe layer; absent is an
