@@ -406,8 +406,7 @@ func TestHostileRetypeAtDepth(t *testing.T) {
 
 // TestSymlinkBecomesDirectory: replacing a symlink by a real directory
 // with files is an ordinary change (rm node_modules; mkdir node_modules),
-// and nothing is reached through a symlink once it is applied; airlock
-// refuses it with BoundaryEscape today.
+// and nothing is reached through a symlink once it is applied: it commits.
 func TestSymlinkBecomesDirectory(t *testing.T) {
 	w := newWorld(t)
 	before := tree{".": {Kind: kDir, Mode: 0o755}, "d": {Kind: kDir, Mode: 0o755}, "l": {Kind: kSymlink, Data: "d"}}
