@@ -87,12 +87,22 @@ func TestConfigExcludes(t *testing.T) {
 					t.Errorf("record's excludes %q lack the flag's %q", tx.Record().Exclude, sel)
 				}
 			}
-			// An excluded path that the command then creates is no change.
+			// Not staged is not deleted: the change set is the command's.
 			writeTree(t, tx.Path(), map[string]string{"new.txt": "n"})
 			cs, err := tx.Changes(context.Background())
 			must(t, err)
-			if a, m, d := cs.Counts(); a != 1 || m != 0 || d != 0 {
-				t.Errorf("change set %+v, want only new.txt added", cs.Changes())
+			if ch := cs.Changes(); len(ch) != 1 || ch[0].Path != "new.txt" || ch[0].Op != "add" {
+				t.Errorf("change set %+v, want only new.txt added", ch)
+			}
+			res, err := tx.Commit(context.Background(), SettleOptions{})
+			must(t, err)
+			if res.Outcome != Committed || res.Added != 1 {
+				t.Errorf("commit: %s, %d added", res.Outcome, res.Added)
+			}
+			for p, content := range files {
+				if readFile(t, filepath.Join(base, p)) != content {
+					t.Errorf("the commit changed %s in the base", p)
+				}
 			}
 		})
 	}
