@@ -198,13 +198,15 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 	fault.Point("journal-synced")
 	applied, err := journal.Apply(ctx, root, j, t.st.Path(objectsDir))
 	if err != nil {
-		// Put the base back before anything else. Restore uses only the
-		// journal and its backups, exactly as recover would.
-		restored, rerr := journal.Restore(context.WithoutCancel(ctx), root, j, jdir)
+		// Put back what the apply changed before anything else, from the
+		// journal and its backups alone, exactly as recover would. A path
+		// the apply had not reached is left alone: if someone changed it
+		// meanwhile, that change is theirs.
+		restored, rerr := journal.RestoreDone(context.WithoutCancel(ctx), root, j, jdir, applied.Done)
 		if rerr != nil {
 			return nil, fmt.Errorf("apply to %s failed (%v) and the rollback failed too (%v); the journal is kept: run `airlock recover --workdir %s`", t.Base(), err, rerr, t.Base())
 		}
-		if err := t.rebaseOpen(root, j.Ops); err != nil {
+		if err := t.rebaseOpen(root, doneOps(j.Ops, applied.Done)); err != nil {
 			return nil, err
 		}
 		if err := t.event(eventRecovered, map[string]any{"digest": restored.Digest, "cause": err.Error()}); err != nil {
@@ -215,6 +217,10 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		}
 		if err := journal.Retire(jdir); err != nil {
 			return nil, err
+		}
+		var d *journal.DriftError
+		if errors.As(err, &d) {
+			return t.settle(ctx, Refused, refuse(BaseDrift, []string{d.Path}, "changed in the base while the commit was applying; what the commit had applied was rolled back exactly"), set, o)
 		}
 		return t.settle(ctx, Refused, refuse(ApplyFailed, nil, "%v; the base was rolled back exactly", err), set, o)
 	}
@@ -252,6 +258,21 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 	}
 	t.settleStaged(ctx)
 	return res, nil
+}
+
+// doneOps are the operations of ops whose paths an apply reports done.
+func doneOps(ops []journal.Op, done []string) []journal.Op {
+	d := make(map[string]bool, len(done))
+	for _, p := range done {
+		d[p] = true
+	}
+	var out []journal.Op
+	for _, op := range ops {
+		if d[op.Path] {
+			out = append(out, op)
+		}
+	}
+	return out
 }
 
 // keepApplied keeps the record of a finished apply: the journal itself (the

@@ -353,6 +353,9 @@ func tempName(txID string) string {
 
 // ApplyResult says what an apply did beyond the plan.
 type ApplyResult struct {
+	// Done lists the paths the apply changed, in order, also when it
+	// failed part-way: a rollback needs to restore only those.
+	Done []string
 	// Kept lists directories the change set deleted that still hold paths
 	// the transaction never knew about: they are kept, never destroyed.
 	Kept []string
@@ -388,79 +391,116 @@ func ApplyScratch(ctx context.Context, root *safefs.Root, txID string, ops []Op,
 	return apply(ctx, root, &Journal{TxID: txID, Ops: sorted}, objectOpener(objects), false)
 }
 
-func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string) (*os.File, error), faults bool) (*ApplyResult, error) {
+func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string) (*os.File, error), onBase bool) (*ApplyResult, error) {
 	res := &ApplyResult{}
 	kept := map[string]bool{}
 	touched := map[string]bool{}
+	kinds := beforeKinds(j.Ops)
 	n := 0
-	step := func() {
+	step := func(op *Op) {
+		res.Done = append(res.Done, op.Path)
 		n++
-		if faults {
+		if onBase {
 			fault.Count("apply", n)
 		}
+	}
+	// guard re-checks, right before a path of the base is overwritten or
+	// removed, that it is still what Prepare checked and backed up: an
+	// edit made since (an editor saving the file) must refuse the commit,
+	// not vanish under it.
+	guard := func(op *Op) error {
+		if !onBase {
+			return nil
+		}
+		cur, err := measureIn(root, op.Path, kinds)
+		if err != nil {
+			return err
+		}
+		if !stillBefore(cur, op.Before) {
+			return &DriftError{Path: op.Path}
+		}
+		return nil
 	}
 	// Removals, deepest first: deletions and changes of kind that involve
 	// a directory (a file cannot be renamed over a directory, nor the
 	// reverse).
 	for i := len(j.Ops) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return res, err
 		}
 		op := &j.Ops[i]
 		if !needsRemoval(op) {
 			continue
 		}
+		if err := guard(op); err != nil {
+			return res, err
+		}
 		if op.Before.Kind == manifest.KindDir {
 			err := root.RemoveDir(op.Path)
 			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 				if op.After.Kind != manifest.KindNone {
-					return nil, fmt.Errorf("replace directory %s: it holds paths this transaction did not know about; move them away and commit again", filepath.Join(root.Path(), op.Path))
+					return res, fmt.Errorf("replace directory %s: it holds paths this transaction did not know about; move them away and commit again", filepath.Join(root.Path(), op.Path))
 				}
 				kept[op.Path] = true
 				res.Kept = append([]string{op.Path}, res.Kept...)
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return res, err
 			}
 		} else if err := root.Remove(op.Path); err != nil {
-			return nil, err
+			return res, err
 		}
 		touched[parent(op.Path)] = true
-		step()
+		step(op)
 	}
 	// Creations and rewrites, shallowest first. New directories are made
 	// owner-writable so their children can be created; final directory
 	// modes are set last, deepest first.
 	for i := range j.Ops {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return res, err
 		}
 		op := &j.Ops[i]
 		if op.After.Kind == manifest.KindNone {
 			continue
 		}
+		if op.Before.Kind != manifest.KindNone && !needsRemoval(op) {
+			if err := guard(op); err != nil {
+				return res, err
+			}
+		}
 		if err := create(root, j.TxID, op, open); err != nil {
-			return nil, err
+			return res, err
 		}
 		touched[parent(op.Path)] = true
 		if op.After.Kind == manifest.KindDir {
 			touched[op.Path] = true
 		}
-		step()
+		step(op)
 	}
 	for i := len(j.Ops) - 1; i >= 0; i-- {
 		op := &j.Ops[i]
 		if op.After.Kind == manifest.KindDir {
 			if err := root.Chmod(op.Path, op.After.Mode); err != nil {
-				return nil, err
+				return res, err
 			}
 		}
 	}
 	if err := syncDirs(root, touched); err != nil {
-		return nil, err
+		return res, err
 	}
 	return res, verify(root, j, kept)
+}
+
+// stillBefore compares a path now with the state Prepare saw. A directory
+// is the same while it is the same directory with the same mode: its times
+// move with every entry the apply itself adds or removes inside it.
+func stillBefore(cur, before manifest.Entry) bool {
+	if cur.Kind == manifest.KindDir && before.Kind == manifest.KindDir {
+		return cur.Mode == before.Mode && cur.Ino == before.Ino && cur.Dev == before.Dev
+	}
+	return sameBefore(cur, before)
 }
 
 func needsRemoval(op *Op) bool {

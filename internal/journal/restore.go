@@ -38,6 +38,22 @@ type RestoreResult struct {
 // journal's directory. Temporary entries the transaction left in the base
 // are removed. The result is verified path by path against the journal.
 func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*RestoreResult, error) {
+	return restoreOps(ctx, root, j, dir, nil)
+}
+
+// RestoreDone undoes an apply that failed in this very process: only the
+// paths it reports done are put back. A path the apply had not reached yet
+// is left as it is, even if someone changed it meanwhile: that change is
+// theirs, and it stays.
+func RestoreDone(ctx context.Context, root *safefs.Root, j *Journal, dir string, done []string) (*RestoreResult, error) {
+	only := make(map[string]bool, len(done))
+	for _, p := range done {
+		only[p] = true
+	}
+	return restoreOps(ctx, root, j, dir, only)
+}
+
+func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, only map[string]bool) (*RestoreResult, error) {
 	res := &RestoreResult{}
 	touched := map[string]bool{}
 	kinds := beforeKinds(j.Ops)
@@ -46,6 +62,16 @@ func Restore(ctx context.Context, root *safefs.Root, j *Journal, dir string) (*R
 	}
 	if err := removeTemps(root, j); err != nil {
 		return nil, err
+	}
+	if only != nil {
+		sub := *j
+		sub.Ops = nil
+		for _, op := range j.Ops {
+			if only[op.Path] {
+				sub.Ops = append(sub.Ops, op)
+			}
+		}
+		j = &sub
 	}
 	// Deepest first: take away what the apply created where something of
 	// another kind, or nothing, was before.

@@ -262,9 +262,8 @@ func TestRacingEditorDuringCommit(t *testing.T) {
 // paused once its journal is synced (every path checked and backed up),
 // another process appends to a file the transaction rewrites and to one it
 // deletes, and the commit goes on. It must refuse (BaseDrift) or keep both
-// edits; today it overwrites and deletes them and reports committed.
+// edits: the apply re-checks each path right before it replaces it.
 func TestEditAfterJournalIsLost(t *testing.T) {
-	knownBug(t, "journal.Apply renames over / unlinks each path without checking that it still matches the state Prepare checked and backed up, so an edit made between journal-synced and the rename is lost silently and the commit reports committed")
 	w := newWorld(t)
 	same, del, _ := raceBase(t, w)
 	staged := w.open("w1")
