@@ -76,7 +76,7 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, ":%d", e.Line)
 	}
 	if e.Key != "" {
-		fmt.Fprintf(&b, ": key %s", e.Key)
+		fmt.Fprintf(&b, ": key %q", e.Key)
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Msg)
@@ -155,13 +155,13 @@ func Parse(path string, data []byte) (*Config, error) {
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
-		return nil, &Error{File: path, Line: keyLine(src, k), Key: strconv.Quote(k.String()),
+		return nil, &Error{File: path, Line: keyLine(src, k), Key: k.String(),
 			Msg: "unknown key; the keys are exclude, protect, default_excludes, default_protect, backend, validate and [hooks] stop"}
 	}
 	c := Default()
 	c.Path = path
 	fail := func(key, msg string, err error) error {
-		return &Error{File: path, Line: keyLine(src, splitKey(key)), Key: strconv.Quote(key), Msg: msg, Err: err}
+		return &Error{File: path, Line: keyLine(src, splitKey(key)), Key: key, Msg: msg, Err: err}
 	}
 	for _, sel := range []struct {
 		key  string
@@ -220,14 +220,14 @@ func decodeError(path, src string, err error) error {
 	if errors.As(err, &pe) {
 		e := &Error{File: path, Line: pe.Position.Line, Msg: "invalid TOML: " + pe.Message, Err: err}
 		if pe.LastKey != "" {
-			e.Key = strconv.Quote(pe.LastKey)
+			e.Key = pe.LastKey
 		}
 		return e
 	}
 	if m := typeErr.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		key := m[2]
-		return &Error{File: path, Line: line, Key: strconv.Quote(key), Msg: typeMsg(key, m[3]), Err: err}
+		return &Error{File: path, Line: line, Key: key, Msg: typeMsg(key, m[3]), Err: err}
 	}
 	return &Error{File: path, Msg: err.Error(), Err: err}
 }

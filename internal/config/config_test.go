@@ -77,29 +77,29 @@ func TestLoadMalformed(t *testing.T) {
 		name string
 		text string
 		line int
-		key  string // quoted in the message; "" when none is named
+		key  string // "" when none is named
 		msg  string // a part of the message
 	}{
-		{"syntax: missing value", "backend = \"copy\"\nvalidate = \n", 2, `"validate"`, "invalid TOML"},
-		{"syntax: unclosed array", "exclude = [\"a\",\n", 1, `"exclude"`, "invalid TOML"},
-		{"duplicate key", "exclude = [\"a\"]\nexclude = [\"b\"]\n", 2, `"exclude"`, "already been defined"},
-		{"exclude is a string", "\n\nexclude = \"node_modules/\"\n", 3, `"exclude"`, "wants an array of strings"},
-		{"protect holds a number", "protect = [1]\n", 1, `"protect"`, "wants an array of strings"},
-		{"default_excludes is a string", "default_excludes = \"no\"\n", 1, `"default_excludes"`, "wants true or false"},
-		{"hooks is a number", "hooks = 3\n", 1, `"hooks"`, "wants a table"},
-		{"hooks.stop is a number", "[hooks]\n\nstop = 1\n", 3, `"hooks.stop"`, "wants a string"},
-		{"unknown backend", "validate = \"true\"\nbackend = \"fast\"\n", 2, `"backend"`, `unknown backend "fast"`},
-		{"unknown stop", "[hooks]\nstop = \"always\"\n", 2, `"hooks.stop"`, `unknown stop behaviour "always"`},
-		{"bad exclude selector", "exclude = [\"ok/\", \"#comment\"]\n", 1, `"exclude"`, `selector "#comment"`},
-		{"bad protect selector", "\nprotect = [\"[unclosed\"]\n", 2, `"protect"`, `selector "[unclosed"`},
-		{"empty selector", "exclude = [\"\"]\n", 1, `"exclude"`, "empty"},
-		{"blank validate", "validate = \"   \"\n", 1, `"validate"`, "blank"},
-		{"unknown top-level key", "backend = \"copy\"\nexlude = [\"a\"]\n", 2, `"exlude"`, "unknown key"},
-		{"unknown key in hooks", "[hooks]\nstop = \"check\"\nstart = \"x\"\n", 3, `"hooks.start"`, "unknown key"},
-		{"unknown dotted key", "validate = 'x'\nhooks.stopp = 'check'\n", 2, `"hooks.stopp"`, "unknown key"},
-		{"unknown table", "[hook]\nstop = \"check\"\n", 1, `"hook"`, "unknown key"},
-		{"unknown key in an inline table", "hooks = { stop = \"check\", when = 1 }\n", 1, `"hooks.when"`, "unknown key"},
-		{"unknown key after a multi-line array", "exclude = [\n  \"a\",\n  \"b\",\n]\nextra = 1\n", 5, `"extra"`, "unknown key"},
+		{"syntax: missing value", "backend = \"copy\"\nvalidate = \n", 2, "validate", "invalid TOML"},
+		{"syntax: unclosed array", "exclude = [\"a\",\n", 1, "exclude", "invalid TOML"},
+		{"duplicate key", "exclude = [\"a\"]\nexclude = [\"b\"]\n", 2, "exclude", "already been defined"},
+		{"exclude is a string", "\n\nexclude = \"node_modules/\"\n", 3, "exclude", "wants an array of strings"},
+		{"protect holds a number", "protect = [1]\n", 1, "protect", "wants an array of strings"},
+		{"default_excludes is a string", "default_excludes = \"no\"\n", 1, "default_excludes", "wants true or false"},
+		{"hooks is a number", "hooks = 3\n", 1, "hooks", "wants a table"},
+		{"hooks.stop is a number", "[hooks]\n\nstop = 1\n", 3, "hooks.stop", "wants a string"},
+		{"unknown backend", "validate = \"true\"\nbackend = \"fast\"\n", 2, "backend", `unknown backend "fast"`},
+		{"unknown stop", "[hooks]\nstop = \"always\"\n", 2, "hooks.stop", `unknown stop behaviour "always"`},
+		{"bad exclude selector", "exclude = [\"ok/\", \"#comment\"]\n", 1, "exclude", `selector "#comment"`},
+		{"bad protect selector", "\nprotect = [\"[unclosed\"]\n", 2, "protect", `selector "[unclosed"`},
+		{"empty selector", "exclude = [\"\"]\n", 1, "exclude", "empty"},
+		{"blank validate", "validate = \"   \"\n", 1, "validate", "blank"},
+		{"unknown top-level key", "backend = \"copy\"\nexlude = [\"a\"]\n", 2, "exlude", "unknown key"},
+		{"unknown key in hooks", "[hooks]\nstop = \"check\"\nstart = \"x\"\n", 3, "hooks.start", "unknown key"},
+		{"unknown dotted key", "validate = 'x'\nhooks.stopp = 'check'\n", 2, "hooks.stopp", "unknown key"},
+		{"unknown table", "[hook]\nstop = \"check\"\n", 1, "hook", "unknown key"},
+		{"unknown key in an inline table", "hooks = { stop = \"check\", when = 1 }\n", 1, "hooks.when", "unknown key"},
+		{"unknown key after a multi-line array", "exclude = [\n  \"a\",\n  \"b\",\n]\nextra = 1\n", 5, "extra", "unknown key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestLoadMalformed(t *testing.T) {
 				t.Errorf("error names %s:%d key %s, want %s:%d key %s (%v)", ce.File, ce.Line, ce.Key, p, tt.line, tt.key, err)
 			}
 			msg := err.Error()
-			for _, part := range []string{p + ":" + strconv.Itoa(tt.line) + ":", "key " + tt.key, tt.msg} {
+			for _, part := range []string{p + ":" + strconv.Itoa(tt.line) + ":", "key " + strconv.Quote(tt.key), tt.msg} {
 				if !strings.Contains(msg, part) {
 					t.Errorf("message %q does not contain %q", msg, part)
 				}
