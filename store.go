@@ -138,6 +138,20 @@ type Record struct {
 	Config   string `json:"config,omitempty"`
 	Validate string `json:"validate,omitempty"`
 	StopHook string `json:"stop_hook,omitempty"`
+	// Digest seals the record (sha256 of its JSON with this field empty):
+	// a hand edit that still parses, such as dropping a protected
+	// selector, is refused rather than acted on.
+	Digest string `json:"digest"`
+}
+
+// seal returns the record's digest.
+func (r Record) seal() (string, error) {
+	r.Digest = ""
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	return manifest.HashBytes(b), nil
 }
 
 // Selectors are exclude or protect selectors as the open record keeps
@@ -328,6 +342,9 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 	for _, a := range o.Command {
 		rec.Command = append(rec.Command, manifest.Bytes(a))
 	}
+	if rec.Digest, err = rec.seal(); err != nil {
+		return nil, err
+	}
 	if err := st.WriteOnce(recordFile, rec); err != nil {
 		return nil, err
 	}
@@ -389,6 +406,9 @@ func (s *Store) loadTx(st *state.Tx) (*Tx, error) {
 	}
 	if rec.ID != st.ID() {
 		return nil, fmt.Errorf("open record %s names transaction %q, not %q: the state was altered", st.Path(recordFile), rec.ID, st.ID())
+	}
+	if d, err := rec.seal(); err != nil || d != rec.Digest {
+		return nil, fmt.Errorf("corrupt state file %s: the open record does not match its digest (it was edited); the transaction cannot be trusted", st.Path(recordFile))
 	}
 	return &Tx{store: s, st: st, rec: rec}, nil
 }
