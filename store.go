@@ -26,7 +26,8 @@ import (
 // cd, the editor on open, CI on push) or that change airlock's own rules.
 var DefaultProtect = []string{".envrc", ".vscode/tasks.json", ".github/workflows/", ".airlock.toml"}
 
-// DefaultExclude are selectors for agent noise that is never staged.
+// DefaultExclude are selectors for agent noise: never staged, and never
+// committed either (see Record.Noise).
 var DefaultExclude = []string{".aider*", ".claude/settings.local.json", ".claude/worktrees/"}
 
 // Store is a state root: where transactions are recorded.
@@ -119,19 +120,25 @@ type OpenOptions struct {
 
 // Record is a transaction's immutable open record.
 type Record struct {
-	ID         string           `json:"id"`
-	Base       manifest.Bytes   `json:"base"`
-	BaseDevice uint64           `json:"base_device"`
-	BaseInode  uint64           `json:"base_inode"`
-	Backend    string           `json:"backend"`
-	Staged     manifest.Bytes   `json:"staged"`
-	Exclude    Selectors        `json:"exclude"`
-	Protect    Selectors        `json:"protect"`
-	Command    []manifest.Bytes `json:"command,omitempty"`
-	CreatedAt  time.Time        `json:"created_at"`
-	PID        int              `json:"pid"`
-	PortBase   int              `json:"port_base"`
-	Warnings   []string         `json:"warnings,omitempty"`
+	ID         string         `json:"id"`
+	Base       manifest.Bytes `json:"base"`
+	BaseDevice uint64         `json:"base_device"`
+	BaseInode  uint64         `json:"base_inode"`
+	Backend    string         `json:"backend"`
+	Staged     manifest.Bytes `json:"staged"`
+	Exclude    Selectors      `json:"exclude"`
+	// Noise are the default excludes for agent noise in effect. Unlike
+	// other excludes they work both ways: what an agent writes there
+	// (aider's history, Claude's local settings) is not staged and never
+	// part of the change set, so it neither lands in the base nor makes the
+	// next run over the same base refuse.
+	Noise     Selectors        `json:"noise,omitempty"`
+	Protect   Selectors        `json:"protect"`
+	Command   []manifest.Bytes `json:"command,omitempty"`
+	CreatedAt time.Time        `json:"created_at"`
+	PID       int              `json:"pid"`
+	PortBase  int              `json:"port_base"`
+	Warnings  []string         `json:"warnings,omitempty"`
 	// The project config in effect at open (.airlock.toml, read from the
 	// base): its path ("" when none), its validate command (the default of
 	// a commit that names none) and what the stop hooks do.
@@ -240,7 +247,9 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 		}
 	}
 	excl := slices.Concat(cfg.Exclude, o.Exclude)
+	var noise []string
 	if !o.NoDefaultExclude && cfg.DefaultExcludes {
+		noise = DefaultExclude
 		excl = append(slices.Clone(DefaultExclude), excl...)
 	}
 	exclude, err := selector.New(excl)
@@ -335,7 +344,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 	rec := Record{
 		ID: id, Base: manifest.Bytes(base), BaseDevice: dev, BaseInode: ino,
 		Backend: backend.Name(), Staged: manifest.Bytes(staged),
-		Exclude: excl, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
+		Exclude: excl, Noise: noise, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
 		PortBase: port, Warnings: res.Warnings,
 		Config: cfg.Path, Validate: cfg.Validate, StopHook: string(cfg.Hooks.Stop),
 	}

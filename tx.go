@@ -154,14 +154,16 @@ func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) {
 		}
 		return nil, err
 	}
+	// Other excludes are one-directional (what the command creates under
+	// them is a change); agent noise never is.
+	noise, err := selector.New(t.rec.Noise)
+	if err != nil {
+		return nil, fmt.Errorf("default excludes in %s: %w", t.st.Path(recordFile), err)
+	}
 	if b, err := stage.Get(t.rec.Backend); err == nil {
 		if d, ok := b.(stage.Differ); ok {
 			// The backend knows what changed without a walk (overlay).
-			excl, err := selector.New(t.rec.Exclude)
-			if err != nil {
-				return nil, fmt.Errorf("exclude selectors in %s: %w", t.st.Path(recordFile), err)
-			}
-			return d.Changes(ctx, stage.DiffRequest{Base: t.baseRead(), Dir: t.Path(), Skip: excl.MatchSelf})
+			return d.Changes(ctx, stage.DiffRequest{Base: t.baseRead(), Dir: t.Path(), Skip: noise.MatchSelf})
 		}
 	}
 	base, err := manifest.Load(t.st.Path(baseManifestFile))
@@ -172,7 +174,7 @@ func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	now, err := manifest.Walk(ctx, t.Path(), manifest.WalkOptions{})
+	now, err := manifest.Walk(ctx, t.Path(), manifest.WalkOptions{Skip: noise.MatchSelf})
 	if err != nil {
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
@@ -185,11 +187,20 @@ func (t *Tx) removeStaged(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.Remove(ctx, t.Path()); err != nil {
+	remove := b.Remove
+	if fi, err := os.Stat(t.st.Path(stagedOpenFile)); err == nil && fi.Size() > bigStagedManifest {
+		// Thousands of files: delete them in the background.
+		remove = func(ctx context.Context, dir string) error { return stage.Retire(ctx, b, dir) }
+	}
+	if err := remove(ctx, t.Path()); err != nil {
 		return fmt.Errorf("remove staged workspace %s: %w", t.Path(), err)
 	}
 	return nil
 }
+
+// bigStagedManifest is the size of a staged manifest (some 3,000 entries)
+// above which the staged tree is removed in the background.
+const bigStagedManifest = 100 << 10
 
 // ReceiptPath is where the transaction's receipt is (once it settled).
 func (t *Tx) ReceiptPath() string { return t.st.Path(receiptFile) }
