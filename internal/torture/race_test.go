@@ -22,11 +22,12 @@ type editor struct {
 	mu    sync.Mutex
 	lines map[string][]string // path -> lines it wrote
 	times map[string]time.Time
+	hows  map[string]string
 	n     int
 }
 
 func newEditor(base string, paths []string, seed uint64) *editor {
-	return &editor{base: base, paths: paths, rng: rand.New(rand.NewPCG(seed, 3)), lines: map[string][]string{}, times: map[string]time.Time{}}
+	return &editor{base: base, paths: paths, rng: rand.New(rand.NewPCG(seed, 3)), lines: map[string][]string{}, times: map[string]time.Time{}, hows: map[string]string{}}
 }
 
 // edit makes one edit; a path that is gone is left gone (that edit failed
@@ -70,7 +71,7 @@ func (e *editor) edit() {
 	e.mu.Lock()
 	e.lines[p] = append(e.lines[p], line)
 	e.times[p+"\x00"+line] = time.Now()
-	_ = how
+	e.hows[p+"\x00"+line] = how
 	e.mu.Unlock()
 }
 
@@ -97,7 +98,7 @@ func (e *editor) lost(t *testing.T) []string {
 		b, _ := os.ReadFile(filepath.Join(e.base, p))
 		for _, l := range ls {
 			if !strings.Contains(string(b), l) {
-				out = append(out, fmt.Sprintf("%s: %q (made at %s)", p, strings.TrimSpace(l), e.times[p+"\x00"+l].Format("15:04:05.000000")))
+				out = append(out, fmt.Sprintf("%s: %q (made %s at %s)", p, strings.TrimSpace(l), e.hows[p+"\x00"+l], e.times[p+"\x00"+l].Format("15:04:05.000000")))
 			}
 		}
 	}
@@ -253,7 +254,7 @@ func TestRacingEditorDuringCommit(t *testing.T) {
 		if *knownFlag {
 			t.Error(msg)
 		} else {
-			t.Logf("KNOWN BUG (the window between the commit's last check of a path and its rename): %s", msg)
+			t.Logf("KNOWN BUG (a rollback's displaced copies are deleted with the journal; see TestEditDuringApplyIsKept): %s", msg)
 		}
 	}
 }
@@ -293,7 +294,7 @@ func TestEditAfterJournalIsLost(t *testing.T) {
 func displaced(t *testing.T, w *world, lost string) bool {
 	t.Helper()
 	_, q, _ := strings.Cut(lost, ": ")
-	q = q[:strings.LastIndex(q, " (made at")]
+	q = q[:strings.LastIndex(q, " (made ")]
 	line := ""
 	if _, err := fmt.Sscanf(q, "%q", &line); err != nil {
 		return false
@@ -305,4 +306,50 @@ func displaced(t *testing.T, w *world, lost string) bool {
 		}
 	}
 	return false
+}
+
+// TestEditDuringApplyIsKept pauses the apply after its last step, when every
+// path has been written, and appends to a file the commit has just
+// replaced. The apply's verification then fails and the commit rolls back;
+// the rollback must not throw the edit away: it stays in the base, or is
+// kept aside in the transaction's state and reported.
+func TestEditDuringApplyIsKept(t *testing.T) {
+	knownBug(t, "the rollback of a failed apply (commit.go, Tx.apply) saves foreign content it finds on a path it restores in the journal's displaced directory and then retires the journal, deleting it; Store.Recover likewise keeps that directory only when its own restore displaced something")
+	w := newWorld(t)
+	same, del, _ := raceBase(t, w)
+	staged := w.open("w2")
+	stageRaceChanges(t, staged, same, del)
+	pause := t.TempDir()
+	steps := len(same) + len(del) // a creation per rewrite, a removal per delete
+	p := w.start([]string{fmt.Sprintf("AIRLOCK_TEST_PAUSE=apply:%d:%s", steps, pause)}, "commit", "w2")
+	waitFile(t, filepath.Join(pause, "reached"), p)
+	const edit = "an edit made while the apply ran\n"
+	fh, err := os.OpenFile(filepath.Join(w.base, "same/f00"), os.O_WRONLY|os.O_APPEND, 0)
+	check(t, err)
+	_, err = fh.WriteString(edit)
+	check(t, err)
+	check(t, fh.Close())
+	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
+	r := p.wait()
+	if r.code == 125 {
+		w.must("recover", "--workdir", w.base)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.base, "same/f00")); strings.Contains(string(b), edit) {
+		return
+	}
+	found := ""
+	filepath.Walk(w.state, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), edit) {
+				found = p
+			}
+		}
+		return nil
+	})
+	if found == "" {
+		t.Fatalf("the edit to same/f00 is in neither the base nor the transaction's state (commit exit %d %s %s): lost", r.code, r.block()["outcome"], r.block()["refusal"])
+	}
+	if !strings.Contains(r.stderr, found) && !strings.Contains(r.stderr, filepath.Dir(found)) {
+		t.Errorf("the edit was kept in %s, but the commit's report does not say where: %v", found, r)
+	}
 }

@@ -441,11 +441,11 @@ func (a tree) small(p string) bool {
 }
 
 // withoutLinkedParents drops from b what airlock refuses today although it
-// is a plain change: a path beneath a directory that is a symlink in a (a
-// symlink the change set turns into a directory with children), and a
-// symlink standing where a holds a directory with children (so that the
-// way back is not such a change either). TestSymlinkBecomesDirectory
-// tracks the refusal.
+// is a plain change: a directory with files replaced by a symlink (the
+// deletions beneath it read as writes through the new symlink; see
+// TestDirectoryBecomesSymlink). The crash rig turns A into B and B back
+// into A, so both a symlink in a where b has a directory with children
+// and the reverse are dropped.
 func withoutLinkedParents(a, b tree) tree {
 	b = b.clone()
 	for _, p := range b.sortedPaths() {
