@@ -201,18 +201,18 @@ func (c *copier) run(root fs.FileInfo) error {
 		defer stop()
 	}
 	for _, level := range c.dirs {
-		if err := c.each(level, true, c.mkdir); err != nil {
+		if err := c.each(c.byParent(level), true, c.mkdir); err != nil {
 			return err
 		}
 	}
-	if err := c.each(c.files, true, c.copyFile); err != nil {
+	if err := c.each(c.byParent(c.files), true, c.copyFile); err != nil {
 		return err
 	}
-	if err := c.each(c.links, true, c.symlink); err != nil {
+	if err := c.each(c.byParent(c.links), true, c.symlink); err != nil {
 		return err
 	}
 	for d := len(c.dirs) - 1; d >= 0; d-- {
-		if err := c.each(c.dirs[d], false, c.fixDir); err != nil {
+		if err := c.each(c.byParent(c.dirs[d]), false, c.fixDir); err != nil {
 			return err
 		}
 	}
@@ -225,25 +225,59 @@ func (c *copier) run(root fs.FileInfo) error {
 	return nil
 }
 
-// each runs fn over the entries idx on a bounded pool of workers. The
-// first error cancels the rest and is the one returned.
-func (c *copier) each(idx []int, counted bool, fn func(e, staged *manifest.Entry) error) error {
+// groupMax bounds a group of entries one worker handles in a row, so that
+// a directory of many thousand files still spreads over the workers.
+const groupMax = 512
+
+// byParent groups entries by their parent directory, in groups of at most
+// groupMax. Workers take whole groups: entries made in one directory by
+// several workers at once contend for that directory's lock, and on ext4
+// the kernel then spins, costing several times the work itself.
+func (c *copier) byParent(idx []int) [][]int {
+	at := map[string]int{}
+	var groups [][]int
+	for _, i := range idx {
+		p := c.m.Entries[i].Path
+		parent := ""
+		if k := strings.LastIndexByte(p, '/'); k >= 0 {
+			parent = p[:k]
+		}
+		g, ok := at[parent]
+		if !ok || len(groups[g]) >= groupMax {
+			g = len(groups)
+			at[parent] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// each runs fn over the entries of groups on a bounded pool of workers,
+// one group at a time per worker. The first error cancels the rest and is
+// the one returned.
+func (c *copier) each(groups [][]int, counted bool, fn func(e, staged *manifest.Entry) error) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(copyWorkers, len(idx)) {
+	for range min(copyWorkers, len(groups)) {
 		wg.Go(func() {
 			for c.ctx.Err() == nil {
 				k := int(next.Add(1) - 1)
-				if k >= len(idx) {
+				if k >= len(groups) {
 					return
 				}
-				if err := fn(&c.m.Entries[idx[k]], &c.staged[idx[k]]); err != nil {
-					c.cancel(err)
-					return
-				}
-				if counted {
-					c.done.Add(1)
-					c.meter.Add(1, 0)
+				for _, i := range groups[k] {
+					if c.ctx.Err() != nil {
+						return
+					}
+					if err := fn(&c.m.Entries[i], &c.staged[i]); err != nil {
+						c.cancel(err)
+						return
+					}
+					if counted {
+						c.done.Add(1)
+						c.meter.Add(1, 0)
+					}
 				}
 			}
 		})

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -138,4 +140,19 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// removeDetached starts `rm -rf` on path in its own session and does not
+// wait for it: it outlives this process. A tree it cannot remove (a
+// directory the command left without write permission, for a user who is
+// not root) stays in the transaction's state, which gc removes.
+func removeDetached(path string) error {
+	cmd := exec.Command("rm", "-rf", "--", path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	// Reap it if this process lives long enough; never block on it.
+	go cmd.Wait()
+	return nil
 }
