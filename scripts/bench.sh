@@ -4,8 +4,8 @@
 #   scripts/bench.sh                 # generate a 13k-file tree and measure it
 #   FILES=63000 scripts/bench.sh     # a bigger generated tree
 #   TREE=/path/to/repo scripts/bench.sh   # measure an existing git checkout
-#                                    # (the commit step adds and removes
-#                                    # files under airlock-bench-*/ in it)
+#                                    # (the commit step writes files under
+#                                    # airlock-bench/ in it, removed at the end)
 #
 # Environment: RUNS (interleaved rounds, default 3), WORK (scratch directory
 # on the tree's file system, default a new one under /tmp), KEEP=1 keeps it.
@@ -27,6 +27,7 @@ export AIRLOCK_STATE_DIR=$WORK/state
 AIRLOCK=$WORK/airlock
 
 cleanup() {
+	rm -rf "${BIG:-/nonexistent}/airlock-bench" "${SMALL:-/nonexistent}/airlock-bench"
 	if [ "${KEEP:-}" != 1 ]; then
 		for d in "$WORK"/state/tx/*/staged; do
 			[ -d "$d" ] && umount -l "$d" 2>/dev/null || true
@@ -87,6 +88,21 @@ median() { # microsecond samples -> median in ms with one decimal
 	printf '%s\n' $1 | sort -n | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "%.1f", m/1000}'
 }
 
+# quiet: wait for staged trees that airlock removes in the background
+# (and the copies removed between rounds) before measuring again.
+quiet() {
+	while pgrep -f "rm -rf -- $WORK" >/dev/null; do sleep 1; done
+	sync
+	sleep 3
+}
+
+# commit10 DIR R: modify the 5 files of DIR/airlock-bench and add 5 new ones
+commit10() {
+	local d=$1 i
+	for i in 1 2 3 4 5; do echo "round $2" >>"$d/airlock-bench/m$i.txt"; done
+	for i in 1 2 3 4 5; do echo "new $i" >"$d/airlock-bench/n$2-$i.txt"; done
+}
+
 edit10() { # edit 10 files (adds and modifications) under $1
 	local d=$1 i
 	local files
@@ -96,10 +112,14 @@ edit10() { # edit 10 files (adds and modifications) under $1
 	for i in 1 2 3 4 5; do echo "new $i" >"$d/airlock-bench-$2/f$i.txt"; done
 }
 
+for dir in "$BIG" "$SMALL"; do
+	mkdir -p "$dir/airlock-bench"
+	for i in 1 2 3 4 5; do echo "bench file $i" >"$dir/airlock-bench/m$i.txt"; done
+done
+
 for r in $(seq 1 "$RUNS"); do
 	log "round $r of $RUNS"
-	sync
-	sleep 2
+	quiet
 	m "cp -a" cp -a "$BIG" "$WORK/cp-$r"
 	sleep 2
 	m "git worktree add" git -C "$BIG" worktree add -q --detach "$WORK/wt-$r"
@@ -116,31 +136,36 @@ for r in $(seq 1 "$RUNS"); do
 	done
 	m "git status --porcelain" git -C "$BIG" status --porcelain
 
-	# commit a 10-file change, on the small and the big tree
-	for tree in small big; do
-		dir=$SMALL
-		[ $tree = big ] && dir=$BIG
-		"$AIRLOCK" open --workdir "$dir" --backend copy --id "c-$tree-$r" >/dev/null
-		edit10 "$AIRLOCK_STATE_DIR/tx/c-$tree-$r/staged" "c$r"
-		m "commit 10-file change ($tree tree)" "$AIRLOCK" commit "c-$tree-$r" --quiet
-		# put the base back for the next round
-		"$AIRLOCK" undo "c-$tree-$r" --workdir "$dir" >/dev/null 2>&1 || true
+	# commit a 10-file change (5 modified, 5 added), on the small and the
+	# big tree, with the copy backend (the tree is walked to diff) and
+	# with overlay (the upper layer is read)
+	for b in $BACKENDS; do
+		for tree in small big; do
+			dir=$SMALL
+			[ $tree = big ] && dir=$BIG
+			quiet
+			"$AIRLOCK" open --workdir "$dir" --backend "$b" --id "c-$b-$tree-$r" >/dev/null
+			commit10 "$AIRLOCK_STATE_DIR/tx/c-$b-$tree-$r/staged" "$b$r"
+			m "commit 10-file change ($b, $tree tree)" "$AIRLOCK" commit "c-$b-$tree-$r" --quiet
+		done
 	done
 
 	for b in $BACKENDS; do
+		quiet
 		m "run -- true ($b)" "$AIRLOCK" run --workdir "$BIG" --backend "$b" --quiet -- true
 	done
+	# the copies and worktree of this round go in the background too
+	(rm -rf -- "$WORK/cp-$r" &)
+	git -C "$BIG" worktree remove --force "$WORK/wt-$r" >/dev/null 2>&1 &
 done
 
 if [ -x /usr/bin/time ]; then
 	for b in $BACKENDS; do
 		/usr/bin/time -f %M -o "$WORK/rss" "$AIRLOCK" open --workdir "$BIG" --backend "$b" --id "rss-$b" >/dev/null 2>&1
 		RSS="$RSS open/$b=$(($(cat "$WORK/rss") / 1024)) MiB"
-		P=$AIRLOCK_STATE_DIR/tx/rss-$b/staged
-		edit10 "$P" rss
+		commit10 "$AIRLOCK_STATE_DIR/tx/rss-$b/staged" "rss$b"
 		/usr/bin/time -f %M -o "$WORK/rss" "$AIRLOCK" commit "rss-$b" --quiet >/dev/null 2>&1 || true
 		RSS="$RSS commit/$b=$(($(cat "$WORK/rss") / 1024)) MiB"
-		"$AIRLOCK" undo "rss-$b" --workdir "$BIG" >/dev/null 2>&1 || true
 	done
 fi
 
@@ -161,8 +186,10 @@ echo "| \`git status --porcelain\` | $(ms "git status --porcelain") | |"
 for b in $BACKENDS; do
 	echo "| airlock diff after a 10-file edit ($b) | $(ms "diff after 10-file edit ($b)") | $(ratio "diff after 10-file edit ($b)" "git status --porcelain") of git status |"
 done
-echo "| commit of a 10-file change, 1k-file tree | $(ms "commit 10-file change (small tree)") | |"
-echo "| commit of a 10-file change, this tree | $(ms "commit 10-file change (big tree)") | $(ratio "commit 10-file change (big tree)" "commit 10-file change (small tree)") of the 1k-file tree |"
+for b in $BACKENDS; do
+	echo "| commit of a 10-file change, 1k-file tree ($b) | $(ms "commit 10-file change ($b, small tree)") | |"
+	echo "| commit of a 10-file change, this tree ($b) | $(ms "commit 10-file change ($b, big tree)") | $(ratio "commit 10-file change ($b, big tree)" "commit 10-file change ($b, small tree)") of the 1k-file tree |"
+done
 for b in $BACKENDS; do
 	echo "| \`airlock run -- true\` ($b) | $(ms "run -- true ($b)") | |"
 done
