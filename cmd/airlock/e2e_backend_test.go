@@ -1,0 +1,43 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestE2EOverlaySamePath: with --backend overlay the command sees the
+// merged tree at the base's own path, its writes (through the absolute
+// path too) stay in the upper layer until the commit, and settling leaves
+// no mount behind.
+func TestE2EOverlaySamePath(t *testing.T) {
+	x := newH(t)
+	if err := os.MkdirAll(x.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if r := x.airlock("doctor"); !strings.Contains(r.stdout, "overlay     supported") || !strings.Contains(r.stdout, "namespaces  supported") {
+		t.Skipf("overlay or namespaces unsupported here:\n%s", r.stdout)
+	}
+	build(t, x.base, tree{"sub/f": F(0o644, "f\n"), "gone": F(0o644, "g\n")})
+	r := x.exec(run{
+		dir:  x.base,
+		env:  []string{"BASE=" + x.base},
+		args: []string{"run", "--backend", "overlay", "--id", "ov", "--", "sh", "-c", `[ "$(pwd -P)" = "$BASE" ] && cat "$BASE/sub/f" && echo abs > "$BASE/abs.txt" && rm gone`},
+	})
+	wantCode(t, r, 0)
+	if strings.Contains(r.stderr, "same-path mode unavailable") {
+		t.Errorf("same-path mode fell back with overlay:\n%s", r.stderr)
+	}
+	wantBlock(t, r, map[string]string{"outcome": "committed", "added": "1", "deleted": "1", "modified": "0"})
+	if got := readFile(t, filepath.Join(x.base, "abs.txt")); got != "abs\n" {
+		t.Errorf("abs.txt = %q after the commit", got)
+	}
+	if exists(filepath.Join(x.base, "gone")) {
+		t.Error("gone is still in the base")
+	}
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mi), x.state) {
+		t.Errorf("a mount under the state directory is left after the commit:\n%s", mi)
+	}
+}
