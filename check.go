@@ -237,7 +237,7 @@ func (t *Tx) checked(r *Refusal, digest string, limited bool) (*Refusal, error) 
 	}
 	if r != nil {
 		detail["refusal"] = string(r.Kind)
-		detail["paths"] = r.Paths
+		detail["paths"] = rawPaths(r.Paths)
 		detail["reason"] = r.Reason
 	}
 	if err := t.event(eventChecked, detail); err != nil {

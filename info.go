@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -86,6 +87,8 @@ func (s *Store) List(ctx context.Context, all bool) ([]*Info, error) {
 		}
 		out = append(out, in)
 	}
+	// Oldest first, whatever the ids: a chosen --id sorts anywhere.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out, nil
 }
 

@@ -3,6 +3,8 @@ package airlock
 import (
 	"fmt"
 	"strings"
+
+	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 // RefusalKind names why a commit did not happen. The values are SPEC.md's
@@ -57,4 +59,14 @@ func quotePaths(paths []string, most int) string {
 
 func refuse(kind RefusalKind, paths []string, format string, args ...any) *Refusal {
 	return &Refusal{Kind: kind, Paths: paths, Reason: fmt.Sprintf(format, args...)}
+}
+
+// rawPaths keeps paths' exact bytes in JSON state (an event's detail): a
+// name that is not valid UTF-8 would otherwise come back as U+FFFD.
+func rawPaths(paths []string) []manifest.Bytes {
+	out := make([]manifest.Bytes, len(paths))
+	for i, p := range paths {
+		out[i] = manifest.Bytes(p)
+	}
+	return out
 }

@@ -131,7 +131,7 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	detail := map[string]any{"receipt": rc.Digest, "added": a, "modified": m, "deleted": d}
 	if r != nil {
 		detail["refusal"] = string(r.Kind)
-		detail["paths"] = r.Paths
+		detail["paths"] = rawPaths(r.Paths)
 		detail["reason"] = r.Reason
 	}
 	ev := map[Outcome]string{Committed: eventCommitted, Discarded: eventDiscarded, Refused: eventRefused, NoChanges: eventNoChanges}[out]

@@ -165,6 +165,9 @@ func (x *h) start(r run) *proc {
 		cmd.Dir = x.home
 	}
 	cmd.Env = x.environ(r.env...)
+	// A command airlock started may outlive a killed airlock and hold the
+	// output pipes: do not wait for it forever.
+	cmd.WaitDelay = 5 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Start(); err != nil {
