@@ -81,6 +81,7 @@ func newRoot(io IO) *cobra.Command {
 		newDoctorCmd(io),
 		newHookCmd(io),
 		newInitCmd(io),
+		newReviewCmd(io),
 		newMCPCmd(io),
 		newCompletionCmd(io),
 	)

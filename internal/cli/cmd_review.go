@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/review"
+)
+
+func newReviewCmd(io IO) *cobra.Command {
+	var workdir, validate string
+	var timeout time.Duration
+	var noBrowser, quiet bool
+	c := &cobra.Command{
+		Use:   "review [ID]",
+		Short: "A review page on 127.0.0.1: the diff, Commit / Discard / Approve",
+		Long: `review serves a page for one transaction on 127.0.0.1, at a random port and
+under a random token, prints its URL on stdout and opens it in a browser when
+one is available. The page shows the change set as a unified or side-by-side
+diff, the refusal if any, and Commit, Approve & commit (protected paths
+approved) and Discard buttons.
+
+Without ID it reviews the newest open or refused transaction over the current
+directory (or --workdir), or the one whose staged workspace holds it.
+
+review ends when the transaction is committed or discarded from the page
+(exit 0), on Ctrl-C or after --timeout (exit 1, or 75 when the page's last
+commit was refused); the transaction is kept unless it was settled.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			st, err := store()
+			if err != nil {
+				return err
+			}
+			var tx *airlock.Tx
+			if len(args) == 1 {
+				tx, err = st.Tx(args[0])
+			} else {
+				tx, err = newestReviewable(st, workdir)
+			}
+			if err != nil {
+				return err
+			}
+			srv, err := review.New(tx, review.Options{Validate: validate, NoValidate: noValidate(c), Log: io.Err})
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			fmt.Fprintln(io.Out, srv.URL())
+			opened := !noBrowser && review.OpenBrowser(srv.URL())
+			how := "open the URL above in a browser"
+			if opened {
+				how = "opened in your browser"
+			}
+			fmt.Fprintf(io.Err, "airlock: reviewing transaction %s (%s); Ctrl-C stops the review and keeps the transaction\n", tx.ID(), how)
+			out, err := srv.Serve(ctx)
+			if err != nil {
+				return err
+			}
+			if out.Result != nil && !quiet && (out.Settled || out.Err != nil) {
+				writeBlock(io.Err, out.Result)
+			}
+			var refusal *airlock.Refusal
+			switch {
+			case out.Settled:
+				return nil
+			case errors.As(out.Err, &refusal):
+				return &exitError{code: exitRefused, msg: fmt.Sprintf("review ended; transaction %s is kept, refused (%s)", tx.ID(), refusal.Kind)}
+			case out.Err != nil:
+				return out.Err
+			}
+			why := "interrupted"
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = "timed out after " + timeout.String()
+			}
+			return &exitError{code: 1, msg: fmt.Sprintf("review %s with no decision; transaction %s is kept", why, tx.ID())}
+		},
+	}
+	c.Flags().StringVar(&workdir, "workdir", "", "without ID: the base whose newest transaction to review (default: the current directory)")
+	c.Flags().DurationVar(&timeout, "timeout", 0, "stop the review after this long (0: no limit)")
+	c.Flags().BoolVar(&noBrowser, "no-browser", false, "only print the URL; do not open a browser")
+	c.Flags().StringVar(&validate, "validate", "", validateHelp)
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
+	return c
+}
+
+// newestReviewable is the transaction a review without an id is for: the
+// one whose staged workspace holds dir, else the newest open or refused
+// one over the base that is dir or holds it.
+func newestReviewable(st *airlock.Store, dir string) (*airlock.Tx, error) {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("current directory: %w", err)
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	if _, err := os.Stat(st.Dir()); err != nil {
+		return nil, fmt.Errorf("no transactions to review: the state directory %s does not exist", st.Dir())
+	}
+	ids, err := st.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var best *airlock.Tx
+	for _, id := range ids {
+		tx, err := st.Tx(id)
+		if err != nil {
+			continue
+		}
+		status, err := tx.Status()
+		if err != nil || (status != airlock.StatusOpen && status != airlock.StatusRefused) {
+			continue
+		}
+		if inside(abs, tx.Path()) {
+			return tx, nil
+		}
+		if !inside(abs, tx.Base()) {
+			continue
+		}
+		if best == nil || tx.Record().CreatedAt.After(best.Record().CreatedAt) {
+			best = tx
+		}
+	}
+	if best == nil {
+		return nil, fmt.Errorf("no open or refused transaction over %s; name one (airlock list)", abs)
+	}
+	return best, nil
+}
+
+// inside reports whether p is dir or lies beneath it.
+func inside(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && filepath.IsLocal(rel)
+}

@@ -1,0 +1,370 @@
+package review_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// chromium finds a headless-capable Chromium: $AIRLOCK_CHROMIUM, else the
+// usual names on PATH.
+func chromium(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("AIRLOCK_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("the review page's browser test needs Chromium, and none was found (chromium, chromium-browser, google-chrome on PATH): " +
+		"install it (Debian: apt-get install -y chromium) or set AIRLOCK_CHROMIUM to a Chrome or Chromium binary")
+	return ""
+}
+
+// artefacts is where screenshots go: $AIRLOCK_TEST_ARTIFACTS when set
+// (kept after the test), else the test's temporary directory.
+func artefacts(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("AIRLOCK_TEST_ARTIFACTS")
+	if dir == "" {
+		return t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestReviewInChromium reviews transactions in a real headless Chromium.
+// First the diff is on the page, requests without the token or from
+// another origin (a cross-site form in the same browser) are refused and
+// change nothing, and pressing Commit lands the change and ends the
+// review. Then a protected path is refused and approved.
+func TestReviewInChromium(t *testing.T) {
+	chrome := chromium(t)
+	ctx, shot := newBrowser(t, chrome)
+	t.Run("commit", func(t *testing.T) { reviewCommit(t, ctx, shot) })
+	t.Run("refusal then approval", func(t *testing.T) { reviewRefusal(t, ctx, shot) })
+}
+
+func reviewCommit(t *testing.T, ctx context.Context, shot func(string)) {
+	w := newWorld(t, map[string]string{
+		"src/app.go": "package app\n\nfunc Hello() string {\n\treturn \"hello\"\n}\n",
+		"README.md":  "# demo\n\nA small project.\n",
+		"old.txt":    "to be removed\n",
+	})
+	id, staged := w.open()
+	writeFiles(t, staged, map[string]string{
+		"src/app.go": "package app\n\nfunc Hello() string {\n\treturn \"hello, reviewer\"\n}\n\nfunc Bye() string { return \"bye\" }\n",
+		"NOTES.md":   "Reviewed <b>in a browser</b> & rendered on the server.\n",
+	})
+	if err := os.Remove(filepath.Join(staged, "old.txt")); err != nil {
+		t.Fatal(err)
+	}
+
+	rv := w.startReview(w.home, id, "--timeout", "2m")
+	url := rv.url
+
+	forge(t, url)
+	w.unchanged()
+
+	// The page shows the change set.
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.ID("commit"))); err != nil {
+		t.Fatalf("load the review page: %v\n%s", err, rv.stderr())
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"src/app.go", "NOTES.md", "old.txt", `return "hello, reviewer"`, `return "hello"`, "func Bye()", "Reviewed <b>in a browser</b> & rendered on the server."} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page does not show %q:\n%s", want, text)
+		}
+	}
+	shot("review-unified.png")
+	if err := chromedp.Do(ctx, chromedp.Navigate(url+"?view=split"), chromedp.WaitVisible(chromedp.CSS("table.split"))); err != nil {
+		t.Fatalf("side-by-side view: %v", err)
+	}
+	split, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(split, `return "hello, reviewer"`) {
+		t.Errorf("the side-by-side view does not show the change:\n%s", split)
+	}
+	shot("review-split.png")
+
+	// A page on another origin posts a form to the review URL, token and
+	// all, from the same browser: the browser sends its own Origin, and
+	// the review refuses it.
+	evil := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(rw, `<form id=f method=post action="%scommit"></form><script>document.getElementById('f').submit()</script>`, url)
+	}))
+	defer evil.Close()
+	if err := chromedp.Do(ctx, chromedp.Navigate(evil.URL)); err != nil {
+		t.Fatalf("cross-origin form: %v", err)
+	}
+	var forbidden string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		forbidden, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		if err == nil && strings.Contains(forbidden, "403 forbidden") {
+			break
+		}
+	}
+	if !strings.Contains(forbidden, "403 forbidden") {
+		t.Errorf("a cross-origin form post was not refused; the browser shows:\n%s", forbidden)
+	}
+	w.unchanged()
+
+	// Commit from the page.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.ID("commit")),
+		chromedp.Click(chromedp.ID("commit")),
+	); err != nil {
+		t.Fatalf("press Commit: %v\n%s", err, rv.stderr())
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
+	err = chromedp.Do(wctx, chromedp.WaitVisible(chromedp.ID("outcome")))
+	wcancel()
+	if err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		shot("review-commit-failed.png")
+		t.Fatalf("no outcome after pressing Commit (%v); the browser is at %s showing:\n%.2000s\nreview's stderr:\n%s", err, loc, body, rv.stderr())
+	}
+	outcome, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("outcome")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(outcome, "Committed to the base") || !strings.Contains(outcome, "2 added") && !strings.Contains(outcome, "1 added") {
+		t.Errorf("outcome banner: %q", outcome)
+	}
+	shot("review-committed.png")
+	if got := readFile(t, filepath.Join(w.base, "src", "app.go")); !strings.Contains(got, "hello, reviewer") {
+		t.Errorf("the base did not change: src/app.go is %q", got)
+	}
+	if exists(filepath.Join(w.base, "old.txt")) || !exists(filepath.Join(w.base, "NOTES.md")) {
+		t.Error("the base is not base + change set")
+	}
+	code := rv.wait()
+	if code != 0 || !strings.Contains(rv.stderr(), "airlock.outcome=committed") {
+		t.Errorf("review exited %d after the commit\n%s", code, rv.stderr())
+	}
+}
+
+// newBrowser starts a headless Chromium with a fresh profile and returns a
+// tab's context and a function that saves a screenshot of the page as a
+// test artefact.
+func newBrowser(t *testing.T, chrome string) (context.Context, func(name string)) {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(cancelT)
+	shots := artefacts(t)
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		p := filepath.Join(shots, name)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+
+	return ctx, shot
+}
+
+// forge sends the requests a page on another site could make, or a local
+// process without the token: each must get 403.
+func forge(t *testing.T, url string) {
+	t.Helper()
+	origin := strings.Join(strings.Split(url, "/")[:3], "/")
+	token := strings.Split(url, "/")[3]
+	forged := []struct {
+		name, method, url, origin, host string
+	}{
+		{"page without the token", "GET", origin + "/", "", ""},
+		{"page with a wrong token", "GET", origin + "/" + strings.Repeat("0", len(token)) + "/", "", ""},
+		{"commit without the token", "POST", origin + "/commit", origin, ""},
+		{"commit without an Origin", "POST", url + "commit", "", ""},
+		{"commit from another origin", "POST", url + "commit", "http://evil.example", ""},
+		{"approve from another local port", "POST", url + "approve", "http://127.0.0.1:1", ""},
+		{"discard for a rebound host name", "POST", url + "discard", "http://attacker.example:80", "attacker.example"},
+	}
+	for _, f := range forged {
+		req, err := http.NewRequest(f.method, f.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.origin != "" {
+			req.Header.Set("Origin", f.origin)
+		}
+		if f.host != "" {
+			req.Host = f.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 403", f.name, resp.StatusCode)
+		}
+	}
+}
+
+// review is a running `airlock review`.
+type review struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	errb *bytes.Buffer
+	done chan int
+}
+
+func (r *review) stderr() string { return r.errb.String() }
+
+func (r *review) wait() int {
+	select {
+	case c := <-r.done:
+		return c
+	case <-time.After(20 * time.Second):
+		r.t.Fatalf("review did not exit\n%s", r.stderr())
+		return -1
+	}
+}
+
+// startReview starts `airlock review --no-browser ARGS...` in dir and
+// reads the URL it prints.
+func (w *world) startReview(dir string, args ...string) *review {
+	w.t.Helper()
+	cmd := exec.Command(airlockBin, append([]string{"review", "--no-browser"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = w.environ()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	r := &review{t: w.t, cmd: cmd, errb: &bytes.Buffer{}, done: make(chan int, 1)}
+	cmd.Stderr = r.errb
+	if err := cmd.Start(); err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() {
+		cmd.Process.Kill()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		w.t.Fatalf("review printed no URL: %v\n%s", err, r.stderr())
+	}
+	r.url = strings.TrimSpace(line)
+	if !strings.HasPrefix(r.url, "http://127.0.0.1:") {
+		w.t.Fatalf("URL %q is not on 127.0.0.1", r.url)
+	}
+	go func() {
+		cmd.Wait()
+		r.done <- cmd.ProcessState.ExitCode()
+	}()
+	return r
+}
+
+// reviewRefusal: a change to a protected path is flagged on the page;
+// Commit is refused and says why, with the base untouched; and Approve &
+// commit lands it.
+func reviewRefusal(t *testing.T, ctx context.Context, shot func(string)) {
+	w := newWorld(t, map[string]string{"app.py": "print('hi')\n"})
+	id, staged := w.open()
+	writeFiles(t, staged, map[string]string{".envrc": "export API_URL=http://localhost:8080\n", "app.py": "print('hi there')\n"})
+	rv := w.startReview(w.base, "--timeout", "2m") // no id: the newest over the current directory
+	if err := chromedp.Do(ctx, chromedp.Navigate(rv.url), chromedp.WaitVisible(chromedp.ID("commit"))); err != nil {
+		t.Fatalf("load the review page: %v\n%s", err, rv.stderr())
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "Protected paths changed") || !strings.Contains(text, ".envrc") || !strings.Contains(text, id) && !strings.Contains(rv.stderr(), id) {
+		t.Errorf("the page does not flag the protected path:\n%s", text)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("commit")), chromedp.WaitVisible(chromedp.ID("outcome"))); err != nil {
+		t.Fatalf("press Commit: %v\n%s", err, rv.stderr())
+	}
+	outcome, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("outcome")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(outcome, "Commit refused: ProtectedPathNotApproved") || !strings.Contains(outcome, ".envrc") {
+		t.Errorf("outcome banner after Commit: %q", outcome)
+	}
+	shot("review-refused.png")
+	if treeDigest(t, w.base) != w.digest {
+		t.Fatal("a refused commit changed the base")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("approve"))); err != nil {
+		t.Fatalf("press Approve & commit: %v\n%s", err, rv.stderr())
+	}
+	// The refused page has an #outcome too: wait for the new one.
+	outcome = waitText(ctx, "#outcome", "Committed to the base")
+	if !strings.Contains(outcome, "Committed to the base") {
+		t.Errorf("outcome banner after Approve: %q", outcome)
+	}
+	if readFile(t, filepath.Join(w.base, ".envrc")) != "export API_URL=http://localhost:8080\n" {
+		t.Error("the approved change did not land")
+	}
+	if code := rv.wait(); code != 0 {
+		t.Errorf("review exited %d\n%s", code, rv.stderr())
+	}
+}
+
+// waitText polls the text of the element sel until it holds want, for a
+// few seconds, and returns the last text read.
+func waitText(ctx context.Context, sel, want string) string {
+	var text string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		got, err := chromedp.Run(wctx, chromedp.Text(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			text = got
+			if strings.Contains(text, want) {
+				break
+			}
+		}
+	}
+	return text
+}

@@ -1,0 +1,174 @@
+package review_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// airlockBin is the binary the tests drive; TestMain builds it once.
+var airlockBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err == nil {
+		_, err = os.Stat(filepath.Join(root, "go.mod"))
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "review tests: cannot find the module root: %v\n", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "airlock-review-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	airlockBin = filepath.Join(dir, "airlock")
+	build := exec.Command("go", "build", "-o", airlockBin, "./cmd/airlock")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "review tests: go build ./cmd/airlock failed: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// world is one test's base, state root and home.
+type world struct {
+	t                 *testing.T
+	base, state, home string
+	digest            string // the base's digest when the transaction opened
+	id                string
+}
+
+func newWorld(t *testing.T, files map[string]string) *world {
+	t.Helper()
+	w := &world{t: t, base: realDir(t), state: filepath.Join(realDir(t), "state"), home: realDir(t)}
+	writeFiles(t, w.base, files)
+	return w
+}
+
+func realDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for rel, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func (w *world) environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "AIRLOCK_") && k != "AIRLOCK_TEST_ARTIFACTS" || k == "HOME" || k == "XDG_STATE_HOME" || k == "DISPLAY" || k == "WAYLAND_DISPLAY" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "AIRLOCK_STATE_DIR="+w.state, "HOME="+w.home)
+}
+
+// airlock runs the binary and returns its stdout; it fails the test on a
+// non-zero exit.
+func (w *world) airlock(args ...string) string {
+	w.t.Helper()
+	cmd := exec.Command(airlockBin, args...)
+	cmd.Dir = w.home
+	cmd.Env = w.environ()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		w.t.Fatalf("airlock %q: %v\n%s", args, err, errb.String())
+	}
+	return out.String()
+}
+
+// open opens a transaction over the base and returns its id and staged
+// path; the base's digest at that moment is what unchanged compares with.
+func (w *world) open() (string, string) {
+	w.t.Helper()
+	lines := strings.Split(strings.TrimSpace(w.airlock("open", "--workdir", w.base)), "\n")
+	if len(lines) != 2 {
+		w.t.Fatalf("open printed %q", lines)
+	}
+	w.id = lines[0]
+	w.digest = treeDigest(w.t, w.base)
+	return lines[0], lines[1]
+}
+
+// unchanged fails the test unless the base is as it was at open and the
+// transaction is still open.
+func (w *world) unchanged() {
+	w.t.Helper()
+	if treeDigest(w.t, w.base) != w.digest {
+		w.t.Fatal("the base changed")
+	}
+	if out := w.airlock("show", w.id, "--json"); !strings.Contains(out, `"status": "open"`) {
+		w.t.Fatalf("the transaction is no longer open:\n%s", out)
+	}
+}
+
+// treeDigest hashes every path and file content under root.
+func treeDigest(t *testing.T, root string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		fmt.Fprintf(h, "%s\x00%v\x00", rel, d.Type())
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h.Write(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

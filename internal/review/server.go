@@ -1,0 +1,282 @@
+package review
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/selector"
+)
+
+// Options say how a review commits.
+type Options struct {
+	// Validate and NoValidate are passed to the commit: an empty Validate
+	// means the project config's recorded at open.
+	Validate   string
+	NoValidate bool
+	// Log receives a line per action, for the terminal that started the
+	// review.
+	Log io.Writer
+}
+
+// Outcome is how a review ended.
+type Outcome struct {
+	// Result is the last settle attempt's result (nil when none was made).
+	Result *airlock.Result
+	// Err is that attempt's error: a *airlock.Refusal for a refused commit.
+	Err error
+	// Settled says the transaction was committed or discarded.
+	Settled bool
+}
+
+// Server is one transaction's review page.
+type Server struct {
+	tx     *airlock.Tx
+	o      Options
+	token  string
+	ln     net.Listener
+	host   string // 127.0.0.1:PORT, the only Host served
+	origin string // http://127.0.0.1:PORT, the only Origin a POST may have
+	srv    *http.Server
+
+	mu      sync.Mutex // serialises actions
+	outcome Outcome
+	done    chan struct{} // closed once settled
+}
+
+// New listens on a random port of 127.0.0.1 for a review of tx.
+func New(tx *airlock.Tx, o Options) (*Server, error) {
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("review token: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("review server: listen on 127.0.0.1: %w", err)
+	}
+	s := &Server{tx: tx, o: o, token: hex.EncodeToString(b[:]), ln: ln, done: make(chan struct{})}
+	s.host = ln.Addr().String()
+	s.origin = "http://" + s.host
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// URL is the page's address, token included.
+func (s *Server) URL() string { return s.origin + "/" + s.token + "/" }
+
+// Serve serves the page until the transaction is settled from it, ctx is
+// done, or the listener fails. The response that reports a settle is
+// delivered before Serve returns.
+func (s *Server) Serve(ctx context.Context) (Outcome, error) {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	var err error
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	// Shutdown lets the response that reported a settle finish; a
+	// browser's speculative connections, which never carry a request,
+	// would hold it for seconds, so they are closed after a moment.
+	shut, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if s.srv.Shutdown(shut) != nil {
+		s.srv.Close()
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.outcome, err
+}
+
+// ServeHTTP checks every request before it reaches the page: the Host
+// must be the listener's (no DNS rebinding), the path must start with the
+// token, and a POST must come from the page's own origin.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with the page's own form posts, which the Origin
+	// check must refuse. No link leaves the page, so the token never
+	// travels in a Referer to another site either way.
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	if r.Host != s.host {
+		forbid(w, "this page is served for "+s.host+" only")
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.Path, "/")
+	tok, action, _ := strings.Cut(rest, "/")
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
+		forbid(w, "the review token is missing or wrong; open the URL airlock review printed")
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && action == "":
+		s.page(w, r, nil)
+	case r.Method == http.MethodPost && (action == "commit" || action == "approve" || action == "discard"):
+		if origin := r.Header.Get("Origin"); origin != s.origin {
+			forbid(w, "a review action must come from the review page itself (Origin "+s.origin+")")
+			return
+		}
+		if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+			forbid(w, "a review action must come from the review page itself")
+			return
+		}
+		s.act(w, r, action)
+	case action == "commit" || action == "approve" || action == "discard":
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "use the buttons on the review page", http.StatusMethodNotAllowed)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func forbid(w http.ResponseWriter, why string) {
+	http.Error(w, "403 forbidden: "+why, http.StatusForbidden)
+}
+
+// act settles the transaction as the button said, and answers with the
+// page showing the outcome.
+func (s *Server) act(w http.ResponseWriter, r *http.Request, action string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.outcome.Settled {
+		s.page(w, r, &s.outcome)
+		return
+	}
+	ctx := context.WithoutCancel(r.Context())
+	var res *airlock.Result
+	var err error
+	if action == "discard" {
+		res, err = s.tx.Discard(ctx, airlock.SettleOptions{})
+	} else {
+		res, err = s.tx.Commit(ctx, airlock.SettleOptions{Approve: action == "approve", Validate: s.o.Validate, NoValidate: s.o.NoValidate})
+	}
+	s.outcome = Outcome{Result: res, Err: err}
+	if res != nil && (res.Outcome == airlock.Committed || res.Outcome == airlock.Discarded || res.Outcome == airlock.NoChanges) {
+		s.outcome.Settled = true
+	}
+	switch {
+	case s.outcome.Settled:
+		fmt.Fprintf(s.o.Log, "airlock: %s from the review page: %s\n", action, res.Outcome)
+	case err != nil:
+		fmt.Fprintf(s.o.Log, "airlock: %s from the review page: %v\n", action, err)
+	}
+	s.page(w, r, &s.outcome)
+	if s.outcome.Settled {
+		// The page above is written; Serve shuts down once it is sent.
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		close(s.done)
+	}
+}
+
+// page renders the review page, with the outcome of an action if any.
+func (s *Server) page(w http.ResponseWriter, r *http.Request, out *Outcome) {
+	v, err := s.view(r, out)
+	if err != nil {
+		http.Error(w, "airlock: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := pageTmpl.Execute(&buf, v); err != nil {
+		http.Error(w, "airlock: render the review page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(buf.Bytes())
+}
+
+// pageView is what the template shows.
+type pageView struct {
+	Info      *airlock.Info
+	Reason    string // the recorded refusal's reason
+	Split     bool
+	Base      string // the URL path of the page, token included
+	Files     []*file
+	Notes     []string
+	Protected []string // changed paths under protected selectors
+	Outcome   *Outcome
+	Refusal   *airlock.Refusal // the outcome's refusal
+	ErrText   string           // the outcome's error, when not a refusal
+	Open      bool             // the transaction can still be settled
+	Truncated bool
+}
+
+func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
+	ctx := r.Context()
+	info, err := s.tx.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := &pageView{Info: info, Split: r.URL.Query().Get("view") == "split", Base: "/" + s.token + "/", Outcome: out}
+	v.Open = info.Status == airlock.StatusOpen || info.Status == airlock.StatusRefused
+	if out != nil && out.Err != nil {
+		if !errors.As(out.Err, &v.Refusal) {
+			v.ErrText = out.Err.Error()
+		}
+	}
+	if info.Status == airlock.StatusRefused {
+		v.Reason = lastReason(s.tx)
+	}
+	if info.Status == airlock.StatusDiscarded || info.Status == airlock.StatusNoChanges {
+		return v, nil
+	}
+	var patch bytes.Buffer
+	notes, err := s.tx.Diff(ctx, &patch, airlock.DiffPatch)
+	if err != nil {
+		return nil, err
+	}
+	v.Notes = notes
+	if v.Files, err = parsePatch(&patch); err != nil {
+		return nil, err
+	}
+	prot, err := selector.New(s.tx.Record().Protect)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range v.Files {
+		f.Protected = prot.Match(f.Path, false)
+		if f.Protected {
+			v.Protected = append(v.Protected, f.Path)
+		}
+		v.Truncated = v.Truncated || f.Truncated
+	}
+	return v, nil
+}
+
+// lastReason is the reason of the newest refusal in the event log.
+func lastReason(tx *airlock.Tx) string {
+	evs, err := tx.Events()
+	if err != nil {
+		return ""
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Event == "refused" {
+			s, _ := evs[i].Detail["reason"].(string)
+			return s
+		}
+	}
+	return ""
+}
