@@ -278,3 +278,16 @@ func TestStopModes(t *testing.T) {
 		}
 	})
 }
+
+// TestStopWithoutCwd: an input without cwd is answered for the directory
+// the hook runs in, which both agents set to the session's.
+func TestStopWithoutCwd(t *testing.T) {
+	w := newWorld(t, map[string]string{"a": "a"})
+	staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "nocwd")).stdout)
+	writeFiles(t, staged, map[string]string{".envrc": "x"})
+	r := w.run(staged, `{"hook_event_name":"Stop","stop_hook_active":false}`, nil, w.bin, "hook", "claude", "stop")
+	mustCode(t, r, 0)
+	if out := decode(t, r); out["decision"] != "block" {
+		t.Errorf("want a block for the session's directory\n%s", r)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -62,6 +63,12 @@ func (r *Runner) Run(ctx context.Context, agent Agent, event string, in io.Reade
 			return r.writeJSON(map[string]any{})
 		}
 		return err
+	}
+	if input.Cwd == "" {
+		// Both agents run a hook in the session's directory.
+		if wd, err := os.Getwd(); err == nil {
+			input.Cwd = wd
+		}
 	}
 	switch event {
 	case "worktree-create":
