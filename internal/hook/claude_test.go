@@ -45,6 +45,13 @@ func TestClaudeWorktreeSession(t *testing.T) {
 		if r.stderr != "" {
 			t.Errorf("stderr %q, want nothing", r.stderr)
 		}
+		// Codex documents the same SessionStart answer.
+		cr := w.hook("codex", "session-start", map[string]any{"session_id": "s-1", "transcript_path": nil, "cwd": staged,
+			"hook_event_name": "SessionStart", "model": "gpt-5-codex", "permission_mode": "default", "source": "startup"})
+		mustCode(t, cr, 0)
+		if cr.stdout != r.stdout {
+			t.Errorf("codex's SessionStart answer differs from claude's\n%s", cr)
+		}
 	})
 
 	writeFiles(t, staged, map[string]string{"src/auth.go": "package app // auth\n"})
