@@ -121,9 +121,7 @@ func (f *txFlags) register(c *cobra.Command) {
 
 func (f *txFlags) check() error {
 	switch f.backend {
-	case "", "auto", "copy", "reflink", "overlay":
-	case "worktree":
-		return fmt.Errorf("--backend %s is not available in this version of airlock yet; use --backend auto, copy, reflink or overlay", f.backend)
+	case "", "auto", "copy", "reflink", "overlay", "worktree":
 	default:
 		return fmt.Errorf("--backend %q: unknown backend (want auto, copy, reflink, overlay or worktree)", f.backend)
 	}

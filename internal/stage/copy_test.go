@@ -221,7 +221,7 @@ func TestGet(t *testing.T) {
 		{name: "", want: "copy"},
 		{name: "reflink", want: "reflink"},
 		{name: "overlay", want: "overlay"},
-		{name: "worktree", wantErr: "backend worktree is not available yet; use copy"},
+		{name: "worktree", want: "worktree"},
 		{name: "rsync", wantErr: "unknown backend rsync (want auto, copy, reflink, overlay or worktree)"},
 	}
 	for _, tt := range tests {

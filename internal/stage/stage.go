@@ -87,7 +87,7 @@ func Get(name string) (Backend, error) {
 	case Overlay:
 		return overlayBackend{}, nil
 	case Worktree:
-		return nil, fmt.Errorf("backend %s is not available yet; use copy", name)
+		return worktreeBackend{}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %s (want auto, copy, reflink, overlay or worktree)", quote(name))
 }
