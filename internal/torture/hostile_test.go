@@ -442,3 +442,41 @@ func TestDirectoryBecomesSymlink(t *testing.T) {
 		t.Fatalf("the base is %s, want after", got)
 	}
 }
+
+// TestHostileTamperedFrozenObject rewrites the frozen copy of a changed
+// file (changes/objects/<digest>) while the commit is paused after its
+// checks: the bytes that land must be the bytes that were checked, so the
+// apply must notice and roll back, never write the altered bytes.
+func TestHostileTamperedFrozenObject(t *testing.T) {
+	w := newWorld(t)
+	before := hostileBase(w, w.outside())
+	staged := w.open("o1")
+	check(t, os.WriteFile(filepath.Join(staged, "d/a"), []byte("checked bytes\n"), 0o644))
+	check(t, os.WriteFile(filepath.Join(staged, "e"), []byte("new e\n"), 0o644))
+	pause := t.TempDir()
+	p := w.start([]string{"AIRLOCK_TEST_PAUSE=checked:" + pause}, "commit", "o1")
+	waitFile(t, filepath.Join(pause, "reached"), p)
+	objs, _ := filepath.Glob(filepath.Join(w.txDir("o1"), "changes", "objects", "*"))
+	n := 0
+	for _, o := range objs {
+		if b, err := os.ReadFile(o); err == nil && string(b) == "checked bytes\n" {
+			check(t, os.WriteFile(o, []byte("evil bytes!!!\n"), 0o600))
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no frozen object holds the staged bytes among %v", objs)
+	}
+	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
+	r := p.wait()
+	switch {
+	case r.code == 75 && r.block()["refusal"] == "ApplyFailed":
+	case r.code == 125:
+		w.must("recover", "--workdir", w.base)
+	default:
+		t.Fatalf("want ApplyFailed or a failure: %v", r)
+	}
+	if got := w.beforeOrAfter(before, nil); got != "before" {
+		t.Fatalf("the base is %s", got)
+	}
+}
