@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"io/fs"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,9 +24,15 @@ func statTimes(st *unix.Stat_t) (mtime, ctime int64) {
 	return st.Mtim.Nano(), st.Ctim.Nano()
 }
 
+// direntBufs recycles getdents buffers: a walk reads thousands of
+// directories, and a fresh buffer for each was most of its garbage.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // readNames lists a directory's names, "." and ".." left out.
 func readNames(fd int) ([]string, error) {
-	buf := make([]byte, 32<<10)
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
 	var names []string
 	for {
 		n, err := unix.Getdents(fd, buf)
