@@ -26,7 +26,7 @@ func (s *Store) Doctor(base string) []Check {
 	os.MkdirAll(s.Dir(), 0o700)
 	ok, why := launch.SamePathSupport()
 	out = append(out, Check{"namespaces", ok, why})
-	for _, name := range []string{stage.Overlay, stage.Reflink} {
+	for _, name := range []string{stage.Overlay, stage.Reflink, stage.Worktree} {
 		b, err := stage.Get(name)
 		if err != nil {
 			out = append(out, Check{name, false, err.Error()})

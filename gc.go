@@ -90,6 +90,10 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 		}
 		items = append(items, it)
 	}
+	items, err := s.gcWorktrees(ctx, o, bases, items)
+	if err != nil {
+		return items, freed, err
+	}
 	if !o.DryRun {
 		for b := range bases {
 			n, err := s.pruneOriginals(b)

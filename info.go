@@ -31,6 +31,13 @@ type Info struct {
 	RefusedPaths []manifest.Bytes `json:"refused_paths,omitempty"`
 	PortBase     int              `json:"port_base"`
 	Receipt      string           `json:"receipt,omitempty"`
+	// Branch and BranchHead: the git branch of a worktree transaction and
+	// the commit it names (now, or when the staged worktree was removed);
+	// BranchKept: it outlived the transaction, holding commits no other
+	// ref contains.
+	Branch     string `json:"branch,omitempty"`
+	BranchHead string `json:"branch_head,omitempty"`
+	BranchKept bool   `json:"branch_kept,omitempty"`
 }
 
 // Info reads a transaction's summary. For a transaction that has not
@@ -51,6 +58,9 @@ func (t *Tx) Info(ctx context.Context) (*Info, error) {
 			in.Added, in.Modified, in.Deleted = cs.Counts()
 			in.GitMeta = cs.GitMeta()
 		}
+	}
+	if b, err := t.Branch(ctx); err == nil && b != nil {
+		in.Branch, in.BranchHead, in.BranchKept = b.Name, b.Head, b.Kept
 	}
 	if rc, err := t.Receipt(); err == nil {
 		in.Receipt = t.ReceiptPath()

@@ -310,7 +310,9 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 	res, err := backend.Stage(ctx, stage.Request{Base: base, Dir: staged, Skip: exclude.MatchSelf, Progress: o.Progress})
 	g := <-gitDone
 	if err != nil {
-		return nil, err
+		// A backend the project config chose (worktree over a base that is
+		// not a git repository) is refused naming the config.
+		return nil, fmt.Errorf("%w%s", err, from)
 	}
 	if g.err != nil {
 		return nil, g.err

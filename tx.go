@@ -188,7 +188,9 @@ func (t *Tx) removeStaged(ctx context.Context) error {
 		return err
 	}
 	remove := b.Remove
-	if fi, err := os.Stat(t.st.Path(stagedOpenFile)); err == nil && fi.Size() > bigStagedManifest {
+	// A worktree must be unregistered by its backend, which deletes a
+	// large tree in the background itself.
+	if fi, err := os.Stat(t.st.Path(stagedOpenFile)); err == nil && fi.Size() > bigStagedManifest && b.Name() != stage.Worktree {
 		// Thousands of files: delete them in the background.
 		remove = func(ctx context.Context, dir string) error { return stage.Retire(ctx, b, dir) }
 	}

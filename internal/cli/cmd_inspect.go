@@ -118,6 +118,9 @@ func newShowCmd(io IO) *cobra.Command {
 			if in.Receipt != "" {
 				fmt.Fprintf(w, "receipt:   %s\n", escapeValue(in.Receipt))
 			}
+			if in.Branch != "" {
+				fmt.Fprintf(w, "branch:    %s\n", branchLine(in))
+			}
 			for _, wn := range rec.Warnings {
 				fmt.Fprintf(w, "warning:   %s\n", wn)
 			}

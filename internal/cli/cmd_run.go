@@ -57,13 +57,14 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, noValidate bool,
 	env := append(os.Environ(),
 		"AIRLOCK_TX="+tx.ID(),
 		"AIRLOCK_PORT_BASE="+strconv.Itoa(tx.Record().PortBase))
+	samePath := !noSamePath && !worktreeOff(io, tx)
 	started := time.Now()
 	res, runErr := launch.Run(ctx, launch.Spec{
 		Argv: argv, Staged: tx.Path(), Base: tx.Base(), Dir: startDir(tx.Base()),
-		Env: env, SamePath: !noSamePath,
+		Env: env, SamePath: samePath,
 		Stdin: io.In, Stdout: io.Out, Stderr: io.Err,
 	})
-	if res.Fallback != "" && !noSamePath {
+	if res.Fallback != "" && samePath {
 		fmt.Fprintf(io.Err, "airlock: same-path mode unavailable (%s); running at %s\n", res.Fallback, tx.Path())
 	}
 	code := res.ExitCode
@@ -87,6 +88,7 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, noValidate bool,
 	}
 	if settled != nil && !f.quiet {
 		writeBlock(io.Err, settled)
+		noteBranch(sctx, io, tx)
 	}
 	var refusal *airlock.Refusal
 	switch {

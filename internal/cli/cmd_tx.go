@@ -107,6 +107,7 @@ func settle(ctx context.Context, io IO, id string, quiet, asJSON bool, do func(c
 	if res != nil {
 		if !quiet {
 			writeBlock(io.Err, res)
+			noteBranch(ctx, io, tx)
 		}
 		if asJSON {
 			if jerr := writeJSON(io, resultJSON(res)); jerr != nil {

@@ -363,6 +363,9 @@ func removeWorktree(ctx context.Context, dir string, rec *worktreeRecord) error 
 		}
 	}
 	defer unlock()
+	if cur, err := readRecord(dir); err == nil && cur.Removed {
+		return nil // removed meanwhile (a settle and a gc at once)
+	}
 	ref := "refs/heads/" + rec.Branch
 	// Work committed on a detached HEAD is reachable from nothing once the
 	// worktree (and its HEAD) is gone: give it a branch first.
