@@ -107,13 +107,13 @@ type proc struct {
 	res    result
 }
 
-// processTimeout bounds every process a test starts: a hang is a failure,
-// not a stuck run.
+// processTimeout bounds every process a test starts (times the soak
+// multiplier): a hang is a failure, not a stuck run.
 const processTimeout = 2 * time.Minute
 
 func (w *world) start(env []string, args ...string) *proc {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), processTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), processTimeout*time.Duration(soak()))
 	p := &proc{args: args, cancel: cancel}
 	if len(w.wrap) > 0 {
 		p.cmd = exec.CommandContext(ctx, w.wrap[0], append(append(w.wrap[1:], bin), args...)...)
