@@ -57,7 +57,7 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, noValidate bool,
 	env := append(os.Environ(),
 		"AIRLOCK_TX="+tx.ID(),
 		"AIRLOCK_PORT_BASE="+strconv.Itoa(tx.Record().PortBase))
-	samePath := !noSamePath && !worktreeOff(io, tx)
+	samePath := !noSamePath && !worktreeOff(io, tx, f.quiet)
 	started := time.Now()
 	res, runErr := launch.Run(ctx, launch.Spec{
 		Argv: argv, Staged: tx.Path(), Base: tx.Base(), Dir: startDir(tx.Base()),

@@ -26,9 +26,12 @@ func noteBranch(ctx context.Context, io IO, tx *airlock.Tx) {
 // repository through the base's path, which the bind mount would hide (a
 // base at the repository's top) or stand in for with the base's own
 // repository (a base in a subdirectory).
-func worktreeOff(io IO, tx *airlock.Tx) bool {
+func worktreeOff(io IO, tx *airlock.Tx, quiet bool) bool {
 	if tx.Record().Backend != stage.Worktree {
 		return false
+	}
+	if quiet {
+		return true
 	}
 	fmt.Fprintf(io.Err, "airlock: same-path mode is off for --backend worktree (git in the staged worktree reaches its repository through the base's path); running at %s\n", tx.Path())
 	return true

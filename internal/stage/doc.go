@@ -31,4 +31,16 @@
 // [Result.Base] as [manifest.KindOther] entries and each one is named in
 // [Result.Warnings]. Git metadata is staged like any other directory, so that
 // git works in the staged tree.
+//
+// worktree (never chosen by auto) makes the staged tree a git worktree of
+// the base's HEAD on a branch airlock/<id>, registered in the base's
+// repository, then copies (or clones) the base's surface into it exactly as
+// copy does and gives it the base's index: the staged tree is the base's
+// working tree, and git there reads as git in the base. Its .git is the
+// worktree's own gitfile, which the manifests record in place of the base's
+// .git directory. Worktrees are added and removed under a flock in the
+// repository's common git directory. Remove deletes the branch only when it
+// holds no commit that another ref lacks ([WorktreeBranch] reports what it
+// did); [SweepWorktrees] finds worktrees airlock registered that no
+// transaction owns any more.
 package stage
