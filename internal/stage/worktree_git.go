@@ -84,7 +84,9 @@ func gitEnv() []string {
 // A failure carries git's own message.
 func git(ctx context.Context, stdin []byte, args ...string) ([]byte, error) {
 	// Hooks are the user's code: airlock's own bookkeeping never runs them.
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=/dev/null"}, args...)...)
+	// An fsmonitor would start a daemon watching the staged tree.
+	pre := []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}
+	cmd := exec.CommandContext(ctx, "git", append(pre, args...)...)
 	cmd.Env = gitEnv()
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -139,6 +141,12 @@ var errNotRepo = errors.New("not in a git work tree")
 // worktree can be made of.
 func findRepo(ctx context.Context, base string) (*repo, error) {
 	out, err := git(ctx, nil, "-C", base, "rev-parse", "--is-inside-work-tree")
+	var ge *gitError
+	if errors.As(err, &ge) && !strings.Contains(ge.msg, "not a git repository") {
+		// A repository git will not work in (dubious ownership, a
+		// broken .git): say what git said.
+		return nil, fmt.Errorf("base %s: --backend worktree cannot use its git repository: %w", quote(base), err)
+	}
 	if err != nil || strings.TrimSpace(string(out)) != "true" {
 		return nil, fmt.Errorf("base %s is %w: --backend worktree needs a git repository; use --backend copy", quote(base), errNotRepo)
 	}
