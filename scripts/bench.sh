@@ -8,7 +8,8 @@
 #                                    # airlock-bench/ in it, removed at the end)
 #
 # Environment: RUNS (interleaved rounds, default 3), WORK (scratch directory
-# on the tree's file system, default a new one under /tmp), KEEP=1 keeps it.
+# on the tree's file system, default a new one under /tmp), KEEP=1 keeps it
+# (and every copy made on the way: nothing is deleted while measuring).
 #
 # Every figure is the median of RUNS rounds; within a round the contenders
 # run one after another, so a slow moment of the machine hits all of them.
@@ -155,8 +156,12 @@ for r in $(seq 1 "$RUNS"); do
 		m "run -- true ($b)" "$AIRLOCK" run --workdir "$BIG" --backend "$b" --quiet -- true
 	done
 	# the copies and worktree of this round go in the background too
-	(rm -rf -- "$WORK/cp-$r" &)
-	git -C "$BIG" worktree remove --force "$WORK/wt-$r" >/dev/null 2>&1 &
+	# (KEEP=1 keeps everything until you remove it, so that no deletion
+	# slows the next round)
+	if [ "${KEEP:-}" != 1 ]; then
+		(rm -rf -- "$WORK/cp-$r" &)
+		git -C "$BIG" worktree remove --force "$WORK/wt-$r" >/dev/null 2>&1 &
+	fi
 done
 
 if [ -x /usr/bin/time ]; then
