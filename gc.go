@@ -208,8 +208,12 @@ func (s *Store) pruneOriginals(base string) (int64, error) {
 	})
 }
 
-// diskUsage sums the sizes of the files under dir.
+// diskUsage sums the sizes of the files under dir. A dir that is a
+// symlink (a worktree transaction's staged subdirectory) is followed.
 func diskUsage(dir string) int64 {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
 	var n int64
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
