@@ -113,6 +113,9 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 		BaseDigest: baseDigest, ResultDigest: resultDigest, DiffDigest: set.Digest(),
 		Previous: prev,
 	}
+	if br, err := t.Branch(context.Background()); err == nil && br != nil && br.Head != "" {
+		rc.Branch, rc.BranchHead = br.Name, br.Head
+	}
 	if r != nil {
 		rc.Refusal = string(r.Kind)
 		for _, p := range r.Paths {

@@ -60,7 +60,13 @@ type Receipt struct {
 	DiffDigest         string   // "sha256:<hex>" of the change set
 	NotTransactional   []string // Seal fills in the package's list when empty
 	Previous           string   // digest of the receipt committed to the same base before this one; "" for the first
-	Digest             string   // set by Seal
+	// Branch and BranchHead name the git branch a worktree transaction
+	// kept its own commits on (airlock/<id>) and the commit it pointed at
+	// when the transaction settled. Optional: only worktree transactions
+	// carry them, both or neither.
+	Branch     string
+	BranchHead string
+	Digest     string // set by Seal
 }
 
 // wire is a receipt's JSON form. Its member order is the file's reading
@@ -90,6 +96,8 @@ type wire struct {
 	DiffDigest         string      `json:"diff_digest"`
 	NotTransactional   []string    `json:"not_transactional"`
 	Previous           string      `json:"previous"`
+	Branch             string      `json:"branch,omitempty"`
+	BranchHead         string      `json:"branch_head,omitempty"`
 	Digest             string      `json:"digest"`
 }
 
@@ -151,7 +159,7 @@ func (r *Receipt) toWire() wire {
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
 		ExcludedSelectors: r.ExcludedSelectors, ProtectedSelectors: r.ProtectedSelectors, Approved: r.Approved,
 		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
-		NotTransactional: nt, Previous: r.Previous, Digest: r.Digest,
+		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead, Digest: r.Digest,
 	}
 }
 
@@ -184,7 +192,7 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		Added: w.Added, Modified: w.Modified, Deleted: w.Deleted,
 		ExcludedSelectors: w.ExcludedSelectors, ProtectedSelectors: w.ProtectedSelectors, Approved: w.Approved,
 		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
-		NotTransactional: w.NotTransactional, Previous: w.Previous, Digest: w.Digest,
+		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead, Digest: w.Digest,
 	}
 	return nil
 }

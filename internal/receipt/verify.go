@@ -38,7 +38,12 @@ var members = []string{
 	"previous", "digest",
 }
 
+// optional are the members a v1 receipt may carry: the branch of a
+// worktree transaction, both or neither.
+var optional = []string{"branch", "branch_head"}
+
 var (
+	commitForm = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 	digestForm = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 	txForm     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 	// Integers as Seal writes them: no sign on zero, no leading zeros, no
@@ -300,10 +305,19 @@ func check(obj map[string]any) (*Receipt, error) {
 			return nil, invalid("member %q is missing", m)
 		}
 	}
-	if len(obj) != len(members) {
+	present := 0
+	for _, m := range optional {
+		if _, ok := obj[m]; ok {
+			present++
+		}
+	}
+	if present != 0 && present != len(optional) {
+		return nil, invalid("members %s go together: a receipt has both or neither", strings.Join(optional, " and "))
+	}
+	if len(obj) != len(members)+present {
 		var extra []string
 		for k := range obj {
-			if !slices.Contains(members, k) {
+			if !slices.Contains(members, k) && !slices.Contains(optional, k) {
 				extra = append(extra, strconv.Quote(k))
 			}
 		}
@@ -363,6 +377,16 @@ func check(obj map[string]any) (*Receipt, error) {
 	r.DiffDigest = c.digest("diff_digest", false)
 	r.NotTransactional = c.disclaimer("not_transactional")
 	r.Previous = c.digest("previous", true)
+	if present > 0 {
+		r.Branch = c.str("branch")
+		if c.err == nil && r.Branch != "airlock/"+r.TxID {
+			c.fail("branch", "is %q, not airlock/%s", r.Branch, r.TxID)
+		}
+		r.BranchHead = c.str("branch_head")
+		if c.err == nil && !commitForm.MatchString(r.BranchHead) {
+			c.fail("branch_head", "is %q, not a commit id", r.BranchHead)
+		}
+	}
 	r.Digest = c.digest("digest", false)
 	if c.err != nil {
 		return nil, c.err
