@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // WalkOptions tunes Walk.
@@ -349,42 +351,13 @@ func readlinkAt(dirfd int, name string, size int) (string, error) {
 
 // FromStat converts an lstat result into an entry (no path, no target).
 func FromStat(st *unix.Stat_t) Entry {
-	m := fileMode(uint32(st.Mode))
+	m := safefs.FileMode(uint32(st.Mode))
 	e := Entry{Kind: KindOf(m), Mode: m & ModeMask, Size: st.Size, Ino: uint64(st.Ino), Dev: uint64(st.Dev)}
 	if e.Kind != KindFile {
 		e.Size = 0
 	}
 	e.MtimeNs, e.CtimeNs = statTimes(st)
 	return e
-}
-
-// fileMode converts a raw st_mode into an fs.FileMode, as os.Lstat does.
-func fileMode(raw uint32) fs.FileMode {
-	m := fs.FileMode(raw & 0o777)
-	switch raw & unix.S_IFMT {
-	case unix.S_IFBLK:
-		m |= fs.ModeDevice
-	case unix.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFDIR:
-		m |= fs.ModeDir
-	case unix.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case unix.S_IFLNK:
-		m |= fs.ModeSymlink
-	case unix.S_IFSOCK:
-		m |= fs.ModeSocket
-	}
-	if raw&unix.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if raw&unix.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if raw&unix.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
 }
 
 func (w *walker) abs(rel string) string {

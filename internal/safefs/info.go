@@ -23,7 +23,7 @@ type Info struct {
 
 func infoFromStat(st *unix.Stat_t) Info {
 	return Info{
-		Mode:    fileMode(uint32(st.Mode)),
+		Mode:    FileMode(uint32(st.Mode)),
 		Size:    st.Size,
 		MtimeNs: st.Mtim.Nano(),
 		CtimeNs: st.Ctim.Nano(),
@@ -33,9 +33,10 @@ func infoFromStat(st *unix.Stat_t) Info {
 	}
 }
 
-// fileMode converts st_mode the way package os does, so that an Info and an
-// os.FileInfo of the same file agree.
-func fileMode(m uint32) fs.FileMode {
+// FileMode converts a raw st_mode the way package os does, so that an Info
+// (or a manifest entry measured with fstatat) and an os.FileInfo of the same
+// file agree.
+func FileMode(m uint32) fs.FileMode {
 	mode := fs.FileMode(m & 0o777)
 	switch m & unix.S_IFMT {
 	case unix.S_IFBLK:

@@ -114,7 +114,7 @@ func (r *Root) Open(rel string) (*os.File, error) {
 		}
 		if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
 			unix.Close(fd)
-			return fmt.Errorf("not a regular file or directory (%v)", fileMode(uint32(st.Mode)).Type())
+			return fmt.Errorf("not a regular file or directory (%v)", FileMode(uint32(st.Mode)).Type())
 		}
 		if err := unix.SetNonblock(fd, false); err != nil {
 			unix.Close(fd)
