@@ -107,8 +107,10 @@ func (s *Snapshot) Blob(ctx context.Context, base, path string) ([]byte, bool, e
 	return b, true, nil
 }
 
+// git runs git in dir. --no-optional-locks: reading must never take the
+// index lock a user's own git command may need at the same moment.
 func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir, "-c", "core.quotePath=false"}, args...)...)
+	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks", "-C", dir, "-c", "core.quotePath=false"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
