@@ -259,11 +259,14 @@ func modified(in Input, b, s *manifest.Entry) (bool, error) {
 	if err != nil || !manifest.SameStat(now, *b) {
 		return true, nil
 	}
-	return differ(bpath, filepath.Join(in.StagedDir, filepath.FromSlash(s.Path)))
+	return Differ(bpath, filepath.Join(in.StagedDir, filepath.FromSlash(s.Path)))
 }
 
-// differ compares two files' bytes, stopping at the first difference.
-func differ(a, b string) (bool, error) {
+// Differ compares an original file a with a staged file b byte by byte,
+// stopping at the first difference. An original that cannot be read counts
+// as different (the path is then a change, and the checks decide); a
+// staged file that cannot be read is an error.
+func Differ(a, b string) (bool, error) {
 	fa, err := os.OpenFile(a, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return true, nil

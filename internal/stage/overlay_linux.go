@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -508,7 +507,7 @@ func (d *overlayDiff) differs(l, u manifest.Entry) (bool, error) {
 	if l.Size != u.Size {
 		return true, nil
 	}
-	return contentDiffers(d.lower(l.Path), d.up(u.Path))
+	return changeset.Differ(d.lower(l.Path), d.up(u.Path))
 }
 
 // deleteTree records the deletion of the base's rel and everything in it.
@@ -565,36 +564,3 @@ func hasXattr(p, name string) bool {
 	return err == nil
 }
 
-// contentDiffers compares two files' bytes, stopping at the first
-// difference.
-func contentDiffers(a, b string) (bool, error) {
-	fa, err := os.OpenFile(a, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return true, nil
-	}
-	defer fa.Close()
-	fb, err := os.OpenFile(b, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return false, fmt.Errorf("read %s: %w", quote(b), unwrapPath(err))
-	}
-	defer fb.Close()
-	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
-	for {
-		na, ea := io.ReadFull(fa, ba)
-		nb, eb := io.ReadFull(fb, bb)
-		if na != nb || string(ba[:na]) != string(bb[:nb]) {
-			return true, nil
-		}
-		aEnd := ea == io.EOF || ea == io.ErrUnexpectedEOF
-		bEnd := eb == io.EOF || eb == io.ErrUnexpectedEOF
-		if aEnd || bEnd {
-			return aEnd != bEnd, nil
-		}
-		if ea != nil {
-			return true, nil
-		}
-		if eb != nil {
-			return false, fmt.Errorf("read %s: %w", quote(b), eb)
-		}
-	}
-}
