@@ -563,4 +563,3 @@ func hasXattr(p, name string) bool {
 	_, err := unix.Lgetxattr(p, name, nil)
 	return err == nil
 }
-
