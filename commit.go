@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -209,7 +210,11 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		if err := t.rebaseOpen(root, doneOps(j.Ops, applied.Done)); err != nil {
 			return nil, err
 		}
-		if err := t.event(eventRecovered, map[string]any{"digest": restored.Digest, "cause": err.Error()}); err != nil {
+		displaced, kerr := t.keepDisplaced(jdir, restored)
+		if kerr != nil {
+			return nil, kerr
+		}
+		if err := t.event(eventRecovered, map[string]any{"digest": restored.Digest, "cause": err.Error(), "displaced": displaced}); err != nil {
 			return nil, err
 		}
 		if err := base.ClearInflight(); err != nil {
@@ -218,11 +223,15 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		if err := journal.Retire(jdir); err != nil {
 			return nil, err
 		}
+		kept := ""
+		if len(displaced) > 0 {
+			kept = "; content another process wrote meanwhile to a path the commit had applied was saved: " + strings.Join(displaced, "; ")
+		}
 		var d *journal.DriftError
 		if errors.As(err, &d) {
-			return t.settle(ctx, Refused, refuse(BaseDrift, []string{d.Path}, "changed in the base while the commit was applying; what the commit had applied was rolled back exactly"), set, o)
+			return t.settle(ctx, Refused, refuse(BaseDrift, []string{d.Path}, "changed in the base while the commit was applying; what the commit had applied was rolled back exactly%s", kept), set, o)
 		}
-		return t.settle(ctx, Refused, refuse(ApplyFailed, nil, "%v; the base was rolled back exactly", err), set, o)
+		return t.settle(ctx, Refused, refuse(ApplyFailed, nil, "%v; the base was rolled back exactly%s", err, kept), set, o)
 	}
 	fault.Point("applied")
 	if len(applied.Kept) > 0 {
@@ -489,6 +498,11 @@ func checkBoundary(set *changeset.Set, escapes []string) *Refusal {
 		}
 	}
 	for _, c := range set.Changes {
+		if c.Op == changeset.Delete {
+			// Removed before anything is created: a directory the change
+			// set replaces by a symlink is emptied while it is still one.
+			continue
+		}
 		for p := parentOf(c.Path); p != "" && len(links) > 0; p = parentOf(p) {
 			if links[p] {
 				bad = append(bad, c.Path)

@@ -121,16 +121,8 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 	if err := t.rebaseOpen(root, j.Ops); err != nil {
 		return nil, fmt.Errorf("recover %s: %w", base, err)
 	}
-	if len(rr.Displaced) > 0 {
-		// Keep what was displaced beyond the journal's retirement.
-		keep := t.st.Path(fmt.Sprintf("displaced-%d", time.Now().UnixNano()))
-		if err := os.Rename(filepath.Join(jdir, "displaced"), keep); err != nil {
-			return nil, fmt.Errorf("keep displaced files: %w", err)
-		}
-		for _, d := range rr.Displaced {
-			out.Displaced = append(out.Displaced, d)
-		}
-		out.Displaced = append(out.Displaced, "saved under "+keep)
+	if out.Displaced, err = t.keepDisplaced(jdir, rr); err != nil {
+		return nil, err
 	}
 	if err := t.event(eventRecovered, map[string]any{"digest": rr.Digest, "displaced": rr.Displaced}); err != nil {
 		return nil, err
@@ -178,4 +170,21 @@ func (t *Tx) finishChain(b *state.Base) error {
 		return err
 	}
 	return b.SetHead(rc.Digest)
+}
+
+// keepDisplaced moves what a restore saved aside (content someone else
+// wrote to a journaled path) out of the journal, which is about to be
+// retired, into the transaction's state, and says where.
+func (t *Tx) keepDisplaced(jdir string, rr *journal.RestoreResult) ([]string, error) {
+	if len(rr.Displaced) == 0 {
+		return nil, nil
+	}
+	keep := t.st.Path(fmt.Sprintf("displaced-%d", time.Now().UnixNano()))
+	if err := os.Rename(filepath.Join(jdir, "displaced"), keep); err != nil {
+		return nil, fmt.Errorf("keep displaced files: %w", err)
+	}
+	if err := safefs.SyncDir(t.st.Dir()); err != nil {
+		return nil, err
+	}
+	return append(append([]string(nil), rr.Displaced...), "saved under "+keep), nil
 }

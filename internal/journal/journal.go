@@ -172,10 +172,11 @@ func sameBefore(cur, want manifest.Entry) bool {
 	return manifest.SameStat(cur, want)
 }
 
-// Shadowed reports whether rel lies beneath a path that before holds as a
-// symlink or a file: one the plan replaces by a directory. Such a path
-// cannot exist in the base before the apply, and measuring it there runs
-// into that symlink; it is absent by construction, not an escape.
+// Shadowed reports whether rel lies beneath a path that kinds holds as a
+// symlink or a file: before an apply, one the plan replaces by a
+// directory; after it, one the plan made of a directory. Such a path cannot
+// exist at that moment, and measuring it runs into that symlink; it is
+// absent by construction, not an escape.
 func Shadowed(rel string, before map[string]manifest.Kind) bool {
 	for p := parent(rel); p != ""; p = parent(p) {
 		if k, ok := before[p]; ok && (k == manifest.KindSymlink || k == manifest.KindFile) {
@@ -612,9 +613,9 @@ func syncDirs(root *safefs.Root, dirs map[string]bool) error {
 	sort.Strings(list)
 	for _, d := range list {
 		err := root.SyncDir(d)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			// Removed or replaced by a non-directory later in the same
-			// apply; its parent is synced.
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, safefs.ErrSymlink) {
+			// Removed, or replaced by a non-directory (a symlink too),
+			// later in the same apply; its parent is synced.
 			continue
 		}
 		if err != nil {
@@ -626,9 +627,16 @@ func syncDirs(root *safefs.Root, dirs map[string]bool) error {
 
 // verify checks that every path now holds what the journal planned.
 func verify(root *safefs.Root, j *Journal, kept map[string]bool) error {
+	after := make(map[string]manifest.Kind, len(j.Ops))
+	for _, op := range j.Ops {
+		after[op.Path] = op.After.Kind
+	}
 	for _, op := range j.Ops {
 		if kept[op.Path] {
 			continue
+		}
+		if op.After.Kind == manifest.KindNone && Shadowed(op.Path, after) {
+			continue // beneath what is now a symlink or file: absent by construction
 		}
 		if err := matches(root, op.Path, op.After); err != nil {
 			return fmt.Errorf("verify %s after apply: %w", filepath.Join(root.Path(), op.Path), err)

@@ -427,7 +427,6 @@ func TestSymlinkBecomesDirectory(t *testing.T) {
 // first and then creates the symlink; nothing is written through it. airlock
 // refuses it with BoundaryEscape today.
 func TestDirectoryBecomesSymlink(t *testing.T) {
-	knownBug(t, "checkBoundary (commit.go) counts the deletion of n/only as a path beneath the symlink n that the change set creates, and refuses BoundaryEscape, although the apply removes n/only before it creates n")
 	w := newWorld(t)
 	before := tree{".": {Kind: kDir, Mode: 0o755}, "d": {Kind: kDir, Mode: 0o755}, "n": {Kind: kDir, Mode: 0o755}, "n/only": {Kind: kFile, Mode: 0o644, Data: "x"}}
 	materialize(t, w.base, before)

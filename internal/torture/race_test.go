@@ -314,7 +314,6 @@ func displaced(t *testing.T, w *world, lost string) bool {
 // the rollback must not throw the edit away: it stays in the base, or is
 // kept aside in the transaction's state and reported.
 func TestEditDuringApplyIsKept(t *testing.T) {
-	knownBug(t, "the rollback of a failed apply (commit.go, Tx.apply) saves foreign content it finds on a path it restores in the journal's displaced directory and then retires the journal, deleting it; Store.Recover likewise keeps that directory only when its own restore displaced something")
 	w := newWorld(t)
 	same, del, _ := raceBase(t, w)
 	staged := w.open("w2")
