@@ -17,39 +17,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // airlockBin is the binary every scenario drives; TestMain builds it once.
 var airlockBin string
 
-func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
-}
-
-func buildAndRun(m *testing.M) int {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err == nil {
-		_, err = os.Stat(filepath.Join(root, "go.mod"))
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: cannot find the module root: %v\n", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "airlock-e2e-bin-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	airlockBin = filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", airlockBin, "./cmd/airlock")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/airlock failed: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &airlockBin)) }
 
 // commandTimeout bounds every process a scenario starts, so that a hang is
 // a failure, not a stuck test run.

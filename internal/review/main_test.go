@@ -11,39 +11,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // airlockBin is the binary the tests drive; TestMain builds it once.
 var airlockBin string
 
-func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
-}
-
-func buildAndRun(m *testing.M) int {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err == nil {
-		_, err = os.Stat(filepath.Join(root, "go.mod"))
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "review tests: cannot find the module root: %v\n", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "airlock-review-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	airlockBin = filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", airlockBin, "./cmd/airlock")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "review tests: go build ./cmd/airlock failed: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &airlockBin)) }
 
 // world is one test's base, state root and home.
 type world struct {

@@ -2,12 +2,11 @@ package torture
 
 import (
 	"flag"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 var (
@@ -18,34 +17,7 @@ var (
 // bin is the airlock binary every test drives; TestMain builds it once.
 var bin string
 
-func TestMain(m *testing.M) {
-	os.Exit(buildAndRun(m))
-}
-
-func buildAndRun(m *testing.M) int {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err == nil {
-		_, err = os.Stat(filepath.Join(root, "go.mod"))
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torture: cannot find the module root: %v\n", err)
-		return 1
-	}
-	dir, err := os.MkdirTemp("", "airlock-torture-bin-")
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "torture: %v\n", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	bin = filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/airlock")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "torture: go build ./cmd/airlock failed: %v\n%s", err, out)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &bin)) }
 
 // soak is the multiplier of the soak mode: 1 by default.
 func soak() int {
