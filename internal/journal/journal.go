@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/progress"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
@@ -397,9 +398,19 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 	kept := map[string]bool{}
 	touched := map[string]bool{}
 	kinds := beforeKinds(j.Ops)
+	var meter *progress.Task
+	if onBase {
+		var bytes int64
+		for _, op := range j.Ops {
+			bytes += op.After.Size
+		}
+		meter = progress.Start(ctx, "applying", len(j.Ops), bytes)
+		defer meter.Done()
+	}
 	n := 0
 	step := func(op *Op) {
 		res.Done = append(res.Done, op.Path)
+		meter.Add(1, op.After.Size)
 		n++
 		if onBase {
 			fault.Count("apply", n)
