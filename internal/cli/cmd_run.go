@@ -21,7 +21,12 @@ func newRunCmd(io IO) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARG...]",
 		Short: "Run COMMAND in a staged workspace; commit its changes if it exits 0, else discard them",
-		Args:  cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("run needs a command: airlock run [flags] -- COMMAND [ARG...]")
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			return runRun(c.Context(), io, &f, noSamePath, noValidate(c), args)
 		},
