@@ -44,6 +44,10 @@ type Result struct {
 	// Repeat is true when the transaction had already settled and this
 	// call only reports the first outcome.
 	Repeat bool
+	// Warnings are things that went wrong after the outcome was decided
+	// and recorded (a --receipt copy that could not be written); they
+	// never change the outcome.
+	Warnings []string
 }
 
 // SettleOptions describe the settle of a transaction.
@@ -74,6 +78,19 @@ type SettleOptions struct {
 // journal and back up; apply; fsync; verify; record the receipt; retire the
 // journal.
 func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
+	res, err := t.commit(ctx, o)
+	t.copyReceipt(res, o)
+	return res, err
+}
+
+func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
+	// One settle of a transaction at a time: a second commit of the same
+	// transaction waits, then reports the first outcome.
+	unlockTx, err := t.st.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlockTx()
 	if res, done, err := t.settledAlready(); done || err != nil {
 		return res, err
 	}
@@ -203,25 +220,9 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		// journal and its backups alone, exactly as recover would. A path
 		// the apply had not reached is left alone: if someone changed it
 		// meanwhile, that change is theirs.
-		restored, rerr := journal.RestoreDone(context.WithoutCancel(ctx), root, j, jdir, applied.Done)
+		displaced, rerr := t.rollBack(ctx, root, base, j, jdir, applied.Done, false, err)
 		if rerr != nil {
-			return nil, fmt.Errorf("apply to %s failed (%v) and the rollback failed too (%v); the journal is kept: run `airlock recover --workdir %s`", t.Base(), err, rerr, t.Base())
-		}
-		if err := t.rebaseOpen(root, doneOps(j.Ops, applied.Done)); err != nil {
-			return nil, err
-		}
-		displaced, kerr := t.keepDisplaced(jdir, restored)
-		if kerr != nil {
-			return nil, kerr
-		}
-		if err := t.event(eventRecovered, map[string]any{"digest": restored.Digest, "cause": err.Error(), "displaced": displaced}); err != nil {
-			return nil, err
-		}
-		if err := base.ClearInflight(); err != nil {
-			return nil, err
-		}
-		if err := journal.Retire(jdir); err != nil {
-			return nil, err
+			return nil, rerr
 		}
 		kept := ""
 		if len(displaced) > 0 {
@@ -244,17 +245,14 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 	if err != nil {
 		// Not recorded as committed: the commit must not stand.
 		if status, serr := t.Status(); serr == nil && status != StatusCommitted {
-			if _, rerr := journal.Restore(context.WithoutCancel(ctx), root, j, jdir); rerr == nil {
-				if err := t.rebaseOpen(root, j.Ops); err != nil {
-					return nil, fmt.Errorf("record the commit of %s failed, and the base was rolled back, but: %w", t.ID(), err)
-				}
-				base.ClearInflight()
-				journal.Retire(jdir)
-				return nil, fmt.Errorf("record the commit of %s: %w; the base was rolled back", t.ID(), err)
+			if _, rerr := t.rollBack(ctx, root, base, j, jdir, nil, true, err); rerr != nil {
+				return nil, rerr
 			}
+			return nil, fmt.Errorf("record the commit of %s: %w; the base was rolled back exactly and the transaction is kept", t.ID(), err)
 		}
 		return nil, fmt.Errorf("record the commit of %s: %w; run `airlock recover --workdir %s`", t.ID(), err, t.Base())
 	}
+	fault.Point("recorded")
 	res.Kept = applied.Kept
 	if err := t.keepApplied(j, jdir); err != nil {
 		return nil, err
@@ -267,6 +265,48 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 	}
 	t.settleStaged(ctx)
 	return res, nil
+}
+
+// rollBack undoes an apply in this process: it restores the paths done
+// (all of the journal's, with all) from the backups, keeps whatever
+// another process wrote meanwhile to a path it restores, rebases the open
+// manifest, records the recovery and only then clears the in-flight marker
+// and retires the journal. An error leaves the journal in place for
+// `airlock recover` and says so.
+func (t *Tx) rollBack(ctx context.Context, root *safefs.Root, base *state.Base, j *journal.Journal, jdir string, done []string, all bool, cause error) ([]string, error) {
+	ctx = context.WithoutCancel(ctx)
+	var restored *journal.RestoreResult
+	var err error
+	ops := j.Ops
+	if all {
+		restored, err = journal.Restore(ctx, root, j, jdir)
+	} else {
+		restored, err = journal.RestoreDone(ctx, root, j, jdir, done)
+		ops = doneOps(j.Ops, done)
+	}
+	keep := func(err error) error {
+		return fmt.Errorf("apply to %s failed (%v) and the rollback failed too (%v); the journal is kept: run `airlock recover --workdir %s`", t.Base(), cause, err, t.Base())
+	}
+	if err != nil {
+		return nil, keep(err)
+	}
+	if err := t.rebaseOpen(root, ops); err != nil {
+		return nil, keep(err)
+	}
+	displaced, err := t.keepDisplaced(jdir, restored)
+	if err != nil {
+		return nil, keep(err)
+	}
+	if err := t.event(eventRecovered, map[string]any{"digest": restored.Digest, "cause": cause.Error(), "displaced": displaced}); err != nil {
+		return nil, keep(err)
+	}
+	if err := base.ClearInflight(); err != nil {
+		return nil, keep(err)
+	}
+	if err := journal.Retire(jdir); err != nil {
+		return nil, err
+	}
+	return displaced, nil
 }
 
 // doneOps are the operations of ops whose paths an apply reports done.

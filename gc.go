@@ -77,6 +77,10 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 			continue
 		}
 		it.Removed, it.Reason = gcDecision(tx, it.Status, named, o.OlderThan)
+		if it.Removed && s.inFlight(tx) {
+			// Its journal is what recover needs, whatever its status says.
+			it.Removed, it.Reason = false, "kept: its base marks its apply in flight; run airlock recover"
+		}
 		if it.Removed && !o.DryRun {
 			if err := tx.removeStaged(ctx); err != nil {
 				return items, freed, err
@@ -104,6 +108,17 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 		}
 	}
 	return items, freed, nil
+}
+
+// inFlight reports whether the transaction's base names it as the apply in
+// flight (or cannot tell: then it is kept too).
+func (s *Store) inFlight(tx *Tx) bool {
+	b, err := s.st.Base(tx.Base())
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	id, ok, err := b.Inflight()
+	return err != nil || (ok && id == tx.ID())
 }
 
 func gcDecision(tx *Tx, st Status, named bool, olderThan time.Duration) (bool, string) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -39,6 +40,17 @@ func (t *Tx) settledAlready() (*Result, bool, error) {
 
 // Discard drops the transaction's changes. The base is not touched.
 func (t *Tx) Discard(ctx context.Context, o SettleOptions) (*Result, error) {
+	res, err := t.discard(ctx, o)
+	t.copyReceipt(res, o)
+	return res, err
+}
+
+func (t *Tx) discard(ctx context.Context, o SettleOptions) (*Result, error) {
+	unlockTx, err := t.st.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlockTx()
 	if res, done, err := t.settledAlready(); done || err != nil {
 		if err == nil && res.Outcome != Discarded {
 			return res, fmt.Errorf("transaction %s already settled as %s; nothing to discard", t.ID(), res.Outcome)
@@ -149,12 +161,23 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 			return nil, err
 		}
 	}
-	if o.ReceiptCopy != "" {
-		if err := safefs.WriteFile(o.ReceiptCopy, data, 0o644); err != nil {
-			return res, fmt.Errorf("--receipt: %w", err)
-		}
-	}
 	return res, nil
+}
+
+// copyReceipt writes the --receipt copy once the settle is over. The
+// outcome stands whatever happens here: a copy that cannot be written is a
+// warning on the result, never a reason to undo or misreport a commit.
+func (t *Tx) copyReceipt(res *Result, o SettleOptions) {
+	if o.ReceiptCopy == "" || res == nil || res.ReceiptPath == "" {
+		return
+	}
+	data, err := os.ReadFile(res.ReceiptPath)
+	if err == nil {
+		err = safefs.WriteFile(o.ReceiptCopy, data, 0o644)
+	}
+	if err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("--receipt %s: the receipt copy was not written (%v); the receipt is at %s", o.ReceiptCopy, err, res.ReceiptPath))
+	}
 }
 
 // settleStaged removes the staged workspace of a settled transaction. A

@@ -53,6 +53,15 @@ func writeBlock(w io.Writer, res *airlock.Result) {
 		fmt.Fprintf(&b, "airlock.%s=%s\n", l[0], l[1])
 	}
 	io.WriteString(w, b.String())
+	writeWarnings(w, res)
+}
+
+// writeWarnings prints what went wrong after a settle's outcome was
+// recorded; --quiet does not hide it.
+func writeWarnings(w io.Writer, res *airlock.Result) {
+	for _, wn := range res.Warnings {
+		fmt.Fprintf(w, "airlock: warning: %s\n", wn)
+	}
 }
 
 // escapeValue keeps a path on one line and comma lists unambiguous: bytes

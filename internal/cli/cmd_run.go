@@ -94,6 +94,8 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, noValidate bool,
 	if settled != nil && !f.quiet {
 		writeBlock(io.Err, settled)
 		noteBranch(sctx, io, tx)
+	} else if settled != nil {
+		writeWarnings(io.Err, settled)
 	}
 	var refusal *airlock.Refusal
 	switch {

@@ -108,6 +108,8 @@ func settle(ctx context.Context, io IO, id string, quiet, asJSON bool, do func(c
 		if !quiet {
 			writeBlock(io.Err, res)
 			noteBranch(ctx, io, tx)
+		} else {
+			writeWarnings(io.Err, res)
 		}
 		if asJSON {
 			if jerr := writeJSON(io, resultJSON(res)); jerr != nil {

@@ -451,7 +451,9 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 			err := root.RemoveDir(op.Path)
 			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 				if op.After.Kind != manifest.KindNone {
-					return res, fmt.Errorf("replace directory %s: it holds paths this transaction did not know about; move them away and commit again", filepath.Join(root.Path(), op.Path))
+					// Someone added to the directory since open: that is
+					// drift of the path, and what they added stays.
+					return res, &DriftError{Path: op.Path}
 				}
 				kept[op.Path] = true
 				res.Kept = append([]string{op.Path}, res.Kept...)
@@ -538,11 +540,14 @@ func create(root *safefs.Root, txID string, op *Op, open func(string) (*os.File,
 		}
 		return root.Rename(tmp, op.Path)
 	case manifest.KindFile:
-		if op.Before.Kind == manifest.KindFile && op.Before.Digest == op.After.Digest && op.After.Digest != "" {
+		if op.Before.Kind == manifest.KindFile && op.Before.Digest == op.After.Digest && op.After.Digest != "" && singleLink(root, op.Path) {
 			// Only the mode changed: no bytes to rewrite, and so no temp
 			// file fsync'd on its way in. The new mode lives in the
 			// file's inode, which no directory fsync writes: fsync the
 			// file itself, or a power cut after `committed` can lose it.
+			// A file with other hard links is rewritten instead: a chmod
+			// of the shared inode would change them too, and they may lie
+			// outside the base.
 			if err := root.Chmod(op.Path, op.After.Mode); err != nil {
 				return err
 			}
@@ -556,6 +561,12 @@ func create(root *safefs.Root, txID string, op *Op, open func(string) (*os.File,
 		return writeFile(root, txID, op.Path, src, op.After)
 	}
 	return fmt.Errorf("%s: cannot create an entry of kind %s", op.Path, op.After.Kind)
+}
+
+// singleLink reports whether the base file at rel is its inode's only name.
+func singleLink(root *safefs.Root, rel string) bool {
+	info, err := root.Lstat(rel)
+	return err == nil && info.Nlink == 1
 }
 
 // writeFile writes src to a temporary file beside rel, checks its digest

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -253,4 +254,14 @@ func (t *Tx) Remove(name string) error {
 		return err
 	}
 	return safefs.SyncDir(filepath.Dir(path))
+}
+
+// Lock takes the transaction's own lock (flock on its lock file), so that
+// two processes settling the same transaction at once do it one after the
+// other: the second then sees the first's outcome.
+func (t *Tx) Lock(ctx context.Context) (unlock func(), err error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return lockFile(ctx, t.Path("lock"))
 }
