@@ -14,6 +14,7 @@ import (
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/originals"
+	"github.com/airlockdev/airlock/internal/state"
 )
 
 // GCOptions select what gc removes.
@@ -61,6 +62,20 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 			return items, freed, err
 		}
 		tx, err := s.Tx(id)
+		var corrupt *state.CorruptError
+		if err != nil && named && errors.As(err, &corrupt) {
+			// The user named it: a transaction whose state is corrupt is
+			// removed whole (its staged tree too), never acted on.
+			it := GCItem{ID: id, Status: StatusCorrupt, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Removed: true, Reason: "corrupt, named"}
+			if !o.DryRun {
+				if err := s.st.RemoveTx(id); err != nil {
+					return items, freed, err
+				}
+			}
+			freed += it.Bytes
+			items = append(items, it)
+			continue
+		}
 		if err != nil {
 			if named {
 				return items, freed, err
@@ -201,7 +216,7 @@ func (s *Store) pruneOriginals(base string) (int64, error) {
 				}
 			}
 		case !st.Settled():
-			m, err := manifest.Load(tx.st.Path(baseManifestFile))
+			m, err := tx.loadManifest(baseManifestFile)
 			if err != nil {
 				return 0, err
 			}

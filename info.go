@@ -38,6 +38,8 @@ type Info struct {
 	Branch     string `json:"branch,omitempty"`
 	BranchHead string `json:"branch_head,omitempty"`
 	BranchKept bool   `json:"branch_kept,omitempty"`
+	// Error says why a transaction listed as corrupt cannot be read.
+	Error string `json:"error,omitempty"`
 }
 
 // Info reads a transaction's summary. For a transaction that has not
@@ -84,13 +86,16 @@ func (s *Store) List(ctx context.Context, all bool) ([]*Info, error) {
 	}
 	var out []*Info
 	for _, id := range ids {
+		// One transaction whose state cannot be trusted does not hide the
+		// others: it is listed as corrupt, with the reason.
 		tx, err := s.Tx(id)
-		if err != nil {
-			return nil, err
+		var in *Info
+		if err == nil {
+			in, err = tx.Info(ctx)
 		}
-		in, err := tx.Info(ctx)
 		if err != nil {
-			return nil, err
+			out = append(out, &Info{ID: id, Status: StatusCorrupt, Error: err.Error()})
+			continue
 		}
 		if !all && in.Status.Settled() {
 			continue

@@ -16,6 +16,7 @@ import (
 	"github.com/airlockdev/airlock/internal/merge"
 	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/selector"
 )
 
 // mergeDrifted tries to three-way merge each changed path that also moved
@@ -31,12 +32,19 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, set *changeset
 	}
 	objects := t.objectsPath()
 	var ops []journal.Op
-	var unmergeable, conflicts []string
+	var unmergeable, conflicts, excluded []string
+	excl, err := selector.New(t.rec.Exclude)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("exclude selectors in %s: %w", t.st.Path(recordFile), err)
+	}
 	results := map[string]manifest.Entry{}
 	for _, d := range drifted {
 		c := d.change
 		if c.Op != changeset.Modify || c.Base.Kind != manifest.KindFile || c.Result.Kind != manifest.KindFile || d.now.Kind != manifest.KindFile {
 			unmergeable = append(unmergeable, c.Path)
+			if c.Op == changeset.Add && d.now.Kind != manifest.KindNone && excl.Match(c.Path, c.Result.Kind == manifest.KindDir) {
+				excluded = append(excluded, c.Path)
+			}
 			continue
 		}
 		anc, ok, err := t.ancestor(ctx, orig, c.Base)
@@ -96,6 +104,10 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, set *changeset
 		results[c.Path] = after
 	}
 	switch {
+	case len(unmergeable) > 0 && len(excluded) == len(unmergeable):
+		// Nothing moved: the paths were excluded from staging, so the
+		// command did not see what the base holds there.
+		return nil, nil, refuse(BaseDrift, append(unmergeable, conflicts...), "excluded from the staged workspace, and the base already holds them: what the command wrote there would overwrite what it never saw; remove those paths from the staged tree (airlock show %s gives its path), or stop excluding them", t.ID()), nil
 	case len(unmergeable) > 0:
 		return nil, nil, refuse(BaseDrift, append(unmergeable, conflicts...), "changed in the base since the transaction opened, and cannot be merged"), nil
 	case len(conflicts) > 0:

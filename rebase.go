@@ -20,7 +20,7 @@ import (
 // its open entry, so the drift is still seen.
 func (t *Tx) rebaseOpen(root *safefs.Root, ops []journal.Op) error {
 	path := t.st.Path(baseManifestFile)
-	m, err := manifest.Load(path)
+	m, err := t.loadManifest(baseManifestFile)
 	if err != nil {
 		return err
 	}

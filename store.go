@@ -419,7 +419,7 @@ func (s *Store) loadTx(st *state.Tx) (*Tx, error) {
 		return nil, fmt.Errorf("open record %s names transaction %q, not %q: the state was altered", st.Path(recordFile), rec.ID, st.ID())
 	}
 	if d, err := rec.seal(); err != nil || d != rec.Digest {
-		return nil, fmt.Errorf("corrupt state file %s: the open record does not match its digest (it was edited); the transaction cannot be trusted", st.Path(recordFile))
+		return nil, &state.CorruptError{Path: st.Path(recordFile), Err: errors.New("the open record does not match its digest (it was edited)")}
 	}
 	return &Tx{store: s, st: st, rec: rec}, nil
 }

@@ -54,6 +54,9 @@ const (
 	StatusCommitted   Status = "committed"
 	StatusNoChanges   Status = "no_changes"
 	StatusDiscarded   Status = "discarded"
+	// StatusCorrupt marks, in a listing, a transaction whose state cannot
+	// be trusted; nothing acts on it (gc removes it when named).
+	StatusCorrupt Status = "corrupt"
 )
 
 // Settled reports whether the transaction is over: committed, discarded or
@@ -166,11 +169,11 @@ func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) {
 			return d.Changes(ctx, stage.DiffRequest{Base: t.baseRead(), Dir: t.Path(), Skip: noise.MatchSelf})
 		}
 	}
-	base, err := manifest.Load(t.st.Path(baseManifestFile))
+	base, err := t.loadManifest(baseManifestFile)
 	if err != nil {
 		return nil, err
 	}
-	open, err := manifest.Load(t.st.Path(stagedOpenFile))
+	open, err := t.loadManifest(stagedOpenFile)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +182,17 @@ func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) {
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
 	return changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
+}
+
+// loadManifest reads one of the transaction's manifests through the state
+// package's checks: a manifest that is not the user's own, or that others
+// could have written, is refused like any other state file.
+func (t *Tx) loadManifest(name string) (*manifest.Manifest, error) {
+	b, err := t.st.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Parse(t.st.Path(name), b)
 }
 
 // removeStaged drops the staged workspace of a settled transaction.

@@ -15,7 +15,7 @@ func newDiffCmd(io IO) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "diff ID [--stat|--name-status]",
 		Short: "The change set as a git-style patch (binary-aware; `git apply --binary` accepts it)",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneID,
 		RunE: func(c *cobra.Command, args []string) error {
 			if stat && nameStatus {
 				return errors.New("--stat and --name-status cannot be combined")

@@ -37,6 +37,10 @@ func newListCmd(io IO) *cobra.Command {
 			tw := tabwriter.NewWriter(io.Out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSTATUS\tAGE\tBACKEND\tOWNER\tSTAGED\tCHANGES\tBASE")
 			for _, in := range infos {
+				if in.Status == airlock.StatusCorrupt {
+					fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\t%s\n", in.ID, in.Status, in.Error)
+					continue
+				}
 				owner := "gone"
 				if in.OwnerAlive {
 					owner = fmt.Sprintf("alive (%d)", in.PID)
@@ -57,7 +61,7 @@ func newShowCmd(io IO) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show ID [--json]",
 		Short: "Show a transaction: status, base, backend, counts, refusal, events",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneID,
 		RunE: func(c *cobra.Command, args []string) error {
 			st, err := store()
 			if err != nil {

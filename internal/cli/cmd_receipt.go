@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -16,7 +17,12 @@ func newReceiptCmd(io IO) *cobra.Command {
 	c.AddCommand(&cobra.Command{
 		Use:   "verify FILE|ID",
 		Short: "Check a receipt's integrity and required fields (exit 0 valid, 1 invalid)",
-		Args:  cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return errors.New("receipt verify takes one receipt FILE or transaction ID")
+			}
+			return nil
+		},
 		RunE: func(c *cobra.Command, args []string) error {
 			path, err := receiptFor(args[0])
 			if err != nil {

@@ -58,7 +58,7 @@ func newCommitCmd(io IO) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "commit ID",
 		Short: "Apply a transaction's change set to its base, all or nothing",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneID,
 		RunE: func(c *cobra.Command, args []string) error {
 			rpath, err := receiptPath(receipt)
 			if err != nil {
@@ -82,7 +82,7 @@ func newDiscardCmd(io IO) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "discard ID",
 		Short: "Drop a transaction's changes; the base is not touched",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneID,
 		RunE: func(c *cobra.Command, args []string) error {
 			return settle(c.Context(), io, args[0], quiet, false, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
 				return tx.Discard(ctx, airlock.SettleOptions{})

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/airlockdev/airlock"
 	"github.com/airlockdev/airlock/internal/progress"
@@ -89,11 +90,24 @@ func newRoot(io IO) *cobra.Command {
 	return root
 }
 
+// oneID checks that a command that acts on one transaction got exactly one
+// id, and says so in words when it did not.
+func oneID(c *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return fmt.Errorf("%s needs a transaction ID (airlock list shows them)", c.Name())
+	case len(args) > 1:
+		return fmt.Errorf("%s takes one transaction ID, not %d", c.Name(), len(args))
+	}
+	return nil
+}
+
 // store opens the state root named by the environment.
 func store() (*airlock.Store, error) { return airlock.OpenStore("") }
 
 // txFlags are the flags `run` and `open` share.
 type txFlags struct {
+	flags            *pflag.FlagSet // to tell --id "" from no --id
 	workdir          string
 	exclude, protect []string
 	noDefaultProtect bool
@@ -115,11 +129,15 @@ func (f *txFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.backend, "backend", "auto", "how the staged workspace is made: auto|copy|reflink|overlay|worktree")
 	fl.StringVar(&f.validate, "validate", "", validateHelp)
 	fl.StringVar(&f.id, "id", "", "the transaction id ([A-Za-z0-9._-]{1,64}; default: generated)")
+	f.flags = fl
 	fl.StringVar(&f.receipt, "receipt", "", "also write the receipt JSON to `FILE`")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the airlock.* block")
 }
 
 func (f *txFlags) check() error {
+	if f.flags != nil && f.flags.Changed("id") && f.id == "" {
+		return errors.New(`--id "": an empty id is not an id; leave --id out to have one generated`)
+	}
 	switch f.backend {
 	case "", "auto", "copy", "reflink", "overlay", "worktree":
 	default:

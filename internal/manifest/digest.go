@@ -107,6 +107,12 @@ func Load(path string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read manifest: %w", err)
 	}
+	return Parse(path, b)
+}
+
+// Parse decodes a manifest file's bytes (read by the caller, for instance
+// through the state package's safety checks); path names it in errors.
+func Parse(path string, b []byte) (*Manifest, error) {
 	if bytes.HasPrefix(b, []byte(magicV2)) {
 		es, err := decode(b)
 		if err != nil {

@@ -26,9 +26,9 @@ type CorruptError struct {
 
 func (e *CorruptError) Error() string {
 	if e.Line > 0 {
-		return fmt.Sprintf("corrupt state file %s line %d: %v; the transaction cannot be trusted", e.Path, e.Line, e.Err)
+		return fmt.Sprintf("corrupt state file %s line %d: %v; the transaction cannot be trusted: inspect it, then remove it with airlock gc ID", e.Path, e.Line, e.Err)
 	}
-	return fmt.Sprintf("corrupt state file %s: %v; the transaction cannot be trusted", e.Path, e.Err)
+	return fmt.Sprintf("corrupt state file %s: %v; the transaction cannot be trusted: inspect it, then remove it with airlock gc ID", e.Path, e.Err)
 }
 
 func (e *CorruptError) Unwrap() error { return e.Err }

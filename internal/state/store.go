@@ -59,6 +59,14 @@ func Open(dir string) (*Store, error) {
 	if err := checkDir(abs); err != nil {
 		return nil, stateErr("state directory", abs, err)
 	}
+	// A root made by hand (mkdir) may be readable by others: it is the
+	// user's own and not writable by others (checked above), so airlock
+	// makes it private, as every directory it creates is.
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(abs, 0o700); err != nil {
+			return nil, fmt.Errorf("make state directory %s private (0700): %w", abs, err)
+		}
+	}
 	s := &Store{dir: abs}
 	for _, sub := range []string{"tx", "bases"} {
 		if err := ensureDir(filepath.Join(abs, sub)); err != nil {

@@ -265,3 +265,14 @@ func (t *Tx) Lock(ctx context.Context) (unlock func(), err error) {
 	}
 	return lockFile(ctx, t.Path("lock"))
 }
+
+// ReadFile reads a state file of the transaction with the same safety
+// checks as Read (a regular file, owned by the user, not writable by group
+// or others, no symlink on the way), for files that are not JSON.
+func (t *Tx) ReadFile(name string) ([]byte, error) {
+	path, err := t.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	return readChecked(path)
+}
