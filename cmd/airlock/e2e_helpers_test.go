@@ -21,6 +21,13 @@ import (
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
+// Shared test helpers (internal/testbin).
+var (
+	realDir  = testbin.RealDir
+	readFile = testbin.ReadFile
+	exists   = testbin.Exists
+)
+
 // airlockBin is the binary every scenario drives; TestMain builds it once.
 var airlockBin string
 
@@ -46,17 +53,6 @@ func newH(t *testing.T) *h {
 	t.Helper()
 	x := &h{t: t, base: realDir(t), state: filepath.Join(realDir(t), "state"), home: realDir(t)}
 	return x
-}
-
-// realDir is a fresh temporary directory by its symlink-free path, which
-// is the path airlock reports.
-func realDir(t *testing.T) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // environ is the environment of every process a scenario starts: the
@@ -491,20 +487,6 @@ func writeFile(t *testing.T, path, content string) {
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func exists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }
 
 // stagedPath is the staged workspace recorded in a transaction's open

@@ -17,6 +17,14 @@ import (
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
+// Shared test helpers (internal/testbin).
+var (
+	realDir    = testbin.RealDir
+	writeFiles = testbin.WriteFiles
+	readFile   = testbin.ReadFile
+	exists     = testbin.Exists
+)
+
 // airlockBin is the binary the tests drive, as an agent would: TestMain
 // builds it once.
 var airlockBin string
@@ -38,42 +46,6 @@ func newWorld(t *testing.T, files map[string]string) *world {
 	w := &world{t: t, base: realDir(t), state: filepath.Join(realDir(t), "state"), home: realDir(t), bin: airlockBin}
 	writeFiles(t, w.base, files)
 	return w
-}
-
-func realDir(t *testing.T) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for rel, content := range files {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-func exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
 }
 
 // environ is the environment of every process a test starts: the test's

@@ -12,6 +12,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockdev/airlock"
+
+	"github.com/airlockdev/airlock/internal/testbin"
+)
+
+// Shared test helpers (internal/testbin).
+var (
+	writeFiles = testbin.WriteFiles
+	readFile   = testbin.ReadFile
 )
 
 // world is a base, a state root and a client connected to a server over
@@ -46,31 +54,6 @@ func newWorld(t *testing.T, files map[string]string) *world {
 	}
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
 	return &world{t: t, base: base, cs: cs}
-}
-
-func writeFiles(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for rel, content := range files {
-		p := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // call calls a tool that must succeed and decodes its structured result.

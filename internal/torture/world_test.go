@@ -13,6 +13,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlockdev/airlock/internal/testbin"
+)
+
+// Shared test helpers (internal/testbin).
+var (
+	realDir = testbin.RealDir
 )
 
 // world is one test's setting: a base, a state root beside it (never
@@ -42,17 +49,6 @@ func newWorldIn(t *testing.T, root string) *world {
 		}
 	}
 	return w
-}
-
-// realDir is a fresh temporary directory by its symlink-free path, the
-// path airlock reports.
-func realDir(t *testing.T) string {
-	t.Helper()
-	d, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 // environ is the environment of every airlock process: the test's own
