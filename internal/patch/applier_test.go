@@ -46,59 +46,16 @@ var (
 	hunkHead  = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@\n$`)
 )
 
-// unquote reverses git's C-style quoting of a header name.
+// unquote reverses git's C-style quoting of a whole header name.
 func unquote(s string) (string, error) {
 	if !strings.HasPrefix(s, `"`) {
 		return s, nil
 	}
-	if len(s) < 2 || !strings.HasSuffix(s, `"`) {
-		return "", fmt.Errorf("bad quoted name %q", s)
+	name, rest, err := Unquote(s)
+	if err == nil && rest != "" {
+		err = fmt.Errorf("unescaped quote in %q", s)
 	}
-	s = s[1 : len(s)-1]
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '"' {
-			return "", fmt.Errorf("unescaped quote in %q", s)
-		}
-		if c != '\\' {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		if i >= len(s) {
-			return "", fmt.Errorf("dangling backslash in %q", s)
-		}
-		switch e := s[i]; e {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'v':
-			b.WriteByte('\v')
-		case 'f':
-			b.WriteByte('\f')
-		case 'r':
-			b.WriteByte('\r')
-		case '"', '\\':
-			b.WriteByte(e)
-		default:
-			if i+3 > len(s) {
-				return "", fmt.Errorf("short octal escape in %q", s)
-			}
-			v, err := strconv.ParseUint(s[i:i+3], 8, 8)
-			if err != nil {
-				return "", fmt.Errorf("bad escape in %q", s)
-			}
-			b.WriteByte(byte(v))
-			i += 2
-		}
-	}
-	return b.String(), nil
+	return name, err
 }
 
 // headerPath reads the path from a `diff --git A B` line whose two names

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -72,4 +73,57 @@ func quotePrefixed(prefix, name string) string {
 		return cquote(prefix + name)
 	}
 	return prefix + name
+}
+
+// Unquote reads the C-quoted name that s starts with, as git writes one
+// (the inverse of its quoting here), and returns the name and what follows
+// the closing quote.
+func Unquote(s string) (name, rest string, err error) {
+	if !strings.HasPrefix(s, `"`) {
+		return "", "", fmt.Errorf("quoted name %q does not start with a quote", s)
+	}
+	var b strings.Builder
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"':
+			return b.String(), s[i+1:], nil
+		case c != '\\':
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i >= len(s) {
+			break
+		}
+		switch e := s[i]; e {
+		case 'a':
+			b.WriteByte('\a')
+		case 'b':
+			b.WriteByte('\b')
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'v':
+			b.WriteByte('\v')
+		case 'f':
+			b.WriteByte('\f')
+		case 'r':
+			b.WriteByte('\r')
+		case '"', '\\':
+			b.WriteByte(e)
+		default:
+			if i+3 > len(s) {
+				return "", "", fmt.Errorf("short octal escape in %q", s)
+			}
+			v, err := strconv.ParseUint(s[i:i+3], 8, 8)
+			if err != nil {
+				return "", "", fmt.Errorf("bad escape in %q", s)
+			}
+			b.WriteByte(byte(v))
+			i += 2
+		}
+	}
+	return "", "", fmt.Errorf("unterminated quoted name %q", s)
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/airlockdev/airlock/internal/patch"
 )
 
 // file is one path of a git-style patch, parsed for display.
@@ -126,7 +128,7 @@ func parsePatch(r io.Reader) ([]*file, error) {
 // as is or C-quoted as git quotes names with unusual bytes.
 func headerPath(rest string) (string, error) {
 	if strings.HasPrefix(rest, `"`) {
-		q, err := unquoteC(rest)
+		q, _, err := patch.Unquote(rest)
 		if err != nil {
 			return "", fmt.Errorf("patch header %q: %w", rest, err)
 		}
@@ -137,54 +139,6 @@ func headerPath(rest string) (string, error) {
 		return "", fmt.Errorf("patch header %q: not two equal paths", rest)
 	}
 	return rest[2 : 2+(len(rest)-5)/2], nil
-}
-
-// unquoteC reads the C-quoted string s starts with, as git writes it.
-func unquoteC(s string) (string, error) {
-	var b strings.Builder
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"':
-			return b.String(), nil
-		case c != '\\':
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		if i >= len(s) {
-			break
-		}
-		switch e := s[i]; e {
-		case 'a':
-			b.WriteByte('\a')
-		case 'b':
-			b.WriteByte('\b')
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'v':
-			b.WriteByte('\v')
-		case 'f':
-			b.WriteByte('\f')
-		case 'r':
-			b.WriteByte('\r')
-		case '"', '\\':
-			b.WriteByte(e)
-		default:
-			if i+3 > len(s) {
-				return "", fmt.Errorf("short octal escape")
-			}
-			n, err := strconv.ParseUint(s[i:i+3], 8, 8)
-			if err != nil {
-				return "", fmt.Errorf("bad escape \\%s", s[i:i+3])
-			}
-			b.WriteByte(byte(n))
-			i += 2
-		}
-	}
-	return "", fmt.Errorf("unterminated quoted name")
 }
 
 // hunkStart reads the first old and new line numbers of "@@ -a,b +c,d @@".
