@@ -232,6 +232,10 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		if errors.As(err, &d) {
 			return t.settle(ctx, Refused, refuse(BaseDrift, []string{d.Path}, "changed in the base while the commit was applying; what the commit had applied was rolled back exactly%s", kept), set, o)
 		}
+		var busy *journal.BusyError
+		if errors.As(err, &busy) {
+			return t.settle(ctx, Refused, refuse(BaseDrift, []string{busy.Path}, "%v; the commit was rolled back exactly and the file is back in place; let the process finish or close the file, then commit again%s", busy, kept), set, o)
+		}
 		return t.settle(ctx, Refused, refuse(ApplyFailed, nil, "%v; the base was rolled back exactly%s", err, kept), set, o)
 	}
 	fault.Point("applied")

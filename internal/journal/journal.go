@@ -2,8 +2,6 @@ package journal
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -347,11 +346,17 @@ func parent(rel string) string {
 	return d
 }
 
-func tempName(txID string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return TempPrefix(txID) + hex.EncodeToString(b[:])
+// opName is the temporary name, beside its path, of operation i: where an
+// apply or restore writes the new entry, and where the entry it replaces
+// is kept until it has been examined. A name per operation lets a restore
+// tell, after a crash, which path a leftover belongs to.
+func opName(txID string, i int, rel string) string {
+	return path.Join(parent(rel), TempPrefix(txID)+"op"+strconv.Itoa(i))
 }
+
+// asideSuffix marks the entry a replace moved aside where the file system
+// cannot exchange two names.
+const asideSuffix = "-old"
 
 // ApplyResult says what an apply did beyond the plan.
 type ApplyResult struct {
@@ -395,6 +400,7 @@ func ApplyScratch(ctx context.Context, root *safefs.Root, txID string, ops []Op,
 
 func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string) (*os.File, error), onBase bool) (*ApplyResult, error) {
 	res := &ApplyResult{}
+	pl := &placer{onBase: onBase, aside: map[int]string{}}
 	kept := map[string]bool{}
 	touched := map[string]bool{}
 	kinds := beforeKinds(j.Ops)
@@ -420,6 +426,7 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 	// removed, that it is still what Prepare checked and backed up: an
 	// edit made since (an editor saving the file) must refuse the commit,
 	// not vanish under it.
+	guards := 0
 	guard := func(op *Op) error {
 		if !onBase {
 			return nil
@@ -431,6 +438,10 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 		if !stillBefore(cur, op.Before) {
 			return &DriftError{Path: op.Path}
 		}
+		// Fault point "guard:N": after the N-th re-check, before that
+		// path is replaced; the window settleAside closes.
+		guards++
+		fault.Count("guard", guards)
 		return nil
 	}
 	// Removals, deepest first: deletions and changes of kind that involve
@@ -448,6 +459,11 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 			return res, err
 		}
 		if op.Before.Kind == manifest.KindDir {
+			// What the deletions moved aside inside it is settled first:
+			// the directory must be empty to go.
+			if err := settleAside(root, j, pl.aside, op.Path); err != nil {
+				return res, err
+			}
 			err := root.RemoveDir(op.Path)
 			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
 				if op.After.Kind != manifest.KindNone {
@@ -462,6 +478,15 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 			if err != nil {
 				return res, err
 			}
+		} else if onBase {
+			// Moved aside, never unlinked here: an edit that reaches the
+			// file after the guard lives on in it until settleAside
+			// examines it.
+			aside := opName(j.TxID, i, op.Path)
+			if err := root.Rename(op.Path, aside); err != nil {
+				return res, err
+			}
+			pl.aside[i] = aside
 		} else if err := root.Remove(op.Path); err != nil {
 			return res, err
 		}
@@ -484,7 +509,7 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 				return res, err
 			}
 		}
-		if err := create(root, j.TxID, op, open); err != nil {
+		if err := create(root, j, i, open, pl); err != nil {
 			return res, err
 		}
 		touched[parent(op.Path)] = true
@@ -501,10 +526,17 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 			}
 		}
 	}
-	if err := syncDirs(root, touched); err != nil {
+	if err := verify(root, j, kept); err != nil {
 		return res, err
 	}
-	return res, verify(root, j, kept)
+	if onBase {
+		// As late as it can be: whatever a writer completed on a
+		// replaced file up to here is seen, and refuses the commit.
+		if err := settleAside(root, j, pl.aside, ""); err != nil {
+			return res, err
+		}
+	}
+	return res, syncDirs(root, touched)
 }
 
 // stillBefore compares a path now with the state Prepare saw. A directory
@@ -525,8 +557,19 @@ func needsRemoval(op *Op) bool {
 	return a == manifest.KindNone || (b != a && (b == manifest.KindDir || a == manifest.KindDir))
 }
 
-// create makes op.Path hold op.After.
-func create(root *safefs.Root, txID string, op *Op, open func(string) (*os.File, error)) error {
+// placer puts new entries into the tree. On the base it never lets an
+// entry go unseen: what a new entry replaces, or a deletion removes, is
+// kept aside under the operation's temporary name (aside, by operation
+// index) until settleAside has checked it against the journal.
+type placer struct {
+	onBase bool
+	aside  map[int]string
+}
+
+// create makes op i's path hold its After.
+func create(root *safefs.Root, j *Journal, i int, open func(string) (*os.File, error), pl *placer) error {
+	op := &j.Ops[i]
+	tmp := opName(j.TxID, i, op.Path)
 	switch op.After.Kind {
 	case manifest.KindDir:
 		if op.Before.Kind == manifest.KindDir {
@@ -534,11 +577,10 @@ func create(root *safefs.Root, txID string, op *Op, open func(string) (*os.File,
 		}
 		return root.Mkdir(op.Path, 0o700)
 	case manifest.KindSymlink:
-		tmp := path.Join(parent(op.Path), tempName(txID))
 		if err := root.Symlink(op.After.Target, tmp); err != nil {
 			return err
 		}
-		return root.Rename(tmp, op.Path)
+		return pl.place(root, op, i, tmp)
 	case manifest.KindFile:
 		if op.Before.Kind == manifest.KindFile && op.Before.Digest == op.After.Digest && op.After.Digest != "" && singleLink(root, op.Path) {
 			// Only the mode changed: no bytes to rewrite, and so no temp
@@ -558,9 +600,82 @@ func create(root *safefs.Root, txID string, op *Op, open func(string) (*os.File,
 			return fmt.Errorf("read frozen content of %s: %w", op.Path, err)
 		}
 		defer src.Close()
-		return writeFile(root, txID, op.Path, src, op.After)
+		if err := writeTemp(root, tmp, op.Path, src, op.After); err != nil {
+			return err
+		}
+		return pl.place(root, op, i, tmp)
 	}
 	return fmt.Errorf("%s: cannot create an entry of kind %s", op.Path, op.After.Kind)
+}
+
+// place moves the new entry at tmp to op.Path. Off the base it is a plain
+// rename. On the base, a path that must be absent now (nothing was there,
+// or the removals above took it away) is taken only if still absent: a
+// file someone created there meanwhile is drift, never overwritten. A path
+// that holds the file or symlink the journal backed up is exchanged with
+// tmp in one step, and what it held stays at tmp for settleAside.
+func (pl *placer) place(root *safefs.Root, op *Op, i int, tmp string) error {
+	if !pl.onBase {
+		return root.Rename(tmp, op.Path)
+	}
+	if op.Before.Kind == manifest.KindNone || needsRemoval(op) {
+		err := root.RenameNoReplace(tmp, op.Path)
+		if errors.Is(err, errors.ErrUnsupported) {
+			err = root.Rename(tmp, op.Path)
+		}
+		if errors.Is(err, fs.ErrExist) {
+			root.Remove(tmp)
+			return &DriftError{Path: op.Path}
+		}
+		return err
+	}
+	aside, err := swapIn(root, tmp, op.Path)
+	if err != nil {
+		return err
+	}
+	if aside == "" {
+		// The path vanished after the guard: someone deleted it. The
+		// new entry goes back out (a restore's sweep removes it, or
+		// keeps whatever else it finds there), and their deletion
+		// stands.
+		root.Rename(op.Path, tmp)
+		return &DriftError{Path: op.Path}
+	}
+	pl.aside[i] = aside
+	return nil
+}
+
+// swapIn makes the entry at tmp appear at rel and returns where the entry
+// rel held now is ("" if rel was absent): at tmp itself, exchanged
+// atomically, so that a reader of rel sees the old entry or the new one and
+// nothing in between. Where the file system cannot exchange, the old entry
+// is first renamed aside to tmp+"-old"; a reader then finds rel missing for
+// the moment between the two renames.
+func swapIn(root *safefs.Root, tmp, rel string) (string, error) {
+	err := root.Exchange(tmp, rel)
+	if err == nil {
+		return tmp, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, lerr := root.Lstat(tmp); lerr == nil {
+			err = root.RenameNoReplace(tmp, rel)
+			if errors.Is(err, errors.ErrUnsupported) {
+				err = root.Rename(tmp, rel)
+			}
+			return "", err
+		}
+		return "", err
+	}
+	if !errors.Is(err, errors.ErrUnsupported) {
+		return "", err
+	}
+	aside := tmp + asideSuffix
+	if err := root.Rename(rel, aside); errors.Is(err, fs.ErrNotExist) {
+		return "", root.Rename(tmp, rel)
+	} else if err != nil {
+		return "", err
+	}
+	return aside, root.Rename(tmp, rel)
 }
 
 // singleLink reports whether the base file at rel is its inode's only name.
@@ -569,12 +684,12 @@ func singleLink(root *safefs.Root, rel string) bool {
 	return err == nil && info.Nlink == 1
 }
 
-// writeFile writes src to a temporary file beside rel, checks its digest
-// against want, sets mode and mtime, fsyncs it, and renames it over rel: a
-// reader of the base sees the old file or the new one, and the new one is
-// on disk before its name is.
-func writeFile(root *safefs.Root, txID, rel string, src io.Reader, want manifest.Entry) error {
-	f, tmp, err := root.CreateTemp(parent(rel), TempPrefix(txID)+"*")
+// writeTemp writes src to the new file tmp (beside rel, named for its
+// operation), checks its digest against want, sets mode and mtime and
+// fsyncs it: the new entry is on disk before any name of the base points at
+// it.
+func writeTemp(root *safefs.Root, tmp, rel string, src io.Reader, want manifest.Entry) error {
+	f, err := root.CreateExcl(tmp)
 	if err != nil {
 		return err
 	}
@@ -585,15 +700,16 @@ func writeFile(root *safefs.Root, txID, rel string, src io.Reader, want manifest
 			root.Remove(tmp)
 		}
 	}()
+	shown := filepath.Join(root.Path(), rel)
 	d, err := copyHash(f, src)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(root.Path(), rel), err)
+		return fmt.Errorf("write %s: %w", shown, err)
 	}
 	if d != want.Digest {
-		return fmt.Errorf("write %s: content digest %s does not match the recorded %s; the transaction's state was altered", filepath.Join(root.Path(), rel), d, want.Digest)
+		return fmt.Errorf("write %s: content digest %s does not match the recorded %s; the transaction's state was altered", shown, d, want.Digest)
 	}
 	if err := f.Chmod(want.Mode); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(root.Path(), rel), err)
+		return fmt.Errorf("write %s: %w", shown, err)
 	}
 	// The times are set before the fsync, so that it makes them durable
 	// together with the bytes and the mode.
@@ -603,13 +719,10 @@ func writeFile(root *safefs.Root, txID, rel string, src io.Reader, want manifest
 		}
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", filepath.Join(root.Path(), rel), err)
+		return fmt.Errorf("write %s: fsync: %w", shown, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(root.Path(), rel), err)
-	}
-	if err := root.Rename(tmp, rel); err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", shown, err)
 	}
 	ok = true
 	return nil

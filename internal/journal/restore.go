@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -57,27 +58,22 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 	res := &RestoreResult{}
 	touched := map[string]bool{}
 	kinds := beforeKinds(j.Ops)
+	in := func(i int) bool { return only == nil || only[j.Ops[i].Path] }
 	if err := checkBackups(j, dir); err != nil {
 		return nil, err
 	}
-	if err := removeTemps(root, j); err != nil {
+	orig, err := sweepTemps(root, j, dir, res, in)
+	if err != nil {
 		return nil, err
-	}
-	if only != nil {
-		sub := *j
-		sub.Ops = nil
-		for _, op := range j.Ops {
-			if only[op.Path] {
-				sub.Ops = append(sub.Ops, op)
-			}
-		}
-		j = &sub
 	}
 	// Deepest first: take away what the apply created where something of
 	// another kind, or nothing, was before.
 	for i := len(j.Ops) - 1; i >= 0; i-- {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if !in(i) {
+			continue
 		}
 		op := &j.Ops[i]
 		cur, err := measureIn(root, op.Path, kinds)
@@ -101,10 +97,14 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 				return nil, err
 			}
 		} else {
-			if err := displaceIfForeign(root, j, op, cur, dir, res); err != nil {
+			// Moved out by rename, then examined: an edit that reaches
+			// it after the look is in the moved file, never unlinked
+			// unseen.
+			tmp := opName(j.TxID, i, op.Path)
+			if err := root.Rename(op.Path, tmp); err != nil {
 				return nil, err
 			}
-			if err := root.Remove(op.Path); err != nil {
+			if err := settleOut(root, j, i, tmp, dir, res); err != nil {
 				return nil, err
 			}
 		}
@@ -114,6 +114,9 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 	for i := range j.Ops {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if !in(i) {
+			continue
 		}
 		op := &j.Ops[i]
 		if op.Before.Kind == manifest.KindNone {
@@ -138,29 +141,38 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 				}
 			}
 			touched[op.Path] = true
-		case manifest.KindSymlink:
-			if err := displaceIfForeign(root, j, op, cur, dir, res); err != nil {
+		case manifest.KindSymlink, manifest.KindFile:
+			// The very entry the apply moved aside goes back if it is
+			// still there; else a copy from the backup.
+			src := orig[i]
+			if src == "" {
+				src = opName(j.TxID, i, op.Path)
+				if err := recreate(root, j, op, src, dir); err != nil {
+					return nil, err
+				}
+			}
+			delete(orig, i)
+			out, err := swapIn(root, src, op.Path)
+			if err != nil {
 				return nil, err
 			}
-			tmp := path.Join(parent(op.Path), tempName(j.TxID))
-			if err := root.Symlink(op.Before.Target, tmp); err != nil {
-				return nil, err
+			if out != "" {
+				if err := settleOut(root, j, i, out, dir, res); err != nil {
+					return nil, err
+				}
 			}
-			if err := root.Rename(tmp, op.Path); err != nil {
-				return nil, err
-			}
-		case manifest.KindFile:
-			if err := displaceIfForeign(root, j, op, cur, dir, res); err != nil {
-				return nil, err
-			}
-			if err := restoreFile(root, j, op, dir); err != nil {
-				return nil, err
-			}
+		}
+	}
+	for _, name := range orig {
+		// Original entries of paths that already held their before
+		// state: the same content, not needed.
+		if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
 		}
 	}
 	for i := len(j.Ops) - 1; i >= 0; i-- {
 		op := &j.Ops[i]
-		if op.Before.Kind == manifest.KindDir {
+		if in(i) && op.Before.Kind == manifest.KindDir {
 			if err := root.Chmod(op.Path, op.Before.Mode); err != nil {
 				return nil, err
 			}
@@ -171,7 +183,10 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 	}
 	// Prove it: every path as before, and the digest over them equal.
 	var before, now []manifest.Entry
-	for _, op := range j.Ops {
+	for i, op := range j.Ops {
+		if !in(i) {
+			continue
+		}
 		if _, err := measureIn(root, op.Path, kinds); escaped(err) {
 			res.Unreachable = append(res.Unreachable, op.Path)
 		}
@@ -181,7 +196,10 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 		// their content before the apply; the journal must stay.
 		return nil, fmt.Errorf("restore of %s cannot reach %s: a directory on the way was replaced by a symlink (airlock never writes through one); put that directory back and run airlock recover again", root.Path(), strings.Join(quoted(res.Unreachable), ", "))
 	}
-	for _, op := range j.Ops {
+	for i, op := range j.Ops {
+		if !in(i) {
+			continue
+		}
 		if op.Before.Kind == manifest.KindNone && Shadowed(op.Path, kinds) {
 			// Absent by construction: its parent is a symlink or file again.
 			continue
@@ -201,7 +219,6 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 		}
 		now = append(now, cur)
 	}
-	var err error
 	if res.BeforeDigest, err = manifest.TreeDigest(before, func(e *manifest.Entry) (string, error) { return e.Digest, nil }); err != nil {
 		return nil, err
 	}
@@ -212,6 +229,48 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 		return nil, fmt.Errorf("restore of %s: digest %s after restore differs from the journal's %s", root.Path(), res.Digest, res.BeforeDigest)
 	}
 	return res, nil
+}
+
+// recreate writes op's before entry at the temporary name tmp: a symlink,
+// or a file from its backup (whose bytes writeTemp checks against the
+// journal's digest before anything is renamed into the base).
+func recreate(root *safefs.Root, j *Journal, op *Op, tmp, dir string) error {
+	if op.Before.Kind == manifest.KindSymlink {
+		return root.Symlink(op.Before.Target, tmp)
+	}
+	if op.Backup == "" || strings.ContainsAny(op.Backup, "/\\") || op.Backup == "." || op.Backup == ".." {
+		return fmt.Errorf("journal %s names no usable backup for %s; it is not acted on", dir, op.Path)
+	}
+	src, err := os.Open(filepath.Join(dir, backupDir, op.Backup))
+	if err != nil {
+		return fmt.Errorf("restore %s: backup: %w", op.Path, err)
+	}
+	defer src.Close()
+	return writeTemp(root, tmp, op.Path, src, op.Before)
+}
+
+// settleOut decides on an entry that came out of op i's path, now at name:
+// what the apply wrote, or what the journal backed up, goes; anything else
+// was written by someone else and is saved in the journal's displaced
+// directory first.
+func settleOut(root *safefs.Root, j *Journal, i int, name, dir string, res *RestoreResult) error {
+	op := &j.Ops[i]
+	cur, err := measure(root, name)
+	if err != nil {
+		return err
+	}
+	if cur.Kind == manifest.KindNone {
+		return nil
+	}
+	if cur.Kind == manifest.KindDir {
+		return fmt.Errorf("restore %s: %s is a directory airlock did not make; move it away and run recover again", filepath.Join(root.Path(), op.Path), filepath.Join(root.Path(), name))
+	}
+	if matches(root, name, op.After) != nil && matches(root, name, op.Before) != nil {
+		if err := save(root, op.Path, name, cur, dir, res); err != nil {
+			return err
+		}
+	}
+	return root.Remove(name)
 }
 
 func quoted(paths []string) []string {
@@ -240,13 +299,11 @@ func hashBase(root *safefs.Root, rel string) (string, error) {
 	return copyHash(io.Discard, f)
 }
 
-// displaceIfForeign saves a file or symlink that is neither the journal's
-// before nor its after state, so that restoring the path loses nothing.
-func displaceIfForeign(root *safefs.Root, j *Journal, op *Op, cur manifest.Entry, dir string, res *RestoreResult) error {
+// save copies the file or symlink at name (found at, or coming out of,
+// the journaled path rel) into the journal's displaced directory and
+// reports it, so that restoring rel loses nothing someone else wrote.
+func save(root *safefs.Root, rel, name string, cur manifest.Entry, dir string, res *RestoreResult) error {
 	if cur.Kind != manifest.KindFile && cur.Kind != manifest.KindSymlink {
-		return nil
-	}
-	if matches(root, op.Path, op.After) == nil || matches(root, op.Path, op.Before) == nil {
 		return nil
 	}
 	ddir := filepath.Join(dir, "displaced")
@@ -270,12 +327,12 @@ func displaceIfForeign(root *safefs.Root, j *Journal, op *Op, cur manifest.Entry
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("save %s before restoring it: %w", op.Path, err)
+			return fmt.Errorf("save %s before restoring it: %w", rel, err)
 		}
 		break
 	}
 	if cur.Kind != manifest.KindSymlink {
-		src, err := root.Open(op.Path)
+		src, err := root.Open(name)
 		if err != nil {
 			out.Close()
 			return err
@@ -287,10 +344,10 @@ func displaceIfForeign(root *safefs.Root, j *Journal, op *Op, cur manifest.Entry
 		}
 		out.Close()
 		if err != nil {
-			return fmt.Errorf("save %s before restoring it: %w", op.Path, err)
+			return fmt.Errorf("save %s before restoring it: %w", rel, err)
 		}
 	}
-	res.Displaced = append(res.Displaced, op.Path+" -> "+dst)
+	res.Displaced = append(res.Displaced, rel+" -> "+dst)
 	return safefs.SyncDir(ddir)
 }
 
@@ -322,24 +379,14 @@ func checkBackups(j *Journal, dir string) error {
 	return nil
 }
 
-func restoreFile(root *safefs.Root, j *Journal, op *Op, dir string) error {
-	if op.Backup == "" || strings.ContainsAny(op.Backup, "/\\") || op.Backup == "." || op.Backup == ".." {
-		return fmt.Errorf("journal %s names no usable backup for %s; it is not acted on", dir, op.Path)
-	}
-	src, err := os.Open(filepath.Join(dir, backupDir, op.Backup))
-	if err != nil {
-		return fmt.Errorf("restore %s: backup: %w", op.Path, err)
-	}
-	defer src.Close()
-	// writeFile checks the backup's bytes against the journal's digest
-	// before anything is renamed into the base.
-	return writeFile(root, j.TxID, op.Path, src, op.Before)
-}
-
-// removeTemps deletes leftovers of a killed apply or restore: entries whose
-// name starts with the transaction's temp prefix, in every directory the
-// journal touches.
-func removeTemps(root *safefs.Root, j *Journal) error {
+// sweepTemps deals with every entry a killed or failed apply or restore
+// of the transaction left in the base under its temporary prefix, in every
+// directory the journal touches. An operation's entry that is the very
+// entry its path held before the apply is returned (by operation index)
+// for the restore to put back when the operation is restored, and put back
+// at once where its path is empty otherwise; what the apply wrote is
+// removed; anything else was written by someone else and is saved first.
+func sweepTemps(root *safefs.Root, j *Journal, dir string, res *RestoreResult, in func(int) bool) (map[int]string, error) {
 	dirs := map[string]bool{}
 	for _, op := range j.Ops {
 		dirs[parent(op.Path)] = true
@@ -350,6 +397,7 @@ func removeTemps(root *safefs.Root, j *Journal) error {
 	}
 	sort.Strings(list)
 	prefix := TempPrefix(j.TxID)
+	orig := map[int]string{}
 	for _, d := range list {
 		// A parent that is not a directory (any more, or yet) holds no
 		// leftovers: the apply retyped it.
@@ -358,7 +406,7 @@ func removeTemps(root *safefs.Root, j *Journal) error {
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		names, err := f.Readdirnames(-1)
 		f.Close()
@@ -366,15 +414,59 @@ func removeTemps(root *safefs.Root, j *Journal) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("list %s: %w", filepath.Join(root.Path(), d), err)
+			return nil, fmt.Errorf("list %s: %w", filepath.Join(root.Path(), d), err)
 		}
+		sort.Strings(names)
 		for _, n := range names {
-			if strings.HasPrefix(n, prefix) {
-				if err := root.Remove(path.Join(d, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
+			if !strings.HasPrefix(n, prefix) {
+				continue
+			}
+			rel := path.Join(d, n)
+			i, ok := opIndex(strings.TrimPrefix(n, prefix), len(j.Ops))
+			if !ok || parent(j.Ops[i].Path) != d {
+				// Not an operation's name: a leftover of an older
+				// airlock's random temporary names, its own.
+				if err := root.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return nil, err
 				}
+				continue
+			}
+			op := &j.Ops[i]
+			isOrig := (op.Before.Kind == manifest.KindFile || op.Before.Kind == manifest.KindSymlink) && matches(root, rel, op.Before) == nil
+			if isOrig && orig[i] == "" {
+				if in(i) {
+					orig[i] = rel
+					continue
+				}
+				// Not being restored, yet moved aside: back in place if
+				// nothing else took its path.
+				err := root.RenameNoReplace(rel, op.Path)
+				if err == nil {
+					continue
+				}
+				if !errors.Is(err, fs.ErrExist) && !errors.Is(err, errors.ErrUnsupported) {
+					return nil, err
+				}
+			}
+			if err := settleOut(root, j, i, rel, dir, res); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return orig, nil
+}
+
+// opIndex parses the part of a temporary name after the prefix: "op<i>",
+// or "op<i>-old" where an entry was moved aside without an exchange.
+func opIndex(rest string, n int) (int, bool) {
+	rest, ok := strings.CutPrefix(rest, "op")
+	if !ok {
+		return 0, false
+	}
+	rest = strings.TrimSuffix(rest, asideSuffix)
+	i, err := strconv.Atoi(rest)
+	if err != nil || i < 0 || i >= n || strconv.Itoa(i) != rest {
+		return 0, false
+	}
+	return i, true
 }

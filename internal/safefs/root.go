@@ -179,35 +179,7 @@ func (r *Root) CreateTemp(dirRel, pattern string) (*os.File, string, error) {
 // name: a symlink is renamed as itself, and a file or symlink at toRel is
 // replaced atomically.
 func (r *Root) Rename(fromRel, toRel string) error {
-	if err := checkRel(fromRel); err != nil {
-		return r.pathErr("rename", fromRel, err)
-	}
-	if err := checkRel(toRel); err != nil {
-		return r.pathErr("rename", toRel, err)
-	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.fd < 0 {
-		return r.pathErr("rename", fromRel, os.ErrClosed)
-	}
-	fromComps, toComps := splitRel(fromRel), splitRel(toRel)
-	from, err := r.openDir(fromComps[:len(fromComps)-1], false)
-	if err != nil {
-		return r.pathErr("rename", fromRel, err)
-	}
-	defer from.close()
-	to, err := r.openDir(toComps[:len(toComps)-1], false)
-	if err != nil {
-		return r.pathErr("rename", toRel, err)
-	}
-	defer to.close()
-	err = ignoringEINTR(func() error {
-		return unix.Renameat(from.fd, fromComps[len(fromComps)-1], to.fd, toComps[len(toComps)-1])
-	})
-	if err != nil {
-		return r.pathErr("rename", fromRel, fmt.Errorf("to %s: %w", r.full(toRel), err))
-	}
-	return nil
+	return r.rename("rename", fromRel, toRel, 0)
 }
 
 // Symlink creates rel as a symlink to target; it fails if rel exists.

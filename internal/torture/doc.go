@@ -13,6 +13,6 @@
 //
 //	go test ./internal/torture -torture.n=20 -timeout=2h
 //
-// -torture.known also runs the tests that reproduce known, unfixed bugs
-// (they fail until the bug is fixed); without it they skip and say why.
+// There is no switch that turns a failing guarantee into a log line: a
+// known, unfixed bug is a failing test.
 package torture

@@ -9,10 +9,7 @@ import (
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
-var (
-	soakFlag  = flag.Int("torture.n", 0, "multiply iterations and sizes by `N` (soak mode); AIRLOCK_TORTURE=N does the same")
-	knownFlag = flag.Bool("torture.known", false, "also run the tests that reproduce known, unfixed bugs")
-)
+var soakFlag = flag.Int("torture.n", 0, "multiply iterations and sizes by `N` (soak mode); AIRLOCK_TORTURE=N does the same")
 
 // bin is the airlock binary every test drives; TestMain builds it once.
 var bin string
@@ -32,13 +29,3 @@ func soak() int {
 
 // scaled is n times the soak multiplier.
 func scaled(n int) int { return n * soak() }
-
-// knownBug skips a test that reproduces a known, unfixed bug unless
-// -torture.known (or AIRLOCK_TORTURE_KNOWN=1) asks for it.
-func knownBug(t *testing.T, what string) {
-	t.Helper()
-	if *knownFlag || os.Getenv("AIRLOCK_TORTURE_KNOWN") == "1" {
-		return
-	}
-	t.Skipf("known bug, run with -torture.known to reproduce it: %s", what)
-}
