@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // mounted reports whether path is a mount point in this process's view.
@@ -14,7 +15,7 @@ func mounted(t *testing.T, path string) bool {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		t.Skip("no /proc/self/mountinfo")
+		testbin.Missing(t, "cannot read /proc/self/mountinfo (is /proc mounted?): %v", err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
@@ -32,7 +33,7 @@ func TestOverlayCommit(t *testing.T) {
 	s := newStore(t)
 	must(t, os.MkdirAll(s.Dir(), 0o700))
 	if ok, why := stage.ProbeOverlay(s.Dir()); !ok {
-		t.Skip("overlay: " + why)
+		testbin.Missing(t, "overlay: %s", why)
 	}
 	base := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(base, "src"), 0o755))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/config"
 	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // The project config through the Go API: what .airlock.toml in the base
@@ -220,11 +221,13 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigBackend(t *testing.T) {
 	ctx := context.Background()
-	overlayOK := false
+	overlayOK, overlayWhy := false, ""
 	if b, err := stage.Get(stage.Overlay); err == nil {
 		s := newStore(t)
 		must(t, os.MkdirAll(s.Dir(), 0o700))
-		overlayOK, _ = b.Supported(s.Dir())
+		overlayOK, overlayWhy = b.Supported(s.Dir())
+	} else {
+		overlayWhy = err.Error()
 	}
 	tests := []struct {
 		name, config, flag, want string
@@ -241,7 +244,7 @@ func TestConfigBackend(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.needOverlay && !overlayOK {
-				t.Skip("overlay is not supported here")
+				testbin.Missing(t, "overlay is not supported here: %s", overlayWhy)
 			}
 			base := newBaseDir(t, map[string]string{config.FileName: tt.config, "f": "f"})
 			tx, err := newStore(t).Open(ctx, OpenOptions{Base: base, Backend: tt.flag})

@@ -10,15 +10,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // gitRepo skips without git, pins git's identity and configuration for
 // the test, and makes a committed repository with a dirty working tree.
 func gitRepo(t *testing.T) (string, func(dir string, args ...string) string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed: the worktree backend needs it")
-	}
+	testbin.Require(t, "git", "the worktree backend runs it")
 	for k, v := range map[string]string{
 		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
 		"GIT_AUTHOR_NAME": "Airlock Test", "GIT_AUTHOR_EMAIL": "test@airlock.invalid",

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // TestE2EOverlaySamePath: with --backend overlay the command sees the
@@ -17,7 +19,7 @@ func TestE2EOverlaySamePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r := x.airlock("doctor"); !strings.Contains(r.stdout, "overlay     supported") || !strings.Contains(r.stdout, "namespaces  supported") {
-		t.Skipf("overlay or namespaces unsupported here:\n%s", r.stdout)
+		testbin.Missing(t, "overlay or mount namespaces unsupported here (airlock doctor):\n%s", r.stdout)
 	}
 	build(t, x.base, tree{"sub/f": F(0o644, "f\n"), "gone": F(0o644, "g\n")})
 	r := x.exec(run{

@@ -5,15 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // TestE2EGitMetadata: git works in the staged tree, but a commit never
 // writes the base's .git: the command's git commit stays behind, its file
 // edit lands.
 func TestE2EGitMetadata(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testbin.Require(t, "git", "the test runs git in the staged tree")
 	x := newH(t)
 	build(t, x.base, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
 	git := func(args ...string) string {

@@ -97,6 +97,7 @@ type run struct {
 	dir  string   // working directory; "" means the scenario's home
 	env  []string // extra environment
 	args []string
+	bin  string // the airlock binary; "" means airlockBin
 }
 
 // airlock runs the binary from the scenario's home directory.
@@ -130,7 +131,11 @@ type proc struct {
 func (x *h) start(r run) *proc {
 	x.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	cmd := exec.CommandContext(ctx, airlockBin, r.args...)
+	bin := airlockBin
+	if r.bin != "" {
+		bin = r.bin
+	}
+	cmd := exec.CommandContext(ctx, bin, r.args...)
 	cmd.Dir = r.dir
 	if cmd.Dir == "" {
 		cmd.Dir = x.home

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // samePathScript checks where it runs, writes through the base's absolute
@@ -25,7 +27,7 @@ while [ ! -e "$SYNC/go" ]; do sleep 0.01; done
 // commit.
 func TestE2ESamePath(t *testing.T) {
 	if err := exec.Command("unshare", "--mount", "true").Run(); err != nil {
-		t.Skipf("same-path mode needs a mount namespace, and `unshare --mount true` failed here: %v", err)
+		testbin.Missing(t, "same-path mode needs a mount namespace, and `unshare --mount true` failed here: %v", err)
 	}
 	for _, sub := range []string{"", "sub"} {
 		t.Run("start in base/"+sub, func(t *testing.T) {

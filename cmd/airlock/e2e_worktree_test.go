@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // gitBase skips without git and makes x.base a repository whose working
@@ -18,9 +19,7 @@ import (
 // an empty directory. It returns the command that runs git in a directory.
 func gitBase(t *testing.T, x *h) func(dir string, args ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed: the worktree backend needs it")
-	}
+	testbin.Require(t, "git", "the worktree backend runs it")
 	g := func(dir string, args ...string) string {
 		t.Helper()
 		return x.sh(dir, nil, "git", args...)
@@ -336,9 +335,7 @@ func TestE2EWorktreeCrashThenGC(t *testing.T) {
 // TestE2EWorktreeRefusals: a base outside a git repository refuses the
 // worktree backend (never a silent fallback), and auto never picks it.
 func TestE2EWorktreeRefusals(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testbin.Require(t, "git", "the worktree backend runs it")
 	x := newH(t)
 	build(t, x.base, tree{"f": F(0o644, "f\n")})
 	r := x.airlock("open", "--workdir", x.base, "--backend", "worktree")

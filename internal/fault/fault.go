@@ -1,13 +1,5 @@
-// Package fault lets tests stop airlock at a named point, to prove that
-// what is on disk at that instant is always recoverable, and to make races
-// with other writers deterministic.
-//
-// AIRLOCK_TEST_FAULT=<point> makes the process SIGKILL itself when it
-// reaches the point ("journal-synced", "applied", "apply:3", ...): no
-// deferred cleanup runs, exactly as if the machine had died after the last
-// fsync. AIRLOCK_TEST_PAUSE=<point>:<dir> (dir absolute) makes it create <dir>/reached at
-// the point and wait until <dir>/continue exists, so a test can change the
-// base at exactly that moment. Unset, a point costs one string comparison.
+//go:build airlock_faults
+
 package fault
 
 import (
@@ -19,11 +11,9 @@ import (
 	"time"
 )
 
-// Env and PauseEnv are the variables that arm a point.
-const (
-	Env      = "AIRLOCK_TEST_FAULT"
-	PauseEnv = "AIRLOCK_TEST_PAUSE"
-)
+// Enabled reports whether this build has live fault points: it was made
+// with the tag airlock_faults.
+const Enabled = true
 
 var (
 	armed               = os.Getenv(Env)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 func run(t *testing.T, dir string, args ...string) {
@@ -31,7 +33,7 @@ func write(t *testing.T, p, s string) {
 
 func TestSnapshotOfSubdirectoryBase(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed: gitbase has nothing to read")
+		testbin.Missing(t, "git is not installed: gitbase has nothing to read")
 	}
 	repo := t.TempDir()
 	run(t, repo, "init", "-q")

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // agentScript is a stand-in for `codex exec`: it works in its current
@@ -62,7 +64,7 @@ func TestCodexStopUnderRun(t *testing.T) {
 			r := w.run(w.base, "", []string{"OUT=" + out}, append(args, "--", "sh", script)...)
 			mustCode(t, r, 0)
 			if mode != "no-same-path" && strings.Contains(r.stderr, "same-path mode unavailable") {
-				t.Skipf("no mount namespace here: %s", r.stderr)
+				testbin.Missing(t, "no mount namespace here: %s", r.stderr)
 			}
 			answer := func(n string) map[string]any {
 				t.Helper()

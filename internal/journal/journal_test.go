@@ -16,8 +16,10 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 const txID = "tx-test"
@@ -377,6 +379,9 @@ func TestRestoreAfterPartialApply(t *testing.T) {
 // SIGKILL itself after N operations (fault point "apply:N"), for every N,
 // and restores from the journal the child left.
 func TestRestoreAfterKilledApply(t *testing.T) {
+	if !fault.Enabled {
+		testbin.Missing(t, "the fault point apply:N is live only in a test binary built with -tags %s (go test -tags %[1]s ./...)", testbin.FaultsTag)
+	}
 	p := newPlan(t, mixedBase, mixedEdit)
 	for n := 1; ; n++ {
 		b := p.newBase(t)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockdev/airlock/internal/launch"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // mountsAt lists the host mount table's entries whose mount point is p.
@@ -140,7 +141,7 @@ func TestSamePathFallsBackWhenBaseMissing(t *testing.T) {
 func TestSamePathSupport(t *testing.T) {
 	ok, reason := launch.SamePathSupport()
 	if !ok {
-		t.Skipf("same-path mode unavailable here: %s", reason)
+		testbin.Missing(t, "same-path mode unavailable here: %s", reason)
 	}
 	if reason == "" {
 		t.Error("supported, but the reason does not say how")
@@ -153,19 +154,19 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
+		testbin.Missing(t, "no pseudo-terminals here: %v", err)
 	}
 	t.Cleanup(func() { m.Close() })
 	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("cannot unlock a pseudo-terminal: %v", err)
+		testbin.Missing(t, "cannot unlock a pseudo-terminal: %v", err)
 	}
 	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
 	if err != nil {
-		t.Skipf("cannot name a pseudo-terminal: %v", err)
+		testbin.Missing(t, "cannot name a pseudo-terminal: %v", err)
 	}
 	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("cannot open a pseudo-terminal's slave: %v", err)
+		testbin.Missing(t, "cannot open a pseudo-terminal's slave: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return m, s
@@ -293,11 +294,11 @@ func TestNoPropagationToSharedMounts(t *testing.T) {
 	switch {
 	case err == nil:
 	case errors.As(err, &ee) && ee.ExitCode() == 3:
-		t.Skipf("cannot play a host with shared mounts: %s", out)
+		testbin.Missing(t, "cannot play a host with shared mounts: %s", out)
 	default:
 		if errors.As(err, &ee) {
 			t.Fatalf("%s", out)
 		}
-		t.Skipf("cannot start a process in its own mount namespace: %v", err)
+		testbin.Missing(t, "cannot start a process in its own mount namespace: %v", err)
 	}
 }

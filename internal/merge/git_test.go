@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // oracle runs `git merge-file -p` as the reference for Text.
@@ -26,7 +28,7 @@ type oracle struct {
 func newOracle(t testing.TB) *oracle {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed: the comparison with git merge-file needs it")
+		testbin.Missing(t, "git is not installed: the comparison with git merge-file needs it")
 	}
 	dir := t.TempDir()
 	// Keep every configuration out: merge.conflictStyle=diff3, for one,

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // FuzzGitApply holds Write to git itself: for any pair of sides of one
@@ -15,7 +17,7 @@ import (
 // target). Each input costs a git process, so inputs are kept small.
 func FuzzGitApply(f *testing.F) {
 	if _, err := exec.LookPath("git"); err != nil {
-		f.Skip("git is not installed: the comparison with git apply needs it")
+		testbin.Missing(f, "git is not installed: the comparison with git apply needs it")
 	}
 	f.Add("f", byte(1), []byte("a\nb\nc\n"), byte(1), []byte("a\nB\nc\n"))
 	f.Add("dir/sp ace", byte(1), []byte("no newline"), byte(2), []byte("no newline\n"))

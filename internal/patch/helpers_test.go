@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // node is one entry of a test tree: a file (data is its content), a
@@ -188,7 +189,7 @@ func writePatch(t *testing.T, files []File) []byte {
 func requireGit(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not on PATH: these tests use git as the oracle for the patch format")
+		testbin.Missing(t, "git is not on PATH: these tests use git as the oracle for the patch format")
 	}
 }
 

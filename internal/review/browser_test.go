@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // chromium finds a headless-capable Chromium: $AIRLOCK_CHROMIUM, else the
@@ -29,7 +31,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("the review page's browser test needs Chromium, and none was found (chromium, chromium-browser, google-chrome on PATH): " +
+	testbin.Missing(t, "the review page's browser test needs Chromium, and none was found (chromium, chromium-browser, google-chrome on PATH): "+
 		"install it (Debian: apt-get install -y chromium) or set AIRLOCK_CHROMIUM to a Chrome or Chromium binary")
 	return ""
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // node is one path of the oracle's tree.
@@ -28,7 +30,7 @@ type gitOracle struct {
 func newGitOracle(t testing.TB, tree []node) *gitOracle {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed: the differential test needs `git check-ignore` as its oracle")
+		testbin.Missing(t, "git is not installed: the differential test needs `git check-ignore` as its oracle")
 	}
 	dir := t.TempDir()
 	home := t.TempDir()

@@ -13,12 +13,13 @@ import (
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 func needOverlay(t *testing.T) {
 	t.Helper()
 	if ok, reason := ProbeOverlay(t.TempDir()); !ok {
-		t.Skip("overlay: " + reason)
+		testbin.Missing(t, "overlay: %s", reason)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // TestReflinkRefusesWithoutClones runs where t.TempDir's file system
@@ -59,13 +61,13 @@ func cloningFS(t *testing.T) string {
 			continue
 		}
 		if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-			t.Skipf("cannot loop-mount a %s image: %v\n%s", mk[0], err, out)
+			testbin.Missing(t, "cannot loop-mount a %s image (loop devices?): %v\n%s", mk[0], err, out)
 		}
 		made = true
 		break
 	}
 	if !made {
-		t.Skip("neither mkfs.btrfs nor mkfs.xfs is installed (apt-get install btrfs-progs xfsprogs)")
+		testbin.Missing(t, "no btrfs or xfs image could be made: mkfs.btrfs and mkfs.xfs are missing or failed (apt-get install btrfs-progs xfsprogs)")
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {

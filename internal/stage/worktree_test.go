@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // needGit skips a test without git, and gives every git the test and the
@@ -20,7 +21,7 @@ import (
 func needGit(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed: the worktree backend runs it")
+		testbin.Missing(t, "git is not installed: the worktree backend runs it")
 	}
 	for k, v := range map[string]string{
 		"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // A staged workspace still bind-mounted over something real must stop the
@@ -25,7 +27,7 @@ func TestRemoveRefusesMountPoint(t *testing.T) {
 	os.Mkdir(mnt, 0o700)
 	if err := unix.Mount(real, mnt, "", unix.MS_BIND, ""); err != nil {
 		if errors.Is(err, unix.EPERM) {
-			t.Skip("cannot bind mount here:", err)
+			testbin.Missing(t, "cannot bind mount here: %v", err)
 		}
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 // Package testbin builds the airlock binary once for a test package that
 // drives it as a user would (real processes, real directories), so that
-// every such package runs the very program users run.
+// every such package runs the very program users run, with one difference:
+// the tests' binary is built with the tag airlock_faults, which makes the
+// fault and pause points live (internal/fault).
 package testbin
 
 import (
@@ -12,8 +14,12 @@ import (
 	"testing"
 )
 
-// Main builds ./cmd/airlock into a temporary directory, stores its path in
-// *bin, runs the tests and removes the binary. Call it from TestMain:
+// FaultsTag is the build tag that makes the fault and pause points live.
+const FaultsTag = "airlock_faults"
+
+// Main builds ./cmd/airlock with the tag airlock_faults into a temporary
+// directory, stores its path in *bin, runs the tests and removes the
+// binary. Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &bin)) }
 func Main(m *testing.M, bin *string) int {
@@ -29,13 +35,37 @@ func Main(m *testing.M, bin *string) int {
 	}
 	defer os.RemoveAll(dir)
 	*bin = filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", *bin, "./cmd/airlock")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "testbin: go build ./cmd/airlock failed: %v\n%s", err, out)
+	if err := build(root, *bin, "-tags", FaultsTag); err != nil {
+		fmt.Fprintf(os.Stderr, "testbin: %v\n", err)
 		return 1
 	}
 	return m.Run()
+}
+
+// BuildRelease builds ./cmd/airlock as a user builds it (plain go build, no
+// tags) into a directory the test removes, and returns its path: the test
+// of what the tests' own binary differs in.
+func BuildRelease(t testing.TB) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "airlock")
+	if err := build(root, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func build(root, out string, flags ...string) error {
+	args := append(append([]string{"build"}, flags...), "-o", out, "./cmd/airlock")
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s failed in %s: %v\n%s", strings.Join(args, " "), root, err, b)
+	}
+	return nil
 }
 
 // moduleRoot asks the go command where go.mod is, so a test package may sit

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // crashRig alternates one base between two trees, A and B, that differ in
@@ -178,7 +180,7 @@ func TestCrashTorture(t *testing.T) {
 	t.Run("tmpfs", func(t *testing.T) {
 		dir := memDir(t)
 		if dir == "" {
-			t.Skip("no tmpfs at /dev/shm; the disk variant still runs")
+			testbin.Missing(t, "no tmpfs at /dev/shm; the disk variant still runs")
 		}
 		crashTorture(t, newWorldIn(t, dir), seed, scaled(220))
 	})

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // mountSmall mounts a small file system at dir: a tmpfs of size bytes, or
@@ -29,12 +31,12 @@ func mountSmall(t *testing.T, dir, fstype string, size int64) {
 		check(t, f.Truncate(size))
 		f.Close()
 		if out, err = exec.Command("mkfs.ext4", "-q", "-m", "0", img).CombinedOutput(); err != nil {
-			t.Skipf("mkfs.ext4: %v %s", err, out)
+			testbin.Missing(t, "mkfs.ext4 (e2fsprogs): %v %s", err, out)
 		}
 		out, err = exec.Command("mount", "-o", "loop", img, dir).CombinedOutput()
 	}
 	if err != nil {
-		t.Skipf("cannot mount a %s here: %v %s", fstype, err, out)
+		testbin.Missing(t, "cannot mount a %s here (loop devices?): %v %s", fstype, err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
@@ -98,18 +100,18 @@ func TestPermissionErrorOnNthFile(t *testing.T) {
 		"immutable-file": func(t *testing.T, base string) {
 			f := filepath.Join(base, "m", "f5")
 			if out, err := exec.Command("chattr", "+i", f).CombinedOutput(); err != nil {
-				t.Skipf("chattr +i: %v %s", err, out)
+				testbin.Missing(t, "chattr +i: %v %s", err, out)
 			}
 			t.Cleanup(func() { exec.Command("chattr", "-i", f).Run() })
 		},
 		"read-only-bind-mount": func(t *testing.T, base string) {
 			d := filepath.Join(base, "m", "sub")
 			if out, err := exec.Command("mount", "--bind", d, d).CombinedOutput(); err != nil {
-				t.Skipf("bind mount: %v %s", err, out)
+				testbin.Missing(t, "bind mount: %v %s", err, out)
 			}
 			t.Cleanup(func() { exec.Command("umount", d).Run() })
 			if out, err := exec.Command("mount", "-o", "remount,ro,bind", d).CombinedOutput(); err != nil {
-				t.Skipf("read-only remount: %v %s", err, out)
+				testbin.Missing(t, "read-only remount: %v %s", err, out)
 			}
 		},
 	}

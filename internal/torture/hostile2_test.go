@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // TestHostileNames: names with newlines, commas, percent signs, control
@@ -87,9 +88,7 @@ func asNobody(t *testing.T, w *world) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run airlock as another user (setpriv)")
 	}
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv (util-linux) is not installed")
-	}
+	testbin.Require(t, "setpriv", "util-linux: airlock runs through it as another user")
 	for d := w.root; d != "/"; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		check(t, err)

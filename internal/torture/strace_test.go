@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // sysEvent is one completed system call of a strace log.
@@ -281,11 +283,9 @@ func straceCmd(w *world, out string, env []string, args ...string) *exec.Cmd {
 
 func needStrace(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Skip("strace is not installed (apt-get install strace): the syscall-order proof cannot run")
-	}
+	testbin.Require(t, "strace", "apt-get install strace: the syscall-order proof records a commit's system calls with it")
 	if out, err := exec.Command("strace", "-qq", "-o", "/dev/null", "true").CombinedOutput(); err != nil {
-		t.Skipf("strace cannot trace here (%v: %s)", err, out)
+		testbin.Missing(t, "strace cannot trace here (%v: %s)", err, out)
 	}
 }
 

@@ -1,0 +1,13 @@
+//go:build !airlock_faults
+
+package fault
+
+// Enabled reports whether this build has live fault points. It is false:
+// this build was made without the tag airlock_faults.
+const Enabled = false
+
+// Point does nothing in a build without the tag airlock_faults.
+func Point(string) {}
+
+// Count does nothing in a build without the tag airlock_faults.
+func Count(string, int) {}
