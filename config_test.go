@@ -417,3 +417,53 @@ func TestUndoIgnoresConfig(t *testing.T) {
 		t.Errorf("undo: %s; g still there: %v", res.Outcome, exists(filepath.Join(base, "g")))
 	}
 }
+
+// TestUndoRunsProjectValidate: an undo is a commit like any other, so the
+// project's validate is its gate too: it runs on the undo's candidate and
+// refuses a revert that fails it. Where the config no longer parses, the
+// validate the reverted transaction ran under stands in.
+func TestUndoRunsProjectValidate(t *testing.T) {
+	ctx := context.Background()
+	cfg := "validate = \"test -e keep\"\n"
+	setup := func(t *testing.T) (*Store, string, *Tx) {
+		t.Helper()
+		base := newBaseDir(t, map[string]string{config.FileName: cfg, "f": "f"})
+		s := newStore(t)
+		tx, err := s.Open(ctx, OpenOptions{Base: base})
+		must(t, err)
+		writeTree(t, tx.Path(), map[string]string{"keep": "k"})
+		res, err := tx.Commit(ctx, SettleOptions{})
+		must(t, err)
+		if res.Outcome != Committed {
+			t.Fatalf("commit: %s", res.Outcome)
+		}
+		return s, base, tx
+	}
+	for _, tc := range []struct{ name, config string }{
+		{"the base's config", cfg},
+		{"a malformed config: the reverted transaction's", "not toml ["},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, base, tx := setup(t)
+			writeTree(t, base, map[string]string{config.FileName: tc.config})
+			res, err := s.Undo(ctx, UndoOptions{Base: base, ID: tx.ID()})
+			wantRefusal(t, err, ValidationFailed)
+			if !exists(filepath.Join(base, "keep")) {
+				t.Error("the undo landed although the project's validation failed")
+			}
+			if res == nil || !slices.Equal(res.Validators, []string{"test -e keep"}) {
+				t.Errorf("undo result %+v, want the project's validate to have run", res)
+			}
+		})
+	}
+	t.Run("a config that dropped validate", func(t *testing.T) {
+		// A person changed the rules in the base: the undo follows them.
+		s, base, tx := setup(t)
+		writeTree(t, base, map[string]string{config.FileName: "exclude = [\"*.log\"]\n"})
+		res, err := s.Undo(ctx, UndoOptions{Base: base, ID: tx.ID()})
+		must(t, err)
+		if res.Outcome != Committed || exists(filepath.Join(base, "keep")) || len(res.Validators) != 0 {
+			t.Errorf("undo: %s, validators %q", res.Outcome, res.Validators)
+		}
+	})
+}
