@@ -190,8 +190,8 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 	if r == nil {
 		r = checkSharedInode(root, set, t.Path(), objects)
 	}
-	if validate := t.validateCommand(o); r == nil && validate != "" {
-		if r, err = t.validate(ctx, ops, validate); err != nil {
+	if v := t.validators(o); r == nil && len(v) > 0 {
+		if r, _, err = t.validate(ctx, ops, v); err != nil {
 			return nil, "", err
 		}
 	}
@@ -208,9 +208,10 @@ func (t *Tx) checkLimited(ctx context.Context, o SettleOptions, set *changeset.S
 	if r = checkBoundary(set, nil); r != nil {
 		return r, nil
 	}
-	if validate := t.validateCommand(o); validate != "" {
+	if v := t.validators(o); len(v) > 0 {
 		t.scratch.base = t.Path()
-		return t.validate(ctx, nil, validate)
+		r, _, err := t.validate(ctx, nil, v)
+		return r, err
 	}
 	return nil, nil
 }

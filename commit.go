@@ -48,6 +48,10 @@ type Result struct {
 	// and recorded (a --receipt copy that could not be written); they
 	// never change the outcome.
 	Warnings []string
+	// Validators are the validate commands that ran on the candidate, in
+	// order: the project's, then the caller's. After a ValidationFailed
+	// refusal the last is the one that failed.
+	Validators []string
 }
 
 // SettleOptions describe the settle of a transaction.
@@ -57,14 +61,17 @@ type SettleOptions struct {
 	StartedAt time.Time // when the command started; zero means the open time
 	// ReceiptCopy, if set, is a second file the receipt is written to.
 	ReceiptCopy string
-	// Validate, if set, is run with `sh -c` in a candidate tree (the base
-	// now plus the prepared change set) before anything is applied; a
-	// non-zero exit refuses the commit with ValidationFailed. Empty means
-	// the project config's validate command recorded at open, if any.
+	// Validate, if set, is a validator the caller adds. The project's
+	// validate command (from the base's .airlock.toml, recorded at open)
+	// always runs first and cannot be replaced or dropped from here; then
+	// Validate runs, with `sh -c`, in the same candidate tree (the base now
+	// plus the prepared change set), before anything is applied. A non-zero
+	// exit of either refuses the commit with ValidationFailed.
 	Validate string
-	// NoValidate runs no validation at all, not even the project config's
-	// (the CLI's explicit `--validate ""`).
-	NoValidate bool
+
+	// validated are the validators the commit ran, for its result and
+	// receipt; set by the commit itself on its own copy of the options.
+	validated []string
 }
 
 // Commit applies the change set to the base through every fail-closed check,
@@ -167,8 +174,8 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if r == nil {
 		r = checkSharedInode(root, set, t.Path(), t.st.Path(objectsDir))
 	}
-	if validate := t.validateCommand(o); r == nil && validate != "" {
-		r, err = t.validate(ctx, ops, validate)
+	if v := t.validators(o); r == nil && len(v) > 0 {
+		r, o.validated, err = t.validate(ctx, ops, v)
 		if err != nil {
 			return nil, err
 		}

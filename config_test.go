@@ -3,6 +3,7 @@ package airlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/airlockdev/airlock/internal/config"
+	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
@@ -171,19 +173,56 @@ func TestConfigValidate(t *testing.T) {
 		if exists(filepath.Join(base, "bad")) {
 			t.Error("bad landed although validation failed")
 		}
-		// NoValidate (the CLI's --validate '') turns it off.
-		res, err := tx.Commit(ctx, SettleOptions{NoValidate: true})
-		must(t, err)
-		if res.Outcome != Committed || !exists(filepath.Join(base, "bad")) {
-			t.Errorf("commit with NoValidate: %s, bad landed: %v", res.Outcome, exists(filepath.Join(base, "bad")))
-		}
 	})
-	t.Run("an explicit validate wins", func(t *testing.T) {
-		base, tx := open(t)
-		res, err := tx.Commit(ctx, SettleOptions{Validate: "test -e bad"})
+	// The caller adds a validator; it never replaces or drops the
+	// project's (SPEC.md amendments: a gate no caller lowers).
+	for _, add := range []string{"", "true", "test -e bad", "   "} {
+		t.Run(fmt.Sprintf("validate %q does not lower the gate", add), func(t *testing.T) {
+			base, tx := open(t)
+			res, err := tx.Commit(ctx, SettleOptions{Validate: add})
+			r := wantRefusal(t, err, ValidationFailed)
+			if exists(filepath.Join(base, "bad")) {
+				t.Fatal("bad landed although the project's validation failed")
+			}
+			if !strings.Contains(r.Reason, "project's validator `test ! -e bad`") {
+				t.Errorf("reason %q does not name the project's validator", r.Reason)
+			}
+			// The project's failed first: the added one never ran.
+			if !slices.Equal(res.Validators, []string{"test ! -e bad"}) || len(res.Receipt.Validators) != 1 {
+				t.Errorf("validators %q, receipt %q: want only the project's", res.Validators, res.Receipt.Validators)
+			}
+			if st, _ := tx.Status(); st != StatusRefused {
+				t.Errorf("status %s, want refused", st)
+			}
+		})
+	}
+	t.Run("an added validator runs after the project's", func(t *testing.T) {
+		// The project's validator leaves a mark in the candidate; the
+		// added one sees it, so it ran second, on the same candidate.
+		base := newBaseDir(t, map[string]string{config.FileName: "validate = \"touch project-ran\"\n", "f": "f"})
+		tx, err := newStore(t).Open(ctx, OpenOptions{Base: base})
 		must(t, err)
-		if res.Outcome != Committed || !exists(filepath.Join(base, "bad")) {
-			t.Errorf("commit with an explicit validate: %s", res.Outcome)
+		writeTree(t, tx.Path(), map[string]string{"good": "g"})
+		res, err := tx.Commit(ctx, SettleOptions{Validate: "test ! -e good"})
+		r := wantRefusal(t, err, ValidationFailed)
+		if !strings.Contains(r.Reason, "added validator `test ! -e good`") {
+			t.Errorf("reason %q does not name the added validator", r.Reason)
+		}
+		if !slices.Equal(res.Validators, []string{"touch project-ran", "test ! -e good"}) {
+			t.Errorf("validators %q, want the project's then the added one", res.Validators)
+		}
+		if exists(filepath.Join(base, "good")) || exists(filepath.Join(base, "project-ran")) {
+			t.Error("a refused commit or a validator wrote to the base")
+		}
+		added := "test -e good && test -e project-ran"
+		res, err = tx.Commit(ctx, SettleOptions{Validate: added})
+		must(t, err)
+		if res.Outcome != Committed || !exists(filepath.Join(base, "good")) || exists(filepath.Join(base, "project-ran")) {
+			t.Errorf("commit with both validators passing: %s", res.Outcome)
+		}
+		want := []manifest.Bytes{"touch project-ran", manifest.Bytes(added)}
+		if !slices.Equal(res.Receipt.Validators, want) {
+			t.Errorf("receipt validators %q, want %q", res.Receipt.Validators, want)
 		}
 	})
 	t.Run("a passing change commits", func(t *testing.T) {
@@ -380,4 +419,54 @@ func TestUndoIgnoresConfig(t *testing.T) {
 	if res.Outcome != Committed || exists(filepath.Join(base, "g")) {
 		t.Errorf("undo: %s; g still there: %v", res.Outcome, exists(filepath.Join(base, "g")))
 	}
+}
+
+// TestUndoRunsProjectValidate: an undo is a commit like any other, so the
+// project's validate is its gate too: it runs on the undo's candidate and
+// refuses a revert that fails it. Where the config no longer parses, the
+// validate the reverted transaction ran under stands in.
+func TestUndoRunsProjectValidate(t *testing.T) {
+	ctx := context.Background()
+	cfg := "validate = \"test -e keep\"\n"
+	setup := func(t *testing.T) (*Store, string, *Tx) {
+		t.Helper()
+		base := newBaseDir(t, map[string]string{config.FileName: cfg, "f": "f"})
+		s := newStore(t)
+		tx, err := s.Open(ctx, OpenOptions{Base: base})
+		must(t, err)
+		writeTree(t, tx.Path(), map[string]string{"keep": "k"})
+		res, err := tx.Commit(ctx, SettleOptions{})
+		must(t, err)
+		if res.Outcome != Committed {
+			t.Fatalf("commit: %s", res.Outcome)
+		}
+		return s, base, tx
+	}
+	for _, tc := range []struct{ name, config string }{
+		{"the base's config", cfg},
+		{"a malformed config: the reverted transaction's", "not toml ["},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, base, tx := setup(t)
+			writeTree(t, base, map[string]string{config.FileName: tc.config})
+			res, err := s.Undo(ctx, UndoOptions{Base: base, ID: tx.ID()})
+			wantRefusal(t, err, ValidationFailed)
+			if !exists(filepath.Join(base, "keep")) {
+				t.Error("the undo landed although the project's validation failed")
+			}
+			if res == nil || !slices.Equal(res.Validators, []string{"test -e keep"}) {
+				t.Errorf("undo result %+v, want the project's validate to have run", res)
+			}
+		})
+	}
+	t.Run("a config that dropped validate", func(t *testing.T) {
+		// A person changed the rules in the base: the undo follows them.
+		s, base, tx := setup(t)
+		writeTree(t, base, map[string]string{config.FileName: "exclude = [\"*.log\"]\n"})
+		res, err := s.Undo(ctx, UndoOptions{Base: base, ID: tx.ID()})
+		must(t, err)
+		if res.Outcome != Committed || exists(filepath.Join(base, "keep")) || len(res.Validators) != 0 {
+			t.Errorf("undo: %s, validators %q", res.Outcome, res.Validators)
+		}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/config"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/receipt"
@@ -152,7 +153,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
 	tx, err := s.Open(ctx, OpenOptions{
 		Base: base, Exclude: target.rec.Exclude, NoDefaultExclude: true,
 		Protect: target.rec.Protect, NoDefaultProtect: true, Backend: target.rec.Backend,
-		NoConfig: true, Command: []string{"airlock", "undo", id},
+		NoConfig: true, Command: []string{"airlock", "undo", id}, validate: undoGate(base, target),
 	})
 	if err != nil {
 		return nil, err
@@ -169,6 +170,18 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
 		return res, r
 	}
 	return tx.Commit(ctx, o.SettleOptions)
+}
+
+// undoGate is the project validate an undo runs, since an undo is a commit
+// like any other and the project's validate is a gate no caller lowers:
+// the base's .airlock.toml's as it is now; where that file no longer
+// parses (a config broken since must not block an undo), the one the
+// reverted transaction ran under.
+func undoGate(base string, target *Tx) string {
+	if cfg, err := config.Load(base); err == nil {
+		return cfg.Validate
+	}
+	return target.rec.Validate
 }
 
 // logged reports whether the base's receipt chain names a commit of id.

@@ -34,8 +34,12 @@ func (t *Tx) settledAlready() (*Result, bool, error) {
 	if err != nil {
 		return nil, true, fmt.Errorf("transaction %s is %s but its receipt cannot be read: %w", t.ID(), status, err)
 	}
-	return &Result{TxID: t.ID(), Outcome: Outcome(r.Outcome), Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
-		Receipt: r, ReceiptPath: t.st.Path(receiptFile), Repeat: true}, true, nil
+	res := &Result{TxID: t.ID(), Outcome: Outcome(r.Outcome), Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
+		Receipt: r, ReceiptPath: t.st.Path(receiptFile), Repeat: true}
+	for _, v := range r.Validators {
+		res.Validators = append(res.Validators, string(v))
+	}
+	return res, true, nil
 }
 
 // Discard drops the transaction's changes. The base is not touched.
@@ -97,7 +101,7 @@ func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset
 // the locked base whose receipt chain it extends.
 func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions, baseDigest, resultDigest string, base *state.Base) (*Result, error) {
 	a, m, d := set.Counts()
-	res := &Result{TxID: t.ID(), Outcome: out, Refusal: r, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta}
+	res := &Result{TxID: t.ID(), Outcome: out, Refusal: r, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta, Validators: o.validated}
 	prevBase := base
 	if prevBase == nil {
 		b, err := t.store.st.Base(t.Base())
@@ -124,6 +128,9 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 		ExcludedSelectors: excl.Len(), ProtectedSelectors: prot.Len(), Approved: o.Approve,
 		BaseDigest: baseDigest, ResultDigest: resultDigest, DiffDigest: set.Digest(),
 		Previous: prev,
+	}
+	for _, v := range o.validated {
+		rc.Validators = append(rc.Validators, manifest.Bytes(v))
 	}
 	if br, err := t.Branch(context.Background()); err == nil && br != nil && br.Head != "" {
 		rc.Branch, rc.BranchHead = br.Name, br.Head

@@ -110,12 +110,16 @@ type OpenOptions struct {
 	NoDefaultProtect bool     // drop DefaultProtect
 	NoDefaultExclude bool     // drop DefaultExclude
 	// NoConfig skips the base's .airlock.toml (undo replays the selectors
-	// of the transaction it reverts instead).
+	// of the transaction it reverts instead, and brings the project's
+	// validate along: see undoGate).
 	NoConfig bool
 	Backend  string   // "", "auto" or a backend name
 	ID       string   // "" generates one
 	Command  []string // recorded in the transaction and its receipt
 	Progress func(done, total int)
+
+	// validate is the project validate a NoConfig open records.
+	validate string
 }
 
 // Record is a transaction's immutable open record.
@@ -245,6 +249,8 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 		if cfg, err = config.Load(base); err != nil {
 			return nil, err
 		}
+	} else {
+		cfg.Validate = o.validate
 	}
 	excl := slices.Concat(cfg.Exclude, o.Exclude)
 	var noise []string

@@ -3,8 +3,10 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,8 +99,9 @@ func TestE2EMCPStdio(t *testing.T) {
 }
 
 // TestE2EProjectConfig: .airlock.toml through the CLI. A malformed one is
-// exit 125 with the file, line and key; its validate is the default of
-// run and commit, and an explicit --validate=” turns it off.
+// exit 125 with the file, line and key; its validate runs at every commit
+// of run, commit, land and review, and no flag turns it off: --validate
+// only adds a validator, and an empty --validate is refused, saying why.
 func TestE2EProjectConfig(t *testing.T) {
 	t.Run("malformed", func(t *testing.T) {
 		x := newH(t)
@@ -122,11 +125,59 @@ func TestE2EProjectConfig(t *testing.T) {
 		id := r.block["tx"]
 		r = x.airlock("commit", id)
 		wantCode(t, r, 75)
-		r = x.airlock("commit", id, "--validate=")
+		for _, args := range [][]string{
+			{"commit", id, "--validate="},
+			{"commit", id, "--validate", " "},
+			{"land", id, "--validate="},
+			{"review", id, "--validate=", "--no-browser", "--timeout", "1s"},
+			{"run", "--workdir", x.base, "--validate=", "--", "touch", "broken"},
+			{"open", "--workdir", x.base, "--validate", "true"},
+		} {
+			r = x.airlock(args...)
+			wantCode(t, r, 125)
+			if !strings.Contains(r.stderr, "--validate") || !strings.Contains(r.stderr, ".airlock.toml") {
+				t.Errorf("%q: stderr does not say why --validate was refused\n%s", args, r)
+			}
+		}
+		r = x.airlock("commit", id, "--validate", "true")
+		wantCode(t, r, 75)
+		wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "ValidationFailed"})
+		if exists(filepath.Join(x.base, "broken")) {
+			t.Fatal("broken landed although the project's validation failed")
+		}
+		if r := x.airlock("list", "--json"); strings.Count(r.stdout, `"id"`) != 1 {
+			t.Errorf("a refused --validate opened or settled something:\n%s", r)
+		}
+		// An added validator that fails refuses although the project's passes.
+		if err := os.Remove(filepath.Join(x.stagedPath(id), "broken")); err != nil {
+			t.Fatal(err)
+		}
+		build(t, x.stagedPath(id), tree{"new": F(0o644, "n\n")})
+		r = x.airlock("commit", id, "--validate", "test ! -e new", "--json")
+		wantCode(t, r, 75)
+		if !strings.Contains(r.stdout, `"refusal": "ValidationFailed"`) || !strings.Contains(r.stdout, `"validators": [`) {
+			t.Errorf("commit --json does not show the refusal and the validators that ran\n%s", r)
+		}
+		r = x.airlock("commit", id, "--validate", "test -e new", "--json")
 		wantCode(t, r, 0)
-		wantBlock(t, r, map[string]string{"outcome": "committed", "added": "1"})
-		if !exists(filepath.Join(x.base, "broken")) {
-			t.Error("the commit with --validate='' did not land")
+		var out struct {
+			Validators []string `json:"validators"`
+			Receipt    struct {
+				Validators []string `json:"validators"`
+			} `json:"receipt"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatalf("commit --json: %v\n%s", err, r)
+		}
+		want := []string{"test ! -e broken", "test -e new"}
+		if !slices.Equal(out.Validators, want) || !slices.Equal(out.Receipt.Validators, want) {
+			t.Errorf("validators %q, receipt %q, want %q", out.Validators, out.Receipt.Validators, want)
+		}
+		if readFile(t, filepath.Join(x.base, "new")) != "n\n" {
+			t.Error("the commit with both validators passing did not land")
+		}
+		if r := x.airlock("receipt", "verify", id); r.code != 0 {
+			t.Errorf("the receipt naming its validators does not verify\n%s", r)
 		}
 	})
 }

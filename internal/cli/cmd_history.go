@@ -97,11 +97,14 @@ func newLandCmd(io IO) *cobra.Command {
 		Short: "Integrate several transactions in order, each validated on its exact candidate",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, ids []string) error {
+			if err := checkValidate(c); err != nil {
+				return err
+			}
 			st, err := store()
 			if err != nil {
 				return err
 			}
-			results := st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, NoValidate: noValidate(c), Approve: approve})
+			results := st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, Approve: approve})
 			refused, failed := 0, 0
 			for _, l := range results {
 				if l.Result != nil && !quiet {
@@ -130,7 +133,7 @@ func newLandCmd(io IO) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&validate, "validate", "", "run `CMD` via sh -c on each candidate tree before it lands (default: each transaction's validate from .airlock.toml; --validate='' for none)")
+	c.Flags().StringVar(&validate, "validate", "", "add a validator: run `CMD` via sh -c on each candidate tree before it lands, after that transaction's validate from .airlock.toml, which always runs")
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* blocks")
 	return c

@@ -37,6 +37,9 @@ review ends when the transaction is committed or discarded from the page
 commit was refused); the transaction is kept unless it was settled.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkValidate(c); err != nil {
+				return err
+			}
 			st, err := store()
 			if err != nil {
 				return err
@@ -50,7 +53,7 @@ commit was refused); the transaction is kept unless it was settled.`,
 			if err != nil {
 				return err
 			}
-			srv, err := review.New(tx, review.Options{Validate: validate, NoValidate: noValidate(c), Log: io.Err})
+			srv, err := review.New(tx, review.Options{Validate: validate, Log: io.Err})
 			if err != nil {
 				return err
 			}

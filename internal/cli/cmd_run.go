@@ -28,7 +28,10 @@ func newRunCmd(io IO) *cobra.Command {
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			return runRun(c.Context(), io, &f, noSamePath, noValidate(c), args)
+			if err := checkValidate(c); err != nil {
+				return err
+			}
+			return runRun(c.Context(), io, &f, noSamePath, args)
 		},
 	}
 	f.register(c)
@@ -37,7 +40,7 @@ func newRunCmd(io IO) *cobra.Command {
 	return c
 }
 
-func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, noValidate bool, argv []string) error {
+func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []string) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -73,7 +76,7 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, noValidate bool,
 		fmt.Fprintf(io.Err, "airlock: same-path mode unavailable (%s); running at %s\n", res.Fallback, tx.Path())
 	}
 	code := res.ExitCode
-	so := airlock.SettleOptions{Approve: f.approve, ExitCode: &code, StartedAt: started, ReceiptCopy: rpath, Validate: f.validate, NoValidate: noValidate}
+	so := airlock.SettleOptions{Approve: f.approve, ExitCode: &code, StartedAt: started, ReceiptCopy: rpath, Validate: f.validate}
 	// Settling must finish even when airlock itself was interrupted while
 	// the command ran: the signal was the command's to handle.
 	sctx := context.WithoutCancel(ctx)

@@ -26,6 +26,10 @@ func newOpenCmd(io IO) *cobra.Command {
 			if f.receipt != "" || f.approve {
 				return errors.New("--receipt and --approve belong to `airlock commit ID`, not to open")
 			}
+			if c.Flags().Changed("validate") {
+				// Accepted and forgotten, it would read as a gate that is not there.
+				return errors.New("--validate belongs to `airlock commit ID` (or run, land, review), not to open: it adds a validator to a commit, after the project's validate from .airlock.toml")
+			}
 			st, err := store()
 			if err != nil {
 				return err
@@ -60,12 +64,15 @@ func newCommitCmd(io IO) *cobra.Command {
 		Short: "Apply a transaction's change set to its base, all or nothing",
 		Args:  oneID,
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkValidate(c); err != nil {
+				return err
+			}
 			rpath, err := receiptPath(receipt)
 			if err != nil {
 				return err
 			}
 			return settle(c.Context(), io, args[0], quiet, asJSON, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath, Validate: validate, NoValidate: noValidate(c)})
+				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath, Validate: validate})
 			})
 		},
 	}
@@ -133,6 +140,9 @@ func resultJSON(res *airlock.Result) map[string]any {
 	}
 	if len(res.Kept) > 0 {
 		m["kept"] = rawPaths(res.Kept)
+	}
+	if len(res.Validators) > 0 {
+		m["validators"] = rawPaths(res.Validators)
 	}
 	return m
 }

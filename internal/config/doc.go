@@ -12,7 +12,7 @@
 //	default_excludes = true                # false drops .aider*, .claude/settings.local.json, .claude/worktrees/
 //	default_protect = true                 # false drops .envrc, .vscode/tasks.json, .github/workflows/, .airlock.toml
 //	backend = "auto"                       # auto | copy | reflink | overlay | worktree
-//	validate = "go test ./..."             # the default --validate of commit, run, land and the stop hooks
+//	validate = "go test ./..."             # run at every commit (run, commit, land, undo, review, MCP, hooks); never lowered
 //
 //	[hooks]
 //	stop = "check"                         # check | commit | off
@@ -26,9 +26,11 @@
 // The config is the project's default; flags add to it or override it.
 // Excludes and protected selectors are concatenated in the order defaults,
 // config, flags, so that a flag's "!pattern" can re-include what the config
-// selected. A --backend other than auto wins over the config's backend. A
-// --validate CMD wins over the config's validate; an explicitly given
-// empty one (`--validate=""`) turns validation off for that command.
+// selected. A --backend other than auto wins over the config's backend.
+// validate is a gate no caller lowers: --validate CMD (and the MCP commit
+// tool's validate, the review page's) adds a validator that runs after
+// the config's, never instead of it, and an explicitly empty --validate is
+// refused rather than taken as "none".
 //
 // # Hooks
 //

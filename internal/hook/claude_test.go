@@ -298,3 +298,43 @@ func TestStopWithoutCwd(t *testing.T) {
 		t.Errorf("want a block for the session's directory\n%s", r)
 	}
 }
+
+// TestHookAgentCannotLowerValidate: an agent behind the hooks tries every
+// way it has to get past the project's validate: it rewrites the staged
+// .airlock.toml (not protected here, so no approval is needed) to drop
+// validate, and it runs airlock itself from its shell in the worktree with
+// --validate true and an empty --validate. The gate holds each time; the stop
+// hook, committing on stop, is refused ValidationFailed and blocks.
+func TestHookAgentCannotLowerValidate(t *testing.T) {
+	cfg := "default_protect = false\nvalidate = \"test ! -e bad || { echo 'bad file present'; exit 1; }\"\n[hooks]\nstop = \"commit\"\n"
+	w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": cfg})
+	staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "gate")).stdout)
+	writeFiles(t, staged, map[string]string{"bad": "x", ".airlock.toml": "[hooks]\nstop = \"commit\"\n"})
+
+	for _, args := range [][]string{
+		{"commit", "gate", "--validate", "true"},
+		{"commit", "gate", "--validate=", "--approve"},
+		{"commit", "gate", "--validate", "exit 0", "--approve"},
+	} {
+		r := w.run(staged, "", nil, append([]string{airlockBin}, args...)...)
+		if r.code != 75 && r.code != 125 {
+			t.Errorf("%q from the agent's shell: want a refusal (75) or an error (125)\n%s", args, r)
+		}
+		if r.code == 75 && !strings.Contains(r.stderr, "airlock.refusal=ValidationFailed") {
+			t.Errorf("%q: refused, but not for the project's validation\n%s", args, r)
+		}
+	}
+	r := w.hook("claude", "stop", stopInput(staged, false))
+	mustCode(t, r, 0)
+	out := decode(t, r)
+	reason, _ := out["reason"].(string)
+	if out["decision"] != "block" || !strings.Contains(reason, "ValidationFailed") || !strings.Contains(reason, "bad file present") {
+		t.Errorf("the stop hook's commit must be refused by the project's validate\n%s", r)
+	}
+	if exists(filepath.Join(w.base, "bad")) || readFile(t, filepath.Join(w.base, ".airlock.toml")) != cfg {
+		t.Error("the agent's change landed although the project's validation failed")
+	}
+	if got := w.status("gate"); got != "refused" {
+		t.Errorf("status %s, want refused (kept)", got)
+	}
+}

@@ -11,7 +11,7 @@
 //	status   {id}                              → the transaction's Info (as `airlock show --json`)
 //	list     {all?}                            → {transactions: [Info]}
 //	diff     {id, format?: patch|stat|name-status} → {format, text, notes}; the text is also the content
-//	commit   {id, approve?, validate?}         → {tx, outcome, refusal, paths, reason, counts, receipt}
+//	commit   {id, approve?, validate?}         → {tx, outcome, refusal, paths, reason, counts, validators, receipt}
 //	discard  {id}                              → {tx, outcome, counts}
 //
 // status, list and diff are read-only. open only adds (a staged copy; the
@@ -20,7 +20,11 @@
 // transaction reports its first outcome). commit is open-world because it
 // runs the project's validate command.
 //
-// The commit tool cannot turn validation off: without `validate` it runs
-// the project's (.airlock.toml), and a `validate` it is given replaces it.
-// Dropping the project's check stays a decision for a person at the CLI.
+// The commit tool cannot lower the project's validate (.airlock.toml at
+// the base, recorded at open): it always runs, first. A `validate` the
+// agent gives is a second validator run after it on the same candidate,
+// never a replacement; an empty one adds nothing. The result's validators
+// (and the receipt's) say which ran. Changing the project's validate is a
+// change to .airlock.toml in the base, which applies only to transactions
+// opened after it lands.
 package mcpserver

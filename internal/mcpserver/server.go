@@ -18,7 +18,7 @@ import (
 const instructions = `airlock gives you a transactional workspace over a project directory (the base).
 1. open {path} returns a transaction id and a staged path: a private copy of the base. Read and write files ONLY under the staged path; the base does not change while you work.
 2. diff {id} shows your change set (format patch, stat or name-status); status {id} summarises it.
-3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command). A refusal comes back as outcome "refused" with its kind, the paths and a reason: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) need approve=true, which you should only set when the user asked for that change.
+3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the paths and a reason: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) need approve=true, which you should only set when the user asked for that change.
 4. discard {id} drops the change set. list shows the open transactions.`
 
 // Version is the server's version as the module was built.
@@ -58,7 +58,7 @@ func New(store *airlock.Store) *mcp.Server {
 	}, h.diff)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "commit",
-		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and the validate command (the project's from .airlock.toml unless validate is given; it runs on a candidate tree). A refusal is a normal result: outcome \"refused\" with refusal (the kind), paths and reason; the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve=true approves changes to protected paths: set it only when the user asked for that change. Committing a committed transaction reports its first outcome.",
+		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), paths and reason; the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve=true approves changes to protected paths: set it only when the user asked for that change. Committing a committed transaction reports its first outcome.",
 		Annotations: &mcp.ToolAnnotations{Title: "Commit the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes},
 	}, h.commit)
 	mcp.AddTool(s, &mcp.Tool{
@@ -94,7 +94,7 @@ type OpenOutput struct {
 	Backend  string   `json:"backend"`
 	PortBase int      `json:"port_base" jsonschema:"the first of 10 TCP ports no other open transaction holds"`
 	Protect  []string `json:"protect" jsonschema:"the protected selectors: changes under them need approve=true"`
-	Validate string   `json:"validate,omitempty" jsonschema:"the project's validate command, run on the candidate tree at commit"`
+	Validate string   `json:"validate,omitempty" jsonschema:"the project's validate command, run on the candidate tree at every commit; it cannot be turned off"`
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -204,7 +204,7 @@ func (h *handlers) diff(ctx context.Context, _ *mcp.CallToolRequest, in DiffInpu
 type CommitInput struct {
 	ID       string `json:"id" jsonschema:"the transaction id"`
 	Approve  bool   `json:"approve,omitempty" jsonschema:"approve changes to protected paths; only when the user asked for them"`
-	Validate string `json:"validate,omitempty" jsonschema:"a shell command run on the candidate tree (base + change set) before anything is applied; non-zero refuses. Default: the project's validate from .airlock.toml"`
+	Validate string `json:"validate,omitempty" jsonschema:"an additional shell command run on the candidate tree (base + change set) after the project's validate from .airlock.toml, which always runs; either exiting non-zero refuses"`
 }
 
 // SettleOutput is what commit and discard return.
@@ -221,6 +221,7 @@ type SettleOutput struct {
 	// transaction never saw.
 	Kept        []string       `json:"kept,omitempty"`
 	Repeat      bool           `json:"repeat,omitempty" jsonschema:"the transaction had already settled; this reports its first outcome"`
+	Validators  []string       `json:"validators,omitempty" jsonschema:"the validate commands that ran on the candidate, in order: the project's, then the one given; after ValidationFailed the last is the one that failed"`
 	ReceiptPath string         `json:"receipt_path,omitempty"`
 	Receipt     map[string]any `json:"receipt,omitempty" jsonschema:"the receipt (schema airlock.receipt/v1)"`
 }
@@ -255,7 +256,7 @@ func (h *handlers) settle(ctx context.Context, id string, do func(context.Contex
 	}
 	out := SettleOutput{
 		TxID: res.TxID, Outcome: string(res.Outcome), Added: res.Added, Modified: res.Modified,
-		Deleted: res.Deleted, Kept: res.Kept, Repeat: res.Repeat, ReceiptPath: res.ReceiptPath,
+		Deleted: res.Deleted, Kept: res.Kept, Repeat: res.Repeat, Validators: res.Validators, ReceiptPath: res.ReceiptPath,
 	}
 	if r == nil {
 		r = res.Refusal

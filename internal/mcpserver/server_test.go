@@ -250,24 +250,110 @@ func TestCommitRefusalIsAResult(t *testing.T) {
 	}
 }
 
+// TestCommitValidation: the project's validate (from the base's
+// .airlock.toml, recorded at open) is a gate the agent never lowers. The
+// commit tool's validate adds a validator after it; it can neither
+// replace nor drop the project's, and a staged .airlock.toml the agent
+// rewrote does not change the rules of its own commit.
 func TestCommitValidation(t *testing.T) {
-	// The project's validate command refuses; an explicit one replaces it.
-	w := newWorld(t, map[string]string{".airlock.toml": "validate = \"test ! -e broken\"\n"})
-	var o OpenOutput
-	w.call("open", map[string]any{"path": w.base}, &o)
-	if o.Validate != "test ! -e broken" {
-		t.Errorf("open does not report the project's validate: %+v", o)
+	const project = "test ! -e broken"
+	open := func(t *testing.T, cfg string) (*world, OpenOutput) {
+		t.Helper()
+		w := newWorld(t, map[string]string{".airlock.toml": cfg, "f": "f\n"})
+		var o OpenOutput
+		w.call("open", map[string]any{"path": w.base}, &o)
+		return w, o
 	}
-	writeFiles(t, o.Path, map[string]string{"broken": "x\n"})
-	var s SettleOutput
-	w.call("commit", map[string]any{"id": o.ID}, &s)
-	if s.Outcome != "refused" || s.Refusal != "ValidationFailed" {
-		t.Errorf("commit: %+v, want ValidationFailed", s)
+	refused := func(t *testing.T, w *world, s SettleOutput, o OpenOutput, file string) {
+		t.Helper()
+		if s.Outcome != "refused" || s.Refusal != "ValidationFailed" {
+			t.Errorf("commit: %+v, want refused ValidationFailed", s)
+		}
+		if testbin.Exists(filepath.Join(w.base, file)) {
+			t.Errorf("%s landed although the project's validation failed", file)
+		}
+		var info airlock.Info
+		w.call("status", map[string]any{"id": o.ID}, &info)
+		if info.Status != airlock.StatusRefused {
+			t.Errorf("status after the refusal: %s, want refused (kept)", info.Status)
+		}
 	}
-	w.call("commit", map[string]any{"id": o.ID, "validate": "test -e broken"}, &s)
-	if s.Outcome != "committed" {
-		t.Errorf("commit with its own validate: %+v", s)
+
+	t.Run("open reports the project's validate", func(t *testing.T) {
+		_, o := open(t, "validate = \""+project+"\"\n")
+		if o.Validate != project {
+			t.Errorf("open does not report the project's validate: %+v", o)
+		}
+	})
+	for _, v := range []struct{ name, validate string }{
+		{"no validate", ""},
+		{"validate true does not replace it", "true"},
+		{"validate exit 0 does not replace it", "exit 0"},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			w, o := open(t, "validate = \""+project+"\"\n")
+			writeFiles(t, o.Path, map[string]string{"broken": "x\n"})
+			var s SettleOutput
+			w.call("commit", map[string]any{"id": o.ID, "validate": v.validate}, &s)
+			refused(t, w, s, o, "broken")
+			if !strings.Contains(s.Reason, project) {
+				t.Errorf("reason %q does not name the project's validator", s.Reason)
+			}
+		})
 	}
+	t.Run("an added validator that fails refuses", func(t *testing.T) {
+		w, o := open(t, "validate = \""+project+"\"\n")
+		writeFiles(t, o.Path, map[string]string{"g": "g\n"})
+		var s SettleOutput
+		w.call("commit", map[string]any{"id": o.ID, "validate": "test ! -e g"}, &s)
+		refused(t, w, s, o, "g")
+		if !strings.Contains(s.Reason, "test ! -e g") {
+			t.Errorf("reason %q does not name the added validator", s.Reason)
+		}
+		if !slices.Equal(s.Validators, []string{project, "test ! -e g"}) {
+			t.Errorf("validators %q, want the project's then the added one", s.Validators)
+		}
+	})
+	t.Run("both pass: committed, and the receipt names both", func(t *testing.T) {
+		w, o := open(t, "validate = \""+project+"\"\n")
+		writeFiles(t, o.Path, map[string]string{"g": "g\n"})
+		var s SettleOutput
+		w.call("commit", map[string]any{"id": o.ID, "validate": "test -e g"}, &s)
+		if s.Outcome != "committed" || readFile(t, filepath.Join(w.base, "g")) != "g\n" {
+			t.Fatalf("commit: %+v, want committed", s)
+		}
+		want := []string{project, "test -e g"}
+		if !slices.Equal(s.Validators, want) {
+			t.Errorf("validators %q, want %q", s.Validators, want)
+		}
+		got, _ := s.Receipt["validators"].([]any)
+		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+			t.Errorf("receipt validators %v, want %q", s.Receipt["validators"], want)
+		}
+	})
+	t.Run("a staged .airlock.toml without validate does not lower the gate", func(t *testing.T) {
+		w, o := open(t, "validate = \""+project+"\"\n")
+		writeFiles(t, o.Path, map[string]string{".airlock.toml": "default_protect = false\n", "broken": "x\n"})
+		var s SettleOutput
+		// approve is the agent's to set over MCP: even approved, the
+		// commit that rewrites the config runs under the config it
+		// opened with.
+		w.call("commit", map[string]any{"id": o.ID, "approve": true, "validate": "true"}, &s)
+		refused(t, w, s, o, "broken")
+		if got := readFile(t, filepath.Join(w.base, ".airlock.toml")); got != "validate = \""+project+"\"\n" {
+			t.Errorf("the base's config became %q", got)
+		}
+	})
+	t.Run("without a project validate, the added one is the gate", func(t *testing.T) {
+		w, o := open(t, "")
+		writeFiles(t, o.Path, map[string]string{"broken": "x\n"})
+		var s SettleOutput
+		w.call("commit", map[string]any{"id": o.ID, "validate": project}, &s)
+		refused(t, w, s, o, "broken")
+		if !slices.Equal(s.Validators, []string{project}) {
+			t.Errorf("validators %q, want only the added one", s.Validators)
+		}
+	})
 }
 
 func TestDiscard(t *testing.T) {

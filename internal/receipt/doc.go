@@ -18,6 +18,12 @@
 // base before this one ("" for the first), which makes a base's receipts a
 // chain.
 //
+// Optional members: branch and branch_head (both or neither) name the git
+// branch a worktree transaction kept its own commits on; validators lists
+// the validate commands the settle ran on the candidate tree, in order
+// (the project's, then the one the caller added), as raw bytes like
+// command, and is left out when none ran.
+//
 // # Digest
 //
 // The digest is part of the contract; anyone can recompute it:

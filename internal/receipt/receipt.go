@@ -66,6 +66,11 @@ type Receipt struct {
 	// carry them, both or neither.
 	Branch     string
 	BranchHead string
+	// Validators are the validate commands the settle ran on the
+	// candidate tree, in the order they ran: the project's first, then the
+	// one the caller added; the last of a ValidationFailed refusal is the
+	// one that failed. Optional: absent when none ran.
+	Validators []manifest.Bytes
 	Digest     string // set by Seal
 }
 
@@ -98,6 +103,7 @@ type wire struct {
 	Previous           string      `json:"previous"`
 	Branch             string      `json:"branch,omitempty"`
 	BranchHead         string      `json:"branch_head,omitempty"`
+	Validators         []fileBytes `json:"validators,omitempty"`
 	Digest             string      `json:"digest"`
 }
 
@@ -159,8 +165,17 @@ func (r *Receipt) toWire() wire {
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
 		ExcludedSelectors: r.ExcludedSelectors, ProtectedSelectors: r.ProtectedSelectors, Approved: r.Approved,
 		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
-		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead, Digest: r.Digest,
+		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead,
+		Validators: optionalFile(r.Validators), Digest: r.Digest,
 	}
+}
+
+// optionalFile is toFile for a member that is left out when empty.
+func optionalFile(list []manifest.Bytes) []fileBytes {
+	if len(list) == 0 {
+		return nil
+	}
+	return toFile(list)
 }
 
 // MarshalJSON writes the receipt's file form (compact, without checking it;
@@ -192,7 +207,8 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		Added: w.Added, Modified: w.Modified, Deleted: w.Deleted,
 		ExcludedSelectors: w.ExcludedSelectors, ProtectedSelectors: w.ProtectedSelectors, Approved: w.Approved,
 		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
-		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead, Digest: w.Digest,
+		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead,
+		Validators: fromFile(w.Validators), Digest: w.Digest,
 	}
 	return nil
 }

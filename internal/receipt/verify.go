@@ -42,6 +42,10 @@ var members = []string{
 // worktree transaction, both or neither.
 var optional = []string{"branch", "branch_head"}
 
+// validatorsMember is optional on its own: the validate commands a settle
+// ran, present (and not empty) exactly when one ran.
+const validatorsMember = "validators"
+
 var (
 	commitForm = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 	digestForm = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -314,10 +318,14 @@ func check(obj map[string]any) (*Receipt, error) {
 	if present != 0 && present != len(optional) {
 		return nil, invalid("members %s go together: a receipt has both or neither", strings.Join(optional, " and "))
 	}
-	if len(obj) != len(members)+present {
+	validators := 0
+	if _, ok := obj[validatorsMember]; ok {
+		validators = 1
+	}
+	if len(obj) != len(members)+present+validators {
 		var extra []string
 		for k := range obj {
-			if !slices.Contains(members, k) && !slices.Contains(optional, k) {
+			if !slices.Contains(members, k) && !slices.Contains(optional, k) && k != validatorsMember {
 				extra = append(extra, strconv.Quote(k))
 			}
 		}
@@ -385,6 +393,12 @@ func check(obj map[string]any) (*Receipt, error) {
 		r.BranchHead = c.str("branch_head")
 		if c.err == nil && !commitForm.MatchString(r.BranchHead) {
 			c.fail("branch_head", "is %q, not a commit id", r.BranchHead)
+		}
+	}
+	if validators > 0 {
+		r.Validators = c.bytesList(validatorsMember, false)
+		if c.err == nil && len(r.Validators) == 0 {
+			c.fail(validatorsMember, "is empty: a receipt names the validators that ran, or leaves the member out")
 		}
 	}
 	r.Digest = c.digest("digest", false)

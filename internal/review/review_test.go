@@ -3,6 +3,7 @@ package review_test
 import (
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,37 @@ func TestReviewPicksAndTimesOut(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "no open or refused transaction over "+w.home) {
 		t.Errorf("review over an empty directory: %v\n%s", err, out)
+	}
+}
+
+// TestReviewCannotLowerValidate: a review started with --validate adds a
+// validator; the project's validate still runs first. Commit and Approve &
+// commit from the page are both refused ValidationFailed while the
+// project's fails, and the base is untouched.
+func TestReviewCannotLowerValidate(t *testing.T) {
+	w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": "validate = \"test ! -e broken\"\n"})
+	id, staged := w.open()
+	writeFiles(t, staged, map[string]string{"broken": "x"})
+	rv := w.startReview(w.home, id, "--validate", "true", "--timeout", "1m")
+	origin := strings.Join(strings.Split(rv.url, "/")[:3], "/")
+	for _, action := range []string{"commit", "approve"} {
+		req, _ := http.NewRequest("POST", rv.url+action, nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "ValidationFailed") {
+			t.Errorf("%s from the page: %d, want a ValidationFailed refusal\n%s", action, resp.StatusCode, body)
+		}
+		if _, err := os.Lstat(filepath.Join(w.base, "broken")); err == nil {
+			t.Fatalf("%s from the page landed although the project's validation failed", action)
+		}
+	}
+	if out := w.airlock("show", id, "--json"); !strings.Contains(out, `"status": "refused"`) {
+		t.Errorf("transaction not kept as refused:\n%s", out)
 	}
 }

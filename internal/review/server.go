@@ -21,10 +21,10 @@ import (
 
 // Options say how a review commits.
 type Options struct {
-	// Validate and NoValidate are passed to the commit: an empty Validate
-	// means the project config's recorded at open.
-	Validate   string
-	NoValidate bool
+	// Validate is a validator the commit adds after the project's
+	// validate (recorded at open), which always runs: the page can raise
+	// the gate, never lower it.
+	Validate string
 	// Log receives a line per action, for the terminal that started the
 	// review.
 	Log io.Writer
@@ -170,7 +170,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action string) {
 	if action == "discard" {
 		res, err = s.tx.Discard(ctx, airlock.SettleOptions{})
 	} else {
-		res, err = s.tx.Commit(ctx, airlock.SettleOptions{Approve: action == "approve", Validate: s.o.Validate, NoValidate: s.o.NoValidate})
+		res, err = s.tx.Commit(ctx, airlock.SettleOptions{Approve: action == "approve", Validate: s.o.Validate})
 	}
 	s.outcome = Outcome{Result: res, Err: err}
 	if res != nil && (res.Outcome == airlock.Committed || res.Outcome == airlock.Discarded || res.Outcome == airlock.NoChanges) {
