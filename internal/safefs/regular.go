@@ -88,5 +88,5 @@ func typeName(mode uint32) string {
 // typeError is ErrNotRegular naming the type found.
 type typeError struct{ kind string }
 
-func (e *typeError) Error() string { return ErrNotRegular.Error() + ": " + e.kind }
+func (e *typeError) Error() string        { return ErrNotRegular.Error() + ": " + e.kind }
 func (e *typeError) Is(target error) bool { return target == ErrNotRegular }
