@@ -491,7 +491,7 @@ type StagedChangedError struct {
 }
 
 func (e *StagedChangedError) Error() string {
-	return fmt.Sprintf("%s: the staged file %s since the change set was computed; stop writing in the workspace and commit again", e.File, e.What)
+	return fmt.Sprintf("%s: the staged file %s since the change set was computed; stop whatever is still writing in the workspace and try again", e.File, e.What)
 }
 
 // OpenStaged opens, beneath the staged tree's root, the regular file that

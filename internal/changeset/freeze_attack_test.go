@@ -55,7 +55,7 @@ func wantStagedChanged(t *testing.T, err error, rel, objects, secret string) {
 	if sc.Path != rel {
 		t.Errorf("refused %q, want %q", sc.Path, rel)
 	}
-	if !strings.Contains(err.Error(), rel) || !strings.Contains(err.Error(), "commit again") {
+	if !strings.Contains(err.Error(), rel) || !strings.Contains(err.Error(), "try again") {
 		t.Errorf("error %q does not name %s and say what to do", err, rel)
 	}
 	noObjectHolds(t, objects, secret)

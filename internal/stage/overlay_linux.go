@@ -329,6 +329,11 @@ func (overlayBackend) Changes(ctx context.Context, req DiffRequest) (*changeset.
 	return d.set, nil
 }
 
+// ContentDir is the upper layer, where Changes measured every changed file.
+func (overlayBackend) ContentDir(dir string) string {
+	return filepath.Join(layersDir(dir), upperName)
+}
+
 type overlayDiff struct {
 	ctx         context.Context
 	base, upper string
