@@ -127,7 +127,10 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 	if err := os.Mkdir(objects, 0o700); err != nil {
 		return nil, "", fmt.Errorf("check transaction %s: %w", t.ID(), err)
 	}
-	if err := changeset.Freeze(ctx, set, t.Path(), objects); err != nil {
+	if err := changeset.Freeze(ctx, set, t.contentDir(), objects); err != nil {
+		if r, ok := stagedChanged(err); ok {
+			return r, set.Digest(), nil
+		}
 		return nil, "", err
 	}
 	digest := set.Digest()

@@ -116,6 +116,9 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 		return t.settle(ctx, NoChanges, nil, set, o)
 	}
 	if err := t.freeze(ctx, set); err != nil {
+		if r, ok := stagedChanged(err); ok {
+			return t.settle(ctx, Refused, r, set, o)
+		}
 		return nil, err
 	}
 	if len(set.Unsupported) > 0 {
@@ -375,7 +378,7 @@ func (t *Tx) freeze(ctx context.Context, set *changeset.Set) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := changeset.Freeze(ctx, set, t.Path(), t.st.Path(objectsDir)); err != nil {
+	if err := changeset.Freeze(ctx, set, t.contentDir(), t.st.Path(objectsDir)); err != nil {
 		return err
 	}
 	return set.Save(t.st.Path(changeSetFile))

@@ -87,8 +87,8 @@ func (t *Tx) patchFiles(ctx context.Context) ([]patch.File, error) {
 	for i, c := range set.Changes {
 		c := c
 		old := func() (io.ReadCloser, error) { return t.openAtOpen(orig, c.Base) }
-		staged := filepath.Join(t.Path(), filepath.FromSlash(c.Path))
-		files[i] = patch.File{Path: c.Path, Old: side(c.Base, old), New: side(c.Result, func() (io.ReadCloser, error) { return os.Open(staged) })}
+		staged := func() (io.ReadCloser, error) { return t.openStaged(c.Path, c.Result) }
+		files[i] = patch.File{Path: c.Path, Old: side(c.Base, old), New: side(c.Result, staged)}
 	}
 	return files, nil
 }

@@ -21,6 +21,11 @@ const (
 	ValidationFailed         RefusalKind = "ValidationFailed"
 	ApplyFailed              RefusalKind = "ApplyFailed"
 	InterruptedApply         RefusalKind = "InterruptedApply"
+	// StagedChanged: a changed staged file was not, when the commit read
+	// it, the file the change set measured (written to, replaced, or put
+	// behind a symlink, a FIFO or a device node): the command is still
+	// writing in the workspace. Nothing in its place was read.
+	StagedChanged RefusalKind = "StagedChanged"
 )
 
 // Refusal is the error a commit returns when it refused. The base is as it

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/progress"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -142,6 +143,8 @@ type Input struct {
 // Diff computes the change set of the staged tree against the base at open.
 func Diff(ctx context.Context, in Input) (*Set, error) {
 	set := &Set{}
+	staged := &lazyRoot{dir: in.StagedDir}
+	defer staged.close()
 	bi, si := 0, 0
 	be, se := in.Base.Entries, in.Staged.Entries
 	for bi < len(be) || si < len(se) {
@@ -166,7 +169,7 @@ func Diff(ctx context.Context, in Input) (*Set, error) {
 			changed := b == nil || s == nil
 			if !changed {
 				var err error
-				if changed, err = modified(in, b, s); err != nil {
+				if changed, err = modified(in, staged, b, s); err != nil {
 					return nil, err
 				}
 			}
@@ -194,7 +197,7 @@ func Diff(ctx context.Context, in Input) (*Set, error) {
 		case s == nil:
 			set.Changes = append(set.Changes, Change{Path: path, Op: Delete, Base: *b})
 		default:
-			changed, err := modified(in, b, s)
+			changed, err := modified(in, staged, b, s)
 			if err != nil {
 				return nil, err
 			}
@@ -231,14 +234,27 @@ func Racy(o manifest.Entry) bool {
 	return o.Kind == manifest.KindFile && o.CtimeNs-o.MtimeNs <= racyWindowNs
 }
 
-func modified(in Input, b, s *manifest.Entry) (bool, error) {
+// modified decides whether the staged entry s differs from the base entry b.
+// Where it reads the staged file, it reads the file s measured, through the
+// staged tree's root: a staged file that is not that file any more counts
+// as changed, and the freeze then refuses it.
+func modified(in Input, staged *lazyRoot, b, s *manifest.Entry) (bool, error) {
 	if sameStaged(in.StagedOpen, s) {
 		return false, nil
 	}
 	if o, ok := in.StagedOpen.Lookup(s.Path); ok && o.Digest != "" && manifest.SameStat(*o, *s) {
-		d, err := manifest.HashFile(filepath.Join(in.StagedDir, filepath.FromSlash(s.Path)))
+		root, err := staged.get()
 		if err != nil {
-			return false, fmt.Errorf("read staged file: %w", err)
+			return false, err
+		}
+		f, err := OpenStaged(root, *s)
+		if err != nil {
+			return stagedErr(err)
+		}
+		defer f.Close()
+		d, err := manifest.HashReader(io.LimitReader(f, s.Size+1))
+		if err != nil {
+			return false, fmt.Errorf("read staged file %s: %w", f.Name(), err)
 		}
 		return d != o.Digest, nil
 	}
@@ -259,24 +275,72 @@ func modified(in Input, b, s *manifest.Entry) (bool, error) {
 	if err != nil || !manifest.SameStat(now, *b) {
 		return true, nil
 	}
-	return Differ(bpath, filepath.Join(in.StagedDir, filepath.FromSlash(s.Path)))
+	root, err := staged.get()
+	if err != nil {
+		return false, err
+	}
+	return DifferStaged(bpath, root, *s)
 }
 
-// Differ compares an original file a with a staged file b byte by byte,
-// stopping at the first difference. An original that cannot be read counts
-// as different (the path is then a change, and the checks decide); a
-// staged file that cannot be read is an error.
-func Differ(a, b string) (bool, error) {
+// stagedErr turns a failed read of a staged file into Diff's answer: a
+// file that is not the one measured is a change (the freeze refuses it);
+// anything else is an error.
+func stagedErr(err error) (bool, error) {
+	var sc *StagedChangedError
+	if errors.As(err, &sc) {
+		return true, nil
+	}
+	return false, err
+}
+
+// lazyRoot opens the staged tree's root on first use: most diffs decide
+// by stat alone and never read a staged file.
+type lazyRoot struct {
+	dir  string
+	root *safefs.Root
+}
+
+func (l *lazyRoot) get() (*safefs.Root, error) {
+	if l.root == nil {
+		r, err := safefs.OpenRoot(l.dir)
+		if err != nil {
+			return nil, fmt.Errorf("open the staged tree: %w", err)
+		}
+		l.root = r
+	}
+	return l.root, nil
+}
+
+func (l *lazyRoot) close() {
+	if l.root != nil {
+		l.root.Close()
+	}
+}
+
+// DifferStaged compares an original file a with the staged file the entry
+// e measured beneath staged, byte by byte, stopping at the first
+// difference. An original that cannot be read counts as different (the
+// path is then a change, and the checks decide); so does a staged file
+// that is no longer the one e measured (the freeze refuses it). A staged
+// file that cannot be read is an error.
+func DifferStaged(a string, staged *safefs.Root, e manifest.Entry) (bool, error) {
 	fa, err := os.OpenFile(a, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return true, nil
 	}
 	defer fa.Close()
-	fb, err := os.OpenFile(b, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	fb, err := OpenStaged(staged, e)
 	if err != nil {
-		return false, fmt.Errorf("read staged file %s: %w", b, err)
+		return stagedErr(err)
 	}
 	defer fb.Close()
+	return differ(fa, fb)
+}
+
+// differ compares two open files; b is the staged one. b is never read past
+// the point where a ends, so a staged file that grows without end cannot
+// keep it reading.
+func differ(fa, fb *os.File) (bool, error) {
 	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
 	for {
 		na, ea := io.ReadFull(fa, ba)
@@ -293,7 +357,7 @@ func Differ(a, b string) (bool, error) {
 			return true, nil
 		}
 		if eb != nil {
-			return false, fmt.Errorf("read staged file %s: %w", b, eb)
+			return false, fmt.Errorf("read staged file %s: %w", fb.Name(), eb)
 		}
 	}
 }
@@ -308,6 +372,16 @@ func ObjectPath(objects, digest string) string {
 // its digest in the change's Result. The digest is taken from the bytes as
 // they are written into the store, so a later write to the staged file
 // cannot change what gets checked and applied.
+//
+// The agent may still be rearranging the staged tree while it is frozen.
+// Each file is therefore opened beneath the staged tree's root without
+// following a symlink in any component (safefs), only if it is a regular
+// file, and only if it is the very file the change set measured (device,
+// inode, size, times, mode); at most its measured size plus one byte is
+// read, and it must still be that file afterwards. Anything else is a
+// *StagedChangedError: a directory swapped for a symlink to /etc or /dev
+// never has anything outside the staged tree read, and a device is never
+// read at all.
 func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	if err := os.MkdirAll(objects, 0o700); err != nil {
 		return fmt.Errorf("create object store %s: %w", objects, err)
@@ -320,8 +394,17 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 			bytes += c.Result.Size
 		}
 	}
+	if files == 0 {
+		return nil
+	}
+	root, err := safefs.OpenRoot(stagedDir)
+	if err != nil {
+		return fmt.Errorf("freeze: open the staged tree: %w", err)
+	}
+	defer root.Close()
 	meter := progress.Start(ctx, "committing", files, bytes)
 	defer meter.Done()
+	frozen := 0
 	for i := range set.Changes {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -330,46 +413,143 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 		if c.Result.Kind != manifest.KindFile {
 			continue
 		}
-		src := filepath.Join(stagedDir, filepath.FromSlash(c.Path))
-		d, size, err := freezeFile(src, objects)
+		d, err := freezeFile(root, c.Path, c.Result, objects)
 		if err != nil {
 			return err
 		}
 		c.Result.Digest = d
-		c.Result.Size = size
-		meter.Add(1, size)
+		meter.Add(1, c.Result.Size)
+		frozen++
+		// A pause here lets a test rearrange the staged tree exactly
+		// between two files, as an agent timing the freeze would.
+		fault.Count("freeze", frozen)
 	}
 	return safefs.SyncDir(objects)
 }
 
-func freezeFile(src, objects string) (string, int64, error) {
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+func freezeFile(root *safefs.Root, rel string, want manifest.Entry, objects string) (string, error) {
+	want.Path = rel
+	in, err := OpenStaged(root, want)
 	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return "", 0, fmt.Errorf("freeze %s: the staged file cannot be read (%w); make it readable and commit again", src, err)
-		}
-		return "", 0, fmt.Errorf("freeze %s: %w", src, err)
+		return "", err
 	}
 	defer in.Close()
+	if testHookOpened != nil {
+		testHookOpened(rel)
+	}
 	tmp, err := os.CreateTemp(objects, ".freeze-*")
 	if err != nil {
-		return "", 0, fmt.Errorf("freeze %s: %w", src, err)
+		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), in)
+	// One byte past the measured size tells a file that grew; nothing
+	// more is read, whatever the file has become.
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(in, want.Size+1))
 	if err != nil {
-		return "", 0, fmt.Errorf("freeze %s: %w", src, err)
+		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	if n != want.Size {
+		how := "grew"
+		if n < want.Size {
+			how = "shrank"
+		}
+		return "", &StagedChangedError{Path: rel, File: in.Name(), What: fmt.Sprintf("%s while it was being read (%d bytes measured)", how, want.Size)}
+	}
+	fi, err := in.Stat()
+	if err != nil {
+		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	if what := notSameFile(manifest.FromFileInfo(fi), want); what != "" {
+		return "", &StagedChangedError{Path: rel, File: in.Name(), What: what + " while it was being read"}
 	}
 	if err := tmp.Sync(); err != nil {
-		return "", 0, fmt.Errorf("freeze %s: fsync: %w", src, err)
+		return "", fmt.Errorf("freeze %s: fsync: %w", in.Name(), err)
 	}
 	d := manifest.Sum(h)
 	if err := os.Rename(tmp.Name(), ObjectPath(objects, d)); err != nil {
-		return "", 0, fmt.Errorf("freeze %s: %w", src, err)
+		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
-	return d, n, nil
+	return d, nil
+}
+
+// testHookOpened, set only by this package's tests, runs between the open
+// of a staged file and its read: the one moment no pause point can reach
+// from outside the process.
+var testHookOpened func(rel string)
+
+// StagedChangedError reports a staged file that is not, when the commit
+// reads it, the file the change set measured: it was written to, replaced,
+// removed, or swapped for (or put behind) a symlink, a directory, a FIFO or
+// a device node. Nothing of what is there instead was read. The agent is
+// still writing: it can stop and commit again.
+type StagedChangedError struct {
+	Path string // relative to the staged tree
+	File string // the staged path, for the message
+	What string // what happened to it
+}
+
+func (e *StagedChangedError) Error() string {
+	return fmt.Sprintf("%s: the staged file %s since the change set was computed; stop whatever is still writing in the workspace and try again", e.File, e.What)
+}
+
+// OpenStaged opens, beneath the staged tree's root, the regular file that
+// the entry e measured (e.Path relative to the root). A symlink anywhere on
+// the way, anything but a regular file, a missing file, or a file that is
+// not e's (device, inode, size, times, mode) is a *StagedChangedError; a
+// file its owner cannot read keeps the error that says so.
+func OpenStaged(root *safefs.Root, e manifest.Entry) (*os.File, error) {
+	full := filepath.Join(root.Path(), filepath.FromSlash(e.Path))
+	f, info, err := root.OpenRegular(e.Path)
+	if err != nil {
+		changed := func(what string) error { return &StagedChangedError{Path: e.Path, File: full, What: what} }
+		switch {
+		case errors.Is(err, fs.ErrPermission):
+			return nil, fmt.Errorf("%s: the staged file cannot be read (%w); make it readable and commit again", full, unwrapPath(err))
+		case errors.Is(err, safefs.ErrSymlink):
+			return nil, changed("was replaced by a symlink, or a directory on its path was (" + unwrapPath(err).Error() + ")")
+		case errors.Is(err, safefs.ErrNotRegular):
+			return nil, changed("was replaced by something that is not a regular file (" + unwrapPath(err).Error() + ")")
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+			return nil, changed("was removed")
+		case errors.Is(err, safefs.ErrEscape):
+			return nil, changed("is not a clean path beneath the staged tree")
+		}
+		return nil, fmt.Errorf("read staged file %s: %w", full, unwrapPath(err))
+	}
+	now := manifest.Entry{Kind: manifest.KindFile, Mode: info.Mode & manifest.ModeMask, Size: info.Size,
+		MtimeNs: info.MtimeNs, CtimeNs: info.CtimeNs, Ino: info.Ino, Dev: info.Dev}
+	if what := notSameFile(now, e); what != "" {
+		f.Close()
+		return nil, &StagedChangedError{Path: e.Path, File: full, What: what}
+	}
+	return f, nil
+}
+
+// notSameFile says how the regular file now differs from the entry it
+// should be, or "" when every stat fact a write or a swap would move
+// agrees.
+func notSameFile(now, want manifest.Entry) string {
+	switch {
+	case now.Dev != want.Dev || now.Ino != want.Ino:
+		return "was replaced by another file"
+	case now.Size != want.Size:
+		return fmt.Sprintf("changed size (%d bytes measured, %d now)", want.Size, now.Size)
+	case now.MtimeNs != want.MtimeNs || now.CtimeNs != want.CtimeNs:
+		return "was written to"
+	case now.Mode != want.Mode:
+		return "changed mode"
+	}
+	return ""
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // WriteObject stores content in the objects directory under its digest, as

@@ -163,6 +163,8 @@ func hint(tx *airlock.Tx, kind airlock.RefusalKind) string {
 		return "Remove these FIFOs, sockets or device nodes from the workspace: airlock never applies them."
 	case airlock.SharedInode:
 		return "These files are hard links to the base's own files: replace each by a copy (cp, not ln)."
+	case airlock.StagedChanged:
+		return "These files changed while the commit was reading them: stop every process still writing in the workspace, then finish again."
 	case airlock.InterruptedApply:
 		return "An earlier commit over this base was interrupted: the user has to run `airlock recover --workdir " + tx.Base() + "` first. Stop and tell the user."
 	}

@@ -30,6 +30,7 @@ var Outcomes = []string{"committed", "discarded", "refused", "no_changes"}
 var RefusalKinds = []string{
 	"BaseDrift", "MergeConflict", "ProtectedPathNotApproved", "BoundaryEscape",
 	"SharedInode", "UnsupportedEntry", "ValidationFailed", "ApplyFailed", "InterruptedApply",
+	"StagedChanged",
 }
 
 // Receipt is the record of one settled transaction. Its JSON form (see the

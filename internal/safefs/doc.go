@@ -24,6 +24,11 @@
 // a directory can move where a write lands within the tree, as it could for
 // any program, but it can never make the write follow a symlink.
 //
+// The same layer reads a tree that someone else may be rearranging while
+// it is read: a commit freezes a staged workspace the agent can still write
+// to only through [Root.OpenRegular], which opens nothing but a regular file
+// and reports the opened file's own stat facts for the caller to match.
+//
 // The package also holds the durable write helpers for airlock's own state
 // files ([WriteFile], [SyncDir]), which live outside any base tree.
 package safefs

@@ -110,6 +110,11 @@ func TestNoDescriptorLeak(t *testing.T) {
 					o.do(r, rel)
 				}
 			}
+			for _, rel := range []string{"local", "a/b/up/x", "out/x", "fifo", "a/b", "missing"} {
+				if f, _, err := r.OpenRegular(rel); err == nil {
+					f.Close()
+				}
+			}
 			f, tmp, err := r.CreateTemp("a/b/c", "t*")
 			if err == nil {
 				f.Close()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // overlayBackend mounts an overlay file system at the staged path: the base
@@ -314,6 +315,12 @@ func (overlayBackend) Changes(ctx context.Context, req DiffRequest) (*changeset.
 	}
 	d := &overlayDiff{ctx: ctx, base: req.Base, upper: filepath.Join(layers, upperName), skip: req.Skip,
 		opened: mark.Ctim.Nano(), set: &changeset.Set{}}
+	upper, err := safefs.OpenRoot(d.upper)
+	if err != nil {
+		return nil, fmt.Errorf("overlay upper layer of %s: %w", quote(dir), unwrapPath(err))
+	}
+	defer upper.Close()
+	d.upperRoot = upper
 	if err := d.dir("", false); err != nil {
 		return nil, err
 	}
@@ -322,12 +329,20 @@ func (overlayBackend) Changes(ctx context.Context, req DiffRequest) (*changeset.
 	return d.set, nil
 }
 
+// ContentDir is the upper layer, where Changes measured every changed file.
+func (overlayBackend) ContentDir(dir string) string {
+	return filepath.Join(layersDir(dir), upperName)
+}
+
 type overlayDiff struct {
 	ctx         context.Context
 	base, upper string
 	skip        func(string, bool) bool
 	opened      int64
 	set         *changeset.Set
+	// upperRoot is where a changed file's bytes are read: beneath the
+	// upper layer, never through a symlink the command put on the way.
+	upperRoot *safefs.Root
 }
 
 func join(rel, name string) string {
@@ -507,7 +522,7 @@ func (d *overlayDiff) differs(l, u manifest.Entry) (bool, error) {
 	if l.Size != u.Size {
 		return true, nil
 	}
-	return changeset.Differ(d.lower(l.Path), d.up(u.Path))
+	return changeset.DifferStaged(d.lower(l.Path), d.upperRoot, u)
 }
 
 // deleteTree records the deletion of the base's rel and everything in it.

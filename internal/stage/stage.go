@@ -124,6 +124,15 @@ type Differ interface {
 	Changes(ctx context.Context, req DiffRequest) (*changeset.Set, error)
 }
 
+// ContentDirer is implemented by a Differ whose change set measures the
+// changed files somewhere other than the staged workspace's own path
+// (overlay: its upper layer; the merged mount shows other device and inode
+// numbers). A change's staged bytes are read beneath ContentDir, so that the
+// file read is the very file the change set measured.
+type ContentDirer interface {
+	ContentDir(dir string) string
+}
+
 // DiffRequest names a staged workspace to diff against its base.
 type DiffRequest struct {
 	Base string // the base directory
