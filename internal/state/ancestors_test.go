@@ -113,7 +113,7 @@ func TestInitialUIDMap(t *testing.T) {
 		"         0          0 4294967295\n": true,
 		"      1000       1000          1\n": false,
 		"         0       1000          1\n": false,
-		"":                                  false,
+		"":                                   false,
 	} {
 		if got := isInitialUIDMap(m); got != want {
 			t.Errorf("isInitialUIDMap(%q) = %v, want %v", m, got, want)
