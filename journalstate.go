@@ -2,9 +2,11 @@ package airlock
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 
 	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/state"
 )
 
 // journalKept is the directory of a journal where a restore keeps content
@@ -22,6 +24,10 @@ func (t *Tx) checkJournal() error {
 	err := t.st.CheckTree(journalDir, journalKept)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	var unsafe *state.UnsafeError
+	if errors.As(err, &unsafe) {
+		unsafe.Fix = fmt.Sprintf("make it yours and private again (mode 0700 for directories, 0600 for files) or put the real file back in place of a symlink, then run `airlock recover --workdir %s`; do not remove it: its backups may be the only copy of what the base held before the commit", t.Base())
 	}
 	return err
 }

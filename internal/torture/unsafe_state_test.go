@@ -3,6 +3,7 @@ package torture
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -81,6 +82,9 @@ func TestUnsafeJournal(t *testing.T) {
 			before := snapshot(t, w.base)
 			r = w.airlock("recover", "--workdir", w.base)
 			wantFailure(t, r, victim)
+			if !strings.Contains(r.stderr, "do not remove it") || !strings.Contains(r.stderr, "airlock recover") {
+				t.Fatalf("the refusal should say to put the journal right, not remove it, and run recover again: %s", r.stderr)
+			}
 			if got := snapshot(t, w.base); !got.equal(before) {
 				t.Fatalf("recover acted on an unsafe journal: the base changed:\n%s", before.diff(got, 10))
 			}
