@@ -23,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -112,7 +113,24 @@ func (s *Store) Open(d string) (*os.File, error) {
 	if !validDigest(d) {
 		return nil, fmt.Errorf("originals: malformed digest %q", d)
 	}
-	return os.Open(s.ObjectPath(d))
+	p := s.ObjectPath(d)
+	// Kept bytes are what undo writes into the base: an object swapped for
+	// a symlink or a FIFO is refused, never followed or blocked on.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("originals: %s is a symlink, not a kept file; airlock will not follow it", p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("originals: %s is not a regular file; airlock will not read it", p)
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // Add keeps the file at src (whose bytes have digest e.Digest) as the
