@@ -195,7 +195,11 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set *changeset.Set, ops []journal.Op, o SettleOptions) (*Result, error) {
 	jdir := t.st.Path(journalDir)
 	// A journal left here by a process that died before marking the base
-	// in flight never touched the base: drop it.
+	// in flight never touched the base: drop it, unless it is not one
+	// airlock could have written.
+	if err := t.checkJournal(); err != nil {
+		return nil, err
+	}
 	if err := os.RemoveAll(jdir); err != nil {
 		return nil, fmt.Errorf("remove stale journal %s: %w", jdir, err)
 	}
@@ -292,14 +296,19 @@ func (t *Tx) rollBack(ctx context.Context, root *safefs.Root, base *state.Base, 
 	var restored *journal.RestoreResult
 	var err error
 	ops := j.Ops
+	keep := func(err error) error {
+		return fmt.Errorf("apply to %s failed (%v) and the rollback failed too (%v); the journal is kept: run `airlock recover --workdir %s`", t.Base(), cause, err, t.Base())
+	}
+	// The backups are read back into the base: the journal must still be
+	// the one this process wrote.
+	if err := t.checkJournal(); err != nil {
+		return nil, keep(err)
+	}
 	if all {
 		restored, err = journal.Restore(ctx, root, j, jdir)
 	} else {
 		restored, err = journal.RestoreDone(ctx, root, j, jdir, done)
 		ops = doneOps(j.Ops, done)
-	}
-	keep := func(err error) error {
-		return fmt.Errorf("apply to %s failed (%v) and the rollback failed too (%v); the journal is kept: run `airlock recover --workdir %s`", t.Base(), cause, err, t.Base())
 	}
 	if err != nil {
 		return nil, keep(err)
@@ -343,7 +352,12 @@ func doneOps(ops []journal.Op, done []string) []journal.Op {
 // base's originals store, the bytes it replaced (merge bases for the
 // transactions still open, and undo's material).
 func (t *Tx) keepApplied(j *journal.Journal, jdir string) error {
-	b, err := os.ReadFile(journal.Path(jdir))
+	// The backups are moved into the originals store, whose content undo
+	// and merges trust: the journal must pass the state checks first.
+	if err := t.checkJournal(); err != nil {
+		return err
+	}
+	b, err := t.st.ReadFile(journal.Path(journalDir))
 	if err != nil {
 		return fmt.Errorf("keep the applied journal: %w", err)
 	}

@@ -134,7 +134,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
 	} else if st != StatusCommitted {
 		return nil, fmt.Errorf("transaction %s is %s, not committed; only a commit can be undone", id, st)
 	}
-	j, err := journal.LoadFile(target.st.Path(appliedFile))
+	j, err := target.readJournal(appliedFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("transaction %s has no record of what it applied (removed by gc?); it cannot be undone", id)

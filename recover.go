@@ -79,7 +79,12 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 		// The receipt was written after the apply was verified: the base
 		// holds the committed state, and only the bookkeeping is left.
 		out.RolledForward = true
-		if j, err := journal.Load(jdir); err == nil {
+		j, err := t.loadJournal()
+		var unsafe *state.UnsafeError
+		if errors.As(err, &unsafe) {
+			return nil, err
+		}
+		if err == nil {
 			if err := t.keepApplied(j, jdir); err != nil {
 				return nil, err
 			}
@@ -101,7 +106,7 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 		out.Result = res
 		return out, err
 	}
-	j, err := journal.Load(jdir)
+	j, err := t.loadJournal()
 	if err != nil {
 		return nil, err
 	}

@@ -294,6 +294,13 @@ func LoadFile(p string) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}
+	return Decode(p, b)
+}
+
+// Decode parses the bytes b of the journal file p, read by the caller
+// (through the state safety checks), and refuses them unless the digest
+// matches.
+func Decode(p string, b []byte) (*Journal, error) {
 	var j Journal
 	if err := json.Unmarshal(b, &j); err != nil {
 		return nil, fmt.Errorf("corrupt journal %s: %w; it is not acted on", p, err)

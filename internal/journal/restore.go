@@ -241,7 +241,7 @@ func recreate(root *safefs.Root, j *Journal, op *Op, tmp, dir string) error {
 	if op.Backup == "" || strings.ContainsAny(op.Backup, "/\\") || op.Backup == "." || op.Backup == ".." {
 		return fmt.Errorf("journal %s names no usable backup for %s; it is not acted on", dir, op.Path)
 	}
-	src, err := os.Open(filepath.Join(dir, backupDir, op.Backup))
+	src, err := openBackup(filepath.Join(dir, backupDir, op.Backup))
 	if err != nil {
 		return fmt.Errorf("restore %s: backup: %w", op.Path, err)
 	}
@@ -363,7 +363,7 @@ func checkBackups(j *Journal, dir string) error {
 			return fmt.Errorf("journal %s names no usable backup for %s; it is not acted on", dir, op.Path)
 		}
 		p := filepath.Join(dir, backupDir, op.Backup)
-		f, err := os.Open(p)
+		f, err := openBackup(p)
 		if err != nil {
 			return fmt.Errorf("backup %s of %s cannot be read (%w): the journal is not acted on and the base is left as the interrupted apply left it", p, op.Path, err)
 		}
@@ -469,4 +469,25 @@ func opIndex(rest string, n int) (int, bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// openBackup opens a backup without following a symlink and refuses
+// anything but a regular file: a backup swapped for a link or a FIFO after
+// the caller's checks of the journal must not be read in its place.
+func openBackup(p string) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("backup %s is a symlink, not a regular file", p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("backup %s is not a regular file", p)
+		}
+		return nil, err
+	}
+	return f, nil
 }

@@ -6,7 +6,10 @@
 // in its manifest, so when it later commits a change to the same path the
 // store hands it the common ancestor for a three-way merge. The same
 // content is what `undo` restores. Entries are added only after their
-// bytes are fsync'd; the index is append-only.
+// bytes are fsync'd; the index is append-only. Every new name (an object,
+// the index, the store's directories) is made durable by an fsync of its
+// directory before Add returns, so a commit that reports success after
+// keeping its originals keeps them through a power cut.
 package originals
 
 import (
@@ -20,6 +23,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -41,16 +45,50 @@ type Store struct {
 	mu     sync.Mutex
 	loaded bool
 	byPath map[string][]Record
+
+	objectsSynced sync.Once
+	objectsErr    error
+}
+
+func (s *Store) syncObjectsOnce() error {
+	s.objectsSynced.Do(func() { s.objectsErr = safefs.SyncDir(filepath.Join(s.dir, "objects")) })
+	return s.objectsErr
 }
 
 const indexFile = "index.jsonl"
 
 // Open opens (creating if needed) the store in dir.
 func Open(dir string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "objects"), 0o700); err != nil {
+	if err := mkdirDurable(filepath.Join(dir, "objects")); err != nil {
 		return nil, fmt.Errorf("originals store %s: %w", dir, err)
 	}
 	return &Store{dir: dir}, nil
+}
+
+// mkdirDurable creates p and its missing parents (0700) and fsyncs the
+// parent of each directory it creates: a new directory's name lives in its
+// parent, and a power cut could otherwise lose the whole store, objects
+// and index alike, after a commit that relied on it reported success.
+func mkdirDurable(p string) error {
+	fi, err := os.Lstat(p)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s is not a directory", p)
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	parent := filepath.Dir(p)
+	if parent != p {
+		if err := mkdirDurable(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return safefs.SyncDir(parent)
 }
 
 // Dir is the store's directory.
@@ -75,7 +113,24 @@ func (s *Store) Open(d string) (*os.File, error) {
 	if !validDigest(d) {
 		return nil, fmt.Errorf("originals: malformed digest %q", d)
 	}
-	return os.Open(s.ObjectPath(d))
+	p := s.ObjectPath(d)
+	// Kept bytes are what undo writes into the base: an object swapped for
+	// a symlink or a FIFO is refused, never followed or blocked on.
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("originals: %s is a symlink, not a kept file; airlock will not follow it", p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("originals: %s is not a regular file; airlock will not read it", p)
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // Add keeps the file at src (whose bytes have digest e.Digest) as the
@@ -86,7 +141,9 @@ func (s *Store) Add(txID string, e manifest.Entry, src string) error {
 		return fmt.Errorf("originals: %s has no digest", e.Path)
 	}
 	dst := s.ObjectPath(e.Digest)
-	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+	_, err := os.Lstat(dst)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		if err := os.Rename(src, dst); err != nil {
 			if err := copyFile(src, dst); err != nil {
 				return err
@@ -95,6 +152,15 @@ func (s *Store) Add(txID string, e manifest.Entry, src string) error {
 		if err := safefs.SyncDir(filepath.Dir(dst)); err != nil {
 			return err
 		}
+	case err == nil:
+		// The object may have been renamed in by a process killed before
+		// its directory fsync: once per store, make what is there durable
+		// before the index names it again.
+		if err := s.syncObjectsOnce(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("originals: %w", err)
 	}
 	os.Remove(src)
 	return s.appendIndex(Record{Entry: e, TxID: txID, Time: time.Now().UTC()})
@@ -105,7 +171,7 @@ func (s *Store) appendIndex(r Record) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(s.dir, indexFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, created, err := openIndex(filepath.Join(s.dir, indexFile))
 	if err != nil {
 		return fmt.Errorf("originals index: %w", err)
 	}
@@ -116,12 +182,33 @@ func (s *Store) appendIndex(r Record) error {
 	if err := f.Sync(); err != nil {
 		return fmt.Errorf("originals index: %w", err)
 	}
+	// A new index's name is in the store's directory, not in the file.
+	if created {
+		if err := safefs.SyncDir(s.dir); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	if s.loaded {
 		s.byPath[r.Entry.Path] = append(s.byPath[r.Entry.Path], r)
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// openIndex opens the index for appending and says whether it created it:
+// only a creation changes the store's directory and needs its fsync.
+func openIndex(path string) (f *os.File, created bool, err error) {
+	for {
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return f, false, err
+		}
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err == nil, err
+		}
+	}
 }
 
 // Lookup finds the digest of the bytes a path held when it had exactly the

@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -164,5 +166,33 @@ func TestMalformedDigestsAreRefused(t *testing.T) {
 	e := manifest.Entry{Path: "x", Kind: manifest.KindFile, Digest: "sha256:zz"}
 	if err := s.Add("tx", e, "/nonexistent"); err == nil {
 		t.Error("Add accepted an entry without a valid digest")
+	}
+}
+
+// An object swapped for a symlink or a FIFO is refused, not followed or
+// blocked on: its bytes are what undo writes into the base.
+func TestOpenRefusesIrregularObject(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "originals"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func(p string) error{
+		"symlink": func(p string) error { return os.Symlink("/etc/passwd", p) },
+		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := manifest.HashBytes([]byte(name))
+			if err := plant(s.ObjectPath(d)); err != nil {
+				t.Fatal(err)
+			}
+			f, err := s.Open(d)
+			if err == nil {
+				f.Close()
+				t.Fatalf("Open of a %s object succeeded", name)
+			}
+			if !strings.Contains(err.Error(), s.ObjectPath(d)) {
+				t.Fatalf("refusal should name %s: %v", s.ObjectPath(d), err)
+			}
+		})
 	}
 }

@@ -8,6 +8,15 @@
 // by group or others is refused with an *UnsafeError naming it: it is checked
 // with Lstat, or opened with O_NOFOLLOW and checked with fstat, before it is
 // read or acted on, so a planted symlink is refused rather than followed.
+// Subtrees that other packages read by path (a transaction's journal) are
+// walked and checked the same way by Tx.CheckTree first. Lock files must
+// in addition be private (0600) and have a single name, since flock(2)
+// needs only a descriptor open for reading.
+//
+// The state root's location is checked too, as ssh checks the path to
+// authorized_keys: every directory on its way, symlinks resolved, must be
+// owned by the user or root and not writable by group or others unless it
+// is sticky, or Open refuses with an *UnsafeLocationError naming it.
 //
 // # Layout
 //

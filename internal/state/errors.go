@@ -9,10 +9,17 @@ import (
 type UnsafeError struct {
 	Path   string // the offending file or directory
 	Reason string // what is wrong with it, e.g. "is a symlink, not a regular file"
+	// Fix, when set, replaces the general advice, for state whose removal
+	// would lose something (a journal's backups).
+	Fix string
 }
 
 func (e *UnsafeError) Error() string {
-	return fmt.Sprintf("unsafe airlock state %s: %s; airlock will not read or act on it: fix ownership/permissions (owner: you, mode 0700 for directories, 0600 for files) or remove it", e.Path, e.Reason)
+	fix := e.Fix
+	if fix == "" {
+		fix = "fix ownership/permissions (owner: you, mode 0700 for directories, 0600 for files) or remove it"
+	}
+	return fmt.Sprintf("unsafe airlock state %s: %s; airlock will not read or act on it: %s", e.Path, e.Reason, fix)
 }
 
 // CorruptError reports a state file whose content cannot be decoded. A

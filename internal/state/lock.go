@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,6 +24,10 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	f, err := openChecked(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, stateErr("lock", path, err)
+	}
+	if err := checkLock(path, f); err != nil {
+		f.Close()
+		return nil, err
 	}
 	// Polling rather than a blocking flock keeps ctx in charge: a blocked
 	// flock(2) cannot be interrupted from Go without signalling the thread.
@@ -51,4 +56,22 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 			f.Close()
 		})
 	}, nil
+}
+
+// checkLock holds a lock file to more than the checks of any state file
+// (openChecked): flock(2) needs only a descriptor open for reading, so a
+// lock file that another user can read, or that has a second name
+// elsewhere, is one they could hold against every airlock commit.
+func checkLock(path string, f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", path, err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return &UnsafeError{Path: path, Reason: fmt.Sprintf("is a lock file accessible by group or others (mode %04o, want 0600), so another user could hold it", perm)}
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink != 1 {
+		return &UnsafeError{Path: path, Reason: fmt.Sprintf("is a lock file with %d hard links, so it can be held through another name", st.Nlink)}
+	}
+	return nil
 }

@@ -42,11 +42,17 @@ func DefaultDir() (string, error) {
 }
 
 // Open opens the state root at dir, creating it (and missing parents) with
-// mode 0700 if needed, and refuses it if it cannot be trusted.
+// mode 0700 if needed, and refuses it if it cannot be trusted: the root
+// itself (see checkDir) and its location (see checkAncestors).
 func Open(dir string) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	// Checked before anything is created, so that a refused location is
+	// left as it was, and again after, for a directory swapped meanwhile.
+	if err := checkAncestors(abs); err != nil {
+		return nil, err
 	}
 	if _, err := os.Lstat(abs); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(abs, 0o700); err != nil {
@@ -55,6 +61,9 @@ func Open(dir string) (*Store, error) {
 		if err := safefs.SyncDir(filepath.Dir(abs)); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkAncestors(abs); err != nil {
+		return nil, err
 	}
 	if err := checkDir(abs); err != nil {
 		return nil, stateErr("state directory", abs, err)

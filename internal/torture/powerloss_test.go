@@ -165,6 +165,25 @@ func TestPowerLossOrder(t *testing.T) {
 	// change and before committed is printed.
 	checkDirsSynced(t, tl, w.base, committed)
 
+	// The originals the commit kept (what undo restores, and the merge
+	// bases of the transactions still open) are durable before it is
+	// reported: every directory of the base's state whose entries changed,
+	// the store's own directories created by this first commit included,
+	// and the last write to the store's index.
+	checkDirsSynced(t, tl, bases[0], committed)
+	index := filepath.Join(bases[0], "originals", "index.jsonl")
+	lastIndex := -1
+	for _, ev := range tl.events[:committed] {
+		if ev.ok && ev.name == "write" && ev.path == index {
+			lastIndex = ev.i
+		}
+	}
+	if lastIndex < 0 {
+		t.Errorf("the commit replaced files but wrote no record to %s before committed was printed", index)
+	} else if tl.fsyncedAfter(index, lastIndex, committed) < 0 {
+		t.Errorf("the last write to %s (call %d) was not fsync'd before committed was printed", index, lastIndex)
+	}
+
 	// Changes of mode: strace 6.1 shows fchmodat2's directory, not the
 	// entry. A directory whose mode the commit set must be fsync'd after
 	// the last chmod in its parent (the apply sets directory modes last).
