@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/originals"
@@ -24,12 +25,21 @@ import (
 // open, commit and gc work again. Called with the base's lock held.
 func (s *Store) recoverOrphan(ctx context.Context, b *state.Base, out *RecoverResult, cause error) (*RecoverResult, error) {
 	id, base := out.TxID, out.Base
+	var unsafe *state.UnsafeError
+	if errors.As(cause, &unsafe) {
+		// State someone else could have written is never read.
+		return nil, fmt.Errorf("base %s has an interrupted apply of transaction %s, whose state is unsafe: %w", base, id, cause)
+	}
 	out.Orphaned = true
-	out.Notes = append(out.Notes, fmt.Sprintf("the base was marked with an apply of transaction %s in flight, but that transaction's state cannot be used (%v): its journal is gone, so the base cannot be rolled back from it", id, cause))
 	committed, err := chainRecords(b, id)
 	if err != nil {
 		return nil, fmt.Errorf("recover %s: %w; nothing was done", base, err)
 	}
+	jdir := filepath.Join(s.dir, "tx", id, journalDir)
+	if journal.Exists(jdir) {
+		return s.recoverOrphanJournal(ctx, b, out, cause, jdir, committed)
+	}
+	out.Notes = append(out.Notes, fmt.Sprintf("the base was marked with an apply of transaction %s in flight, but that transaction's state cannot be used (%v): its journal is gone, so the base cannot be rolled back from it", id, cause))
 	if committed {
 		out.RolledForward = true
 		out.Notes = append(out.Notes, fmt.Sprintf("the base's receipt chain ends with the committed receipt of %s: its commit had been recorded after the apply was verified, so the base holds its result", id))
@@ -141,4 +151,56 @@ func removeLeftovers(ctx context.Context, root *safefs.Root, id string) ([]strin
 		}
 	}
 	return removed, nil
+}
+
+// recoverOrphanJournal resolves the marker from the journal that survives
+// in a transaction whose other state cannot be read. The journal vouches
+// for itself (its digest, paths beneath the base, its transaction and
+// base); one that does not is not acted on and the marker stays.
+func (s *Store) recoverOrphanJournal(ctx context.Context, b *state.Base, out *RecoverResult, cause error, jdir string, committed bool) (*RecoverResult, error) {
+	id, base := out.TxID, out.Base
+	j, err := journal.Load(jdir)
+	if err == nil && (j.TxID != id || string(j.Base) != base) {
+		err = fmt.Errorf("journal %s belongs to transaction %s over %s, not %s over %s", jdir, j.TxID, j.Base, id, base)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("base %s has an interrupted apply of transaction %s, whose state cannot be read (%v) and whose journal cannot be used: %w; nothing was done", base, id, cause, err)
+	}
+	out.Notes = append(out.Notes, fmt.Sprintf("the base was marked with an apply of transaction %s in flight, but that transaction's state cannot be used (%v); its journal survives and verifies", id, cause))
+	if committed {
+		out.RolledForward = true
+		out.Notes = append(out.Notes, fmt.Sprintf("the base's receipt chain ends with the committed receipt of %s: its commit had been recorded after the apply was verified, so the base holds its result; its journal was retired", id))
+	} else {
+		root, err := safefs.OpenRoot(base)
+		if err != nil {
+			return nil, fmt.Errorf("recover %s: %w; nothing was done", base, err)
+		}
+		defer root.Close()
+		rr, err := journal.Restore(ctx, root, j, jdir)
+		if err != nil {
+			return nil, fmt.Errorf("recover %s: %w", base, err)
+		}
+		out.Digest = rr.Digest
+		out.Notes = append(out.Notes, fmt.Sprintf("rolled %s back from that journal to its state before %s (digest %s, as the journal recorded)", base, id, rr.Digest))
+		if len(rr.Displaced) > 0 {
+			// The transaction's own directory cannot be trusted to keep
+			// them: they go next to the base's state.
+			keep := filepath.Join(b.Dir(), fmt.Sprintf("displaced-%s-%d", id, time.Now().UnixNano()))
+			if err := os.Rename(filepath.Join(jdir, "displaced"), keep); err != nil {
+				return nil, fmt.Errorf("keep displaced files: %w; the journal %s is kept", err, jdir)
+			}
+			if err := safefs.SyncDir(b.Dir()); err != nil {
+				return nil, err
+			}
+			out.Displaced = append(append(out.Displaced, rr.Displaced...), "saved under "+keep)
+		}
+	}
+	if err := b.ClearInflight(); err != nil {
+		return nil, err
+	}
+	if err := journal.Retire(jdir); err != nil {
+		return nil, err
+	}
+	out.Notes = append(out.Notes, fmt.Sprintf("cleared the in-flight marker of %s: open and commit over %s work again; the transaction's unreadable state is left for you (airlock gc %s removes it)", id, base, id))
+	return out, nil
 }

@@ -245,3 +245,56 @@ func TestE2EGCDryRunSaysWhatIsHeld(t *testing.T) {
 		t.Errorf("gc --dry-run said it would free %.0f bytes, gc freed %.0f\ndry run:\n%s\ngc:\n%s", wouldFree, freed, dry, r)
 	}
 }
+
+// A transaction marked in flight whose open record is corrupt: gc, named,
+// keeps it and points to recover; recover does not act on the corrupt
+// record, but its journal vouches for itself: recover rolls the base back
+// from it (half applied or not yet), clears the marker and says so; then
+// gc removes it. Neither sends the user to the other in a loop.
+func TestE2ECorruptInflightTransaction(t *testing.T) {
+	for _, point := range []string{"journal-synced", "apply:1"} {
+		t.Run(point, func(t *testing.T) {
+			x := newH(t)
+			writeFile(t, filepath.Join(x.base, "f"), "a\n")
+			r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + point}, "run", "--workdir", x.base, "--id", "bad", "--", "sh", "-c", "echo b > f")
+			if r.code != -1 {
+				t.Fatalf("the fault point did not kill airlock: %v", r)
+			}
+			if got := readFile(t, filepath.Join(x.base, "f")); point == "apply:1" && got != "b\n" {
+				t.Fatalf("f = %q after the kill at apply:1, want b: the base is not half applied", got)
+			}
+			rec := filepath.Join(x.state, "tx", "bad", "open.json")
+			data := readFile(t, rec)
+			edited := strings.Replace(data, `"port_base": `, `"port_base": 1`, 1)
+			if edited == data {
+				t.Fatalf("could not edit %s:\n%s", rec, data)
+			}
+			must(t, os.WriteFile(rec, []byte(edited), 0o600))
+
+			r = x.airlock("gc", "bad")
+			wantCode(t, r, 0)
+			if !strings.Contains(r.stdout, "kept bad") || !strings.Contains(r.stdout, "airlock recover --workdir "+x.base) {
+				t.Errorf("gc of a corrupt transaction marked in flight:\n%s\nwant it kept, pointing to recover", r)
+			}
+			r = x.airlock("recover", "--workdir", x.base)
+			wantCode(t, r, 0)
+			for _, w := range []string{"does not match its digest", "its journal survives and verifies", "rolled " + x.base + " back from that journal", "cleared the in-flight marker of bad"} {
+				if !strings.Contains(r.stderr, w) {
+					t.Errorf("recover does not say %q:\n%s", w, r)
+				}
+			}
+			if readFile(t, rec) != edited {
+				t.Errorf("recover changed the corrupt open record of bad")
+			}
+			if got := readFile(t, filepath.Join(x.base, "f")); got != "a\n" {
+				t.Errorf("f = %q after recover, want a", got)
+			}
+			r = x.airlock("gc", "bad")
+			wantCode(t, r, 0)
+			if exists(filepath.Join(x.state, "tx", "bad")) {
+				t.Errorf("gc bad after recover kept it:\n%s", r)
+			}
+			wantCode(t, x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "echo c > f"), 0)
+		})
+	}
+}

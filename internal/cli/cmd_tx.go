@@ -179,7 +179,6 @@ func newRecoverCmd(io IO) *cobra.Command {
 				for _, n := range rr.Notes {
 					fmt.Fprintf(io.Err, "airlock: %s\n", n)
 				}
-				return nil
 			case rr.RolledForward:
 				fmt.Fprintf(io.Err, "airlock: transaction %s had committed; its leftover journal was retired\n", rr.TxID)
 			default:
