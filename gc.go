@@ -191,11 +191,15 @@ func (s *Store) removeSettling(ctx context.Context, id string, recheck func(*Tx)
 	if err != nil {
 		return err
 	}
-	unlock, err := st.TryLock()
-	if err != nil {
-		return err
+	if _, err := os.Lstat(st.Path("lock")); !dryRun || err == nil {
+		// (A dry run writes nothing: a lock file never created was
+		// never taken.)
+		unlock, err := st.TryLock()
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
-	defer unlock()
 	var tx *Tx
 	if recheck != nil {
 		if tx, err = s.loadTx(st); err != nil {
