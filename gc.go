@@ -130,6 +130,8 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 				it.Removed, it.Reason = false, k.reason
 			case errors.Is(err, state.ErrLocked):
 				it.Removed, it.Reason = false, keptReason(err)
+			case errors.Is(err, fs.ErrNotExist):
+				it.Removed, it.Reason = false, "gone: another airlock process removed it meanwhile"
 			case err != nil:
 				return append(items, it), freed, err
 			}
@@ -199,6 +201,10 @@ func (s *Store) removeSettling(ctx context.Context, id string, recheck func(*Tx)
 			return err
 		}
 		defer unlock()
+		// Another gc may have removed it between the look and the lock.
+		if _, err := os.Lstat(st.Dir()); err != nil {
+			return fmt.Errorf("transaction %s: %w", id, err)
+		}
 	}
 	var tx *Tx
 	if recheck != nil {
