@@ -14,6 +14,7 @@ import (
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/originals"
+	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
@@ -39,8 +40,12 @@ type GCItem struct {
 
 // GC removes the state of settled transactions, and the originals no
 // remaining transaction needs. It never removes an open transaction whose
-// owner process is alive, never an interrupted one, and a refused or open
-// one only when named by id.
+// owner process is alive, never an interrupted one or one a base marks in
+// flight, never one another process is settling right now (it only tries
+// the transaction's lock, and keeps it when busy), and a refused or open
+// one only when named by id. Every item carries the bytes its state holds,
+// kept ones too; freed is what removal frees (in a dry run, would free),
+// originals included.
 func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 	if err := s.ensure(); err != nil {
 		return nil, 0, err
@@ -57,6 +62,8 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 	var items []GCItem
 	var freed int64
 	bases := map[string]bool{}
+	gone := map[string]bool{} // removed, or in a dry run would be
+	var marks map[string]string
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return items, freed, err
@@ -65,14 +72,27 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 		var corrupt *state.CorruptError
 		if err != nil && named && errors.As(err, &corrupt) {
 			// The user named it: a transaction whose state is corrupt is
-			// removed whole (its staged tree too), never acted on.
-			it := GCItem{ID: id, Status: StatusCorrupt, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Removed: true, Reason: "corrupt, named"}
-			if !o.DryRun {
-				if err := s.st.RemoveTx(id); err != nil {
+			// removed whole (its staged tree too), never acted on — unless
+			// a base still marks its apply in flight or a process is
+			// settling it, which its own record can no longer tell.
+			if marks == nil {
+				if marks, err = s.st.InflightMarks(); err != nil {
 					return items, freed, err
 				}
 			}
-			freed += it.Bytes
+			it := GCItem{ID: id, Status: StatusCorrupt, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Removed: true, Reason: "corrupt, named"}
+			if base, ok := marks[id]; ok {
+				it.Removed, it.Reason = false, fmt.Sprintf("kept: corrupt, but base %s marks its apply in flight; run airlock recover --workdir %s", base, base)
+			} else if err := s.removeSettling(ctx, id, nil, o.DryRun); err != nil {
+				it.Removed, it.Reason = false, keptReason(err)
+				if !errors.Is(err, state.ErrLocked) {
+					return append(items, it), freed, err
+				}
+			}
+			if it.Removed {
+				freed += it.Bytes
+				gone[id] = true
+			}
 			items = append(items, it)
 			continue
 		}
@@ -80,7 +100,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 			if named {
 				return items, freed, err
 			}
-			items = append(items, GCItem{ID: id, Reason: "kept: " + err.Error()})
+			items = append(items, GCItem{ID: id, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Reason: "kept: " + err.Error()})
 			continue
 		}
 		bases[tx.Base()] = true
@@ -91,21 +111,34 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 			items = append(items, it)
 			continue
 		}
-		it.Removed, it.Reason = gcDecision(tx, it.Status, named, o.OlderThan)
-		if it.Removed && s.inFlight(tx) {
-			// Its journal is what recover needs, whatever its status says.
-			it.Removed, it.Reason = false, "kept: its base marks its apply in flight; run airlock recover"
-		}
-		if it.Removed && !o.DryRun {
-			if err := tx.removeStaged(ctx); err != nil {
-				return items, freed, err
-			}
-			if err := s.st.RemoveTx(id); err != nil {
-				return items, freed, err
+		it.Removed, it.Reason = s.gcDecide(tx, it.Status, named, o.OlderThan)
+		if it.Removed {
+			// Decided without the lock: decided again under it, since a
+			// commit may have started or ended meanwhile.
+			err := s.removeSettling(ctx, id, func(tx *Tx) (bool, string, error) {
+				st, err := tx.Status()
+				if err != nil {
+					return false, "", err
+				}
+				it.Status = st
+				ok, why := s.gcDecide(tx, st, named, o.OlderThan)
+				return ok, why, nil
+			}, o.DryRun)
+			var k *keptError
+			switch {
+			case errors.As(err, &k):
+				it.Removed, it.Reason = false, k.reason
+			case errors.Is(err, state.ErrLocked):
+				it.Removed, it.Reason = false, keptReason(err)
+			case errors.Is(err, fs.ErrNotExist):
+				it.Removed, it.Reason = false, "gone: another airlock process removed it meanwhile"
+			case err != nil:
+				return append(items, it), freed, err
 			}
 		}
 		if it.Removed {
 			freed += it.Bytes
+			gone[id] = true
 		}
 		items = append(items, it)
 	}
@@ -113,16 +146,104 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 	if err != nil {
 		return items, freed, err
 	}
-	if !o.DryRun {
-		for b := range bases {
-			n, err := s.pruneOriginals(b)
-			if err != nil {
-				return items, freed, err
-			}
-			freed += n
+	for b := range bases {
+		n, err := s.pruneOriginals(b, gone, o.DryRun)
+		if err != nil {
+			return items, freed, err
 		}
+		freed += n
 	}
 	return items, freed, nil
+}
+
+// gcDecide is gcDecision plus the in-flight marker, which keeps a
+// transaction whatever its status says: its journal is what recover needs.
+func (s *Store) gcDecide(tx *Tx, st Status, named bool, olderThan time.Duration) (bool, string) {
+	ok, why := gcDecision(tx, st, named, olderThan)
+	if ok && s.inFlight(tx) {
+		return false, fmt.Sprintf("kept: its base marks its apply in flight; run airlock recover --workdir %s", tx.Base())
+	}
+	return ok, why
+}
+
+// keptError carries why a transaction gc meant to remove is kept after
+// all, decided under its lock.
+type keptError struct{ reason string }
+
+func (k *keptError) Error() string { return k.reason }
+
+func keptReason(err error) string {
+	if errors.Is(err, state.ErrLocked) {
+		return "kept: another airlock process is settling it right now (a commit, discard or recover holds its lock); run gc again once that is done"
+	}
+	return "kept: " + err.Error()
+}
+
+// removeSettling removes transaction id while holding its settle lock, the
+// lock Commit, Discard and Recover hold from start to end: a transaction
+// one of them is working on is never removed from under it (its commit
+// would fail half-way with its journal gone and leave the base marked in
+// flight for a transaction that no longer exists). The lock is only tried,
+// never waited for: a busy transaction fails with state.ErrLocked and is
+// kept. recheck, if set, decides again under the lock; a "no" comes back
+// as a *keptError. A dry run takes the lock the same way and removes
+// nothing.
+func (s *Store) removeSettling(ctx context.Context, id string, recheck func(*Tx) (bool, string, error), dryRun bool) error {
+	st, err := s.st.Tx(id)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Lstat(st.Path("lock")); !dryRun || err == nil {
+		// (A dry run writes nothing: a lock file never created was
+		// never taken.)
+		unlock, err := st.TryLock()
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		// Another gc may have removed it between the look and the lock.
+		if _, err := os.Lstat(st.Dir()); err != nil {
+			return fmt.Errorf("transaction %s: %w", id, err)
+		}
+	}
+	var tx *Tx
+	if recheck != nil {
+		if tx, err = s.loadTx(st); err != nil {
+			return err
+		}
+		ok, why, err := recheck(tx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &keptError{why}
+		}
+	}
+	if dryRun {
+		return nil
+	}
+	if tx != nil {
+		if err := tx.removeStagedNow(ctx); err != nil {
+			return err
+		}
+	}
+	return s.st.RemoveTx(id)
+}
+
+// removeStagedNow removes the staged workspace through its backend, here
+// and now. gc never hands it to the detached remover commit uses: that
+// process would delete the same files as the removal of the transaction
+// right after, and the two raced ("readdirent: no such file or
+// directory").
+func (t *Tx) removeStagedNow(ctx context.Context) error {
+	b, err := stage.Get(t.rec.Backend)
+	if err != nil {
+		return err
+	}
+	if err := b.Remove(ctx, t.Path()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove staged workspace %s: %w", t.Path(), err)
+	}
+	return nil
 }
 
 // inFlight reports whether the transaction's base names it as the apply in
@@ -178,7 +299,7 @@ func alive(pid int) bool {
 // needs: neither as a merge base (its stat facts are in an unsettled
 // transaction's base manifest) nor for undo (named by a committed
 // transaction's applied journal).
-func (s *Store) pruneOriginals(base string) (int64, error) {
+func (s *Store) pruneOriginals(base string, gone map[string]bool, dryRun bool) (int64, error) {
 	b, err := s.st.Base(base)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -190,6 +311,19 @@ func (s *Store) pruneOriginals(base string) (int64, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return 0, nil
 	}
+	if !dryRun {
+		// A commit over the base adds originals while it holds the base's
+		// lock; a prune rewriting the index meanwhile would drop them.
+		// Pruning can wait for the next gc: a busy base is skipped.
+		unlock, err := b.TryLock()
+		if errors.Is(err, state.ErrLocked) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		defer unlock()
+	}
 	ids, err := s.st.IDs()
 	if err != nil {
 		return 0, err
@@ -197,6 +331,9 @@ func (s *Store) pruneOriginals(base string) (int64, error) {
 	var open []*manifest.Manifest
 	undo := map[string]bool{}
 	for _, id := range ids {
+		if gone[id] && dryRun {
+			continue // counted as removed
+		}
 		tx, err := s.Tx(id)
 		if err != nil {
 			return 0, fmt.Errorf("cannot tell whether transaction %s needs kept originals (%w); nothing pruned", id, err)
@@ -227,7 +364,11 @@ func (s *Store) pruneOriginals(base string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return store.Prune(func(r originals.Record) bool {
+	prune := store.Prune
+	if dryRun {
+		prune = store.Unused
+	}
+	return prune(func(r originals.Record) bool {
 		if undo[r.Entry.Digest] {
 			return true
 		}

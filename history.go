@@ -164,10 +164,14 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
 			tx.Discard(dctx, SettleOptions{})
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
-		r := refuse(BaseDrift, changed, "changed since transaction %s committed; undo will not overwrite them", id)
-		res, _ := tx.settle(dctx, Refused, r, emptySet(), o.SettleOptions)
-		tx.Discard(dctx, SettleOptions{})
-		return res, r
+		// Refused, and so kept (exit 75 promises it): discarding it here
+		// recorded the refusal as a discard. Its staged workspace is the
+		// base as it is, with none of the reversal: committing it changes
+		// nothing; undo again once the paths are as the commit left them.
+		r := refuse(BaseDrift, changed, "changed since transaction %s committed; undo will not overwrite them. The undo transaction %s is kept, refused, with nothing reverted: discard it, or put those paths back as %s left them and run airlock undo %s again", id, tx.ID(), id, id)
+		res, err := tx.settle(dctx, Refused, r, emptySet(), o.SettleOptions)
+		tx.copyReceipt(res, o.SettleOptions)
+		return res, err
 	}
 	return tx.Commit(ctx, o.SettleOptions)
 }

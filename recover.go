@@ -33,6 +33,12 @@ type RecoverResult struct {
 	// crash, saved before the path was restored.
 	Displaced []string
 	Result    *Result
+	// Orphaned is true when the marker named a transaction whose state
+	// was gone or unreadable: recover checked what could still be known,
+	// removed the apply's leftovers and cleared the marker. Notes say
+	// what it found and did, one sentence each.
+	Orphaned bool
+	Notes    []string
 }
 
 // Recover resolves an apply over the base at dir that was interrupted by a
@@ -65,11 +71,24 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 	out.TxID = id
 	t, err := s.Tx(id)
 	if err != nil {
-		return nil, fmt.Errorf("base %s has an interrupted apply of transaction %s, whose state cannot be read: %w", base, id, err)
+		// Its state is gone or cannot be trusted (removed from under its
+		// commit, damaged): nothing in it is acted on, and the base must
+		// not stay wedged behind a marker nothing else can clear.
+		return s.recoverOrphan(ctx, b, out, err)
 	}
 	if t.Base() != base {
 		return nil, fmt.Errorf("base %s names transaction %s in flight, but that transaction's base is %s: the state was altered; nothing was done", base, id, t.Base())
 	}
+	// A commit of the transaction, or gc removing it, holds this lock; a
+	// commit would also wait for the base's lock, held here: only try it.
+	unlockTx, err := t.st.TryLock()
+	if errors.Is(err, state.ErrLocked) {
+		return nil, fmt.Errorf("transaction %s, whose apply over %s is marked in flight, is locked by another airlock process right now; nothing was done: run `airlock recover --workdir %s` again once it has finished", id, base, base)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unlockTx()
 	jdir := t.st.Path(journalDir)
 	status, err := t.Status()
 	if err != nil {

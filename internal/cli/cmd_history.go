@@ -163,14 +163,22 @@ func newGCCmd(io IO) *cobra.Command {
 			if dryRun {
 				verb = "would remove"
 			}
+			var kept, held int64
 			for _, it := range items {
 				if it.Removed {
 					fmt.Fprintf(io.Out, "%s %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
 				} else if slices.Contains(ids, it.ID) || len(ids) == 0 {
-					fmt.Fprintf(io.Out, "kept %s (%s)\n", it.ID, it.Reason)
+					fmt.Fprintf(io.Out, "kept %s (%s; holds %s)\n", it.ID, it.Reason, size(it.Bytes))
+					kept++
+					held += it.Bytes
 				}
 			}
 			fmt.Fprintf(io.Out, "%s %s\n", map[bool]string{true: "would free", false: "freed"}[dryRun], size(freed))
+			if kept > 0 {
+				// What stays matters as much as what goes: an interrupted
+				// transaction can hold far more than gc frees.
+				fmt.Fprintf(io.Out, "kept %d transaction%s holding %s\n", kept, map[bool]string{true: "", false: "s"}[kept == 1], size(held))
+			}
 			return err
 		},
 	}

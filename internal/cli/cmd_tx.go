@@ -185,6 +185,10 @@ func newRecoverCmd(io IO) *cobra.Command {
 			case rr.TxID == "":
 				fmt.Fprintf(io.Err, "airlock: nothing to recover in %s\n", rr.Base)
 				return nil
+			case rr.Orphaned:
+				for _, n := range rr.Notes {
+					fmt.Fprintf(io.Err, "airlock: %s\n", n)
+				}
 			case rr.RolledForward:
 				fmt.Fprintf(io.Err, "airlock: transaction %s had committed; its leftover journal was retired\n", rr.TxID)
 			default:

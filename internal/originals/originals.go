@@ -356,3 +356,35 @@ func copyFile(src, dst string) error {
 	}
 	return os.Rename(tmp.Name(), dst)
 }
+
+// Unused is what Prune with the same keep would free, in bytes, without
+// removing anything: for gc --dry-run.
+func (s *Store) Unused(keep func(Record) bool) (int64, error) {
+	recs, err := s.Records()
+	if err != nil {
+		return 0, err
+	}
+	used := map[string]bool{}
+	for _, r := range recs {
+		if keep(r) {
+			used[strings.TrimPrefix(r.Entry.Digest, manifest.DigestPrefix)] = true
+		}
+	}
+	ents, err := os.ReadDir(filepath.Join(s.dir, "objects"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, e := range ents {
+		if used[e.Name()] {
+			continue
+		}
+		if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n, nil
+}

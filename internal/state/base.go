@@ -181,3 +181,49 @@ func (b *Base) SetHead(digest string) error {
 	}
 	return b.writeLine("head", digest)
 }
+
+// InflightMarks lists every in-flight marker in the store: the id each
+// base names, mapped to that base's path (from its base.json; the state
+// directory when that cannot be read). gc consults it for transactions
+// whose own state is too damaged to say which base they belong to.
+func (s *Store) InflightMarks() (map[string]string, error) {
+	root := filepath.Join(s.dir, "bases")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list bases in %s: %w", root, err)
+	}
+	marks := map[string]string{}
+	for _, e := range entries {
+		b := &Base{dir: filepath.Join(root, e.Name())}
+		if !e.IsDir() || b.check() != nil {
+			continue
+		}
+		b.path = b.dir
+		if data, err := readChecked(filepath.Join(b.dir, "base.json")); err == nil {
+			var rec baseRecord
+			if json.Unmarshal(data, &rec) == nil && rec.Path != "" {
+				b.path = rec.Path
+			}
+		}
+		id, ok, err := b.Inflight()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			marks[id] = b.path
+		}
+	}
+	return marks, nil
+}
+
+// TryLock takes the base's commit lock if it is free, and otherwise fails
+// at once with an error matching ErrLocked.
+func (b *Base) TryLock() (unlock func(), err error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	return tryLockFile(filepath.Join(b.dir, "lock"))
+}

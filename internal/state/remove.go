@@ -41,11 +41,17 @@ func removeBelow(path string, parentDev uint64) error {
 		return err
 	}
 	if fi.Mode().Perm()&0o700 != 0o700 {
-		if err := os.Chmod(path, 0o700); err != nil {
+		if err := os.Chmod(path, 0o700); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: make it writable: %w", path, err)
 		}
 	}
 	entries, err := os.ReadDir(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Another deleter got there first (the detached remover of a
+		// retired staged tree, which lives inside the transaction): it
+		// empties a directory before removing it, so nothing is left below.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", path, err)
 	}

@@ -266,6 +266,16 @@ func (t *Tx) Lock(ctx context.Context) (unlock func(), err error) {
 	return lockFile(ctx, t.Path("lock"))
 }
 
+// TryLock takes the transaction's lock if no other process holds it, and
+// otherwise fails at once with an error matching ErrLocked: the
+// transaction is being settled right now.
+func (t *Tx) TryLock() (unlock func(), err error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	return tryLockFile(t.Path("lock"))
+}
+
 // ReadFile reads a state file of the transaction with the same safety
 // checks as Read (a regular file, owned by the user, not writable by group
 // or others, no symlink on the way), for files that are not JSON.
