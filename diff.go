@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/airlockdev/airlock/internal/changeset"
-	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/patch"
 )
@@ -67,7 +66,7 @@ func (t *Tx) patchFiles(ctx context.Context) ([]patch.File, error) {
 	}
 	switch st {
 	case StatusCommitted:
-		j, err := journal.LoadFile(t.st.Path(appliedFile))
+		j, err := t.readJournal(appliedFile)
 		if err != nil {
 			return nil, fmt.Errorf("transaction %s: what it applied is no longer recorded: %w", t.ID(), err)
 		}

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -347,7 +346,7 @@ func (s *Store) pruneOriginals(base string, gone map[string]bool, dryRun bool) (
 		}
 		switch {
 		case st == StatusCommitted:
-			if j, err := journal.LoadFile(tx.st.Path(appliedFile)); err == nil {
+			if j, err := tx.readJournal(appliedFile); err == nil {
 				for _, op := range j.Ops {
 					undo[op.Before.Digest] = true
 				}

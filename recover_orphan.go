@@ -159,7 +159,16 @@ func removeLeftovers(ctx context.Context, root *safefs.Root, id string) ([]strin
 // base); one that does not is not acted on and the marker stays.
 func (s *Store) recoverOrphanJournal(ctx context.Context, b *state.Base, out *RecoverResult, cause error, jdir string, committed bool) (*RecoverResult, error) {
 	id, base := out.TxID, out.Base
-	j, err := journal.Load(jdir)
+	// The journal gets the checks every state file gets (owner, mode, no
+	// symlink) before one byte of it is trusted.
+	var j *journal.Journal
+	st, err := s.st.Tx(id)
+	if err == nil {
+		err = st.CheckTree(journalDir, journalKept)
+	}
+	if err == nil {
+		j, err = journal.Load(jdir)
+	}
 	if err == nil && (j.TxID != id || string(j.Base) != base) {
 		err = fmt.Errorf("journal %s belongs to transaction %s over %s, not %s over %s", jdir, j.TxID, j.Base, id, base)
 	}
