@@ -21,6 +21,19 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	return flockFile(ctx, path, true)
+}
+
+// tryLockFile takes the lock on path if it is free and otherwise returns
+// an error matching ErrLocked at once: for gc, which must neither remove
+// what a commit is working on nor wait for it.
+func tryLockFile(path string) (func(), error) {
+	return flockFile(context.Background(), path, false)
+}
+
+// flockFile opens and checks the lock file and takes its lock, waiting
+// for it (until ctx is done) only if wait is set.
+func flockFile(ctx context.Context, path string, wait bool) (func(), error) {
 	f, err := openChecked(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, stateErr("lock", path, err)
@@ -37,9 +50,16 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if !wait {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, ErrLocked)
 		}
 		select {
 		case <-ctx.Done():
@@ -78,37 +98,3 @@ func checkLock(path string, f *os.File) error {
 
 // ErrLocked says a lock is held by someone else right now.
 var ErrLocked = errors.New("held by another airlock process")
-
-// tryLockFile takes the lock on path if it is free and otherwise returns
-// an error matching ErrLocked at once: for gc, which must neither remove
-// what a commit is working on nor wait for it.
-func tryLockFile(path string) (func(), error) {
-	f, err := openChecked(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, stateErr("lock", path, err)
-	}
-	if err := checkLock(path, f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("lock %s: %w", path, ErrLocked)
-		}
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			unix.Flock(int(f.Fd()), unix.LOCK_UN)
-			f.Close()
-		})
-	}, nil
-}
