@@ -66,13 +66,8 @@ func (x *h) environ(extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env,
-		"AIRLOCK_STATE_DIR="+x.state,
-		"HOME="+x.home,
-		"GIT_AUTHOR_NAME=Airlock Test", "GIT_AUTHOR_EMAIL=test@airlock.invalid",
-		"GIT_COMMITTER_NAME=Airlock Test", "GIT_COMMITTER_EMAIL=test@airlock.invalid",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-	)
+	env = append(env, "AIRLOCK_STATE_DIR="+x.state, "HOME="+x.home)
+	env = append(env, gitIdentity...)
 	env = append(env, x.env...)
 	return append(env, extra...)
 }
