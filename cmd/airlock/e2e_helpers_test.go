@@ -55,21 +55,10 @@ func newH(t *testing.T) *h {
 	return x
 }
 
-// environ is the environment of every process a scenario starts: the
-// test's own, without anything that could point airlock or git elsewhere.
+// environ is the environment of every process a scenario starts
+// (testbin.Environ), with the scenario's own extra variables.
 func (x *h) environ(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AIRLOCK_") || strings.HasPrefix(k, "GIT_") || k == "HOME" || k == "XDG_STATE_HOME" || k == "PWD" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "AIRLOCK_STATE_DIR="+x.state, "HOME="+x.home)
-	env = append(env, gitIdentity...)
-	env = append(env, x.env...)
-	return append(env, extra...)
+	return testbin.Environ(x.state, x.home, append(append([]string(nil), x.env...), extra...)...)
 }
 
 // result is how one airlock invocation ended.

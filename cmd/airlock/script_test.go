@@ -42,7 +42,7 @@ func TestScript(t *testing.T) {
 			env.Setenv("HOME", home)
 			env.Setenv("AIRLOCK_STATE_DIR", filepath.Join(env.WorkDir, "state"))
 			env.Setenv("PATH", filepath.Dir(airlockBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-			for _, kv := range gitIdentity {
+			for _, kv := range testbin.GitIdentity {
 				k, v, _ := strings.Cut(kv, "=")
 				env.Setenv(k, v)
 			}
@@ -66,15 +66,6 @@ func TestScript(t *testing.T) {
 			return false, errors.New("unknown condition " + cond)
 		},
 	})
-}
-
-// gitIdentity is the git environment every script and scenario runs with:
-// commits get a fixed author, and no system or global git config can
-// change what git does.
-var gitIdentity = []string{
-	"GIT_AUTHOR_NAME=Airlock Test", "GIT_AUTHOR_EMAIL=test@airlock.invalid",
-	"GIT_COMMITTER_NAME=Airlock Test", "GIT_COMMITTER_EMAIL=test@airlock.invalid",
-	"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
 }
 
 // scriptAirlock is the script command `airlock [exit=N] ARGS...`.
