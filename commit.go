@@ -143,20 +143,19 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	} else if ok {
 		return t.settle(ctx, Refused, interrupted(t.Base(), id), set, o)
 	}
-	root, err := safefs.OpenRoot(t.Base())
+	root, r, err := t.openBase(t.Base())
 	if err != nil {
-		return t.settle(ctx, Refused, refuse(BaseDrift, []string{"."}, "the base %s cannot be opened any more: %v", t.Base(), err), set, o)
+		return nil, err
 	}
-	defer root.Close()
-	if r := t.checkIdentity(); r != nil {
+	if r != nil {
 		return t.settle(ctx, Refused, r, set, o)
 	}
+	defer root.Close()
 	ops, drifted, escapes, err := checkDrift(root, set)
 	if err != nil {
 		return nil, err
 	}
 	prepared := set
-	var r *Refusal
 	if len(drifted) > 0 {
 		var merged []journal.Op
 		merged, prepared, r, err = t.mergeDrifted(ctx, root, set, drifted)

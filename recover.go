@@ -132,9 +132,12 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 	if j.TxID != id || string(j.Base) != base {
 		return nil, fmt.Errorf("journal %s belongs to transaction %s over %s, not %s over %s: it is not acted on", jdir, j.TxID, j.Base, id, base)
 	}
-	root, err := safefs.OpenRoot(base)
+	root, r, err := t.openBase(base)
 	if err != nil {
 		return nil, err
+	}
+	if r != nil {
+		return nil, fmt.Errorf("recover %s: %s; nothing was done: put the directory the transaction opened back at that path and run recover again", base, r.Reason)
 	}
 	defer root.Close()
 	rr, err := journal.Restore(ctx, root, j, jdir)
@@ -159,8 +162,8 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 		set = &changeset.Set{}
 	}
 	digest := rr.Digest
-	r := refuse(InterruptedApply, nil, "the apply was interrupted and recover rolled the base back; commit the transaction again to retry")
-	res, err := t.record(Refused, r, set, SettleOptions{}, digest, digest, nil)
+	refusal := refuse(InterruptedApply, nil, "the apply was interrupted and recover rolled the base back; commit the transaction again to retry")
+	res, err := t.record(Refused, refusal, set, SettleOptions{}, digest, digest, nil)
 	if err != nil {
 		return nil, err
 	}
