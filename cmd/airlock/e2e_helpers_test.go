@@ -82,6 +82,9 @@ type run struct {
 	env  []string // extra environment
 	args []string
 	bin  string // the airlock binary; "" means airlockBin
+	// newSession starts airlock in a session of its own, without a
+	// controlling terminal, as a supervisor or agent harness would.
+	newSession bool
 }
 
 // airlock runs the binary from the scenario's home directory.
@@ -125,6 +128,9 @@ func (x *h) start(r run) *proc {
 		cmd.Dir = x.home
 	}
 	cmd.Env = x.environ(r.env...)
+	if r.newSession {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	// A command airlock started may outlive a killed airlock and hold the
 	// output pipes: do not wait for it forever.
 	cmd.WaitDelay = 5 * time.Second
