@@ -239,7 +239,7 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		}
 		kept := ""
 		if len(displaced) > 0 {
-			kept = "; content another process wrote meanwhile to a path the commit had applied was saved: " + strings.Join(displaced, "; ")
+			kept = "; what another process wrote meanwhile was kept: " + strings.Join(displaced, "; ")
 		}
 		var d *journal.DriftError
 		if errors.As(err, &d) {
@@ -319,6 +319,7 @@ func (t *Tx) rollBack(ctx context.Context, root *safefs.Root, base *state.Base, 
 	if err != nil {
 		return nil, keep(err)
 	}
+	displaced = append(displaced, restored.Notes()...)
 	if err := t.event(eventRecovered, map[string]any{"digest": restored.Digest, "cause": cause.Error(), "displaced": displaced}); err != nil {
 		return nil, keep(err)
 	}

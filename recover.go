@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -207,11 +208,18 @@ func (t *Tx) keepDisplaced(jdir string, rr *journal.RestoreResult) ([]string, er
 		return nil, nil
 	}
 	keep := t.st.Path(fmt.Sprintf("displaced-%d", time.Now().UnixNano()))
-	if err := os.Rename(filepath.Join(jdir, "displaced"), keep); err != nil {
+	from := filepath.Join(jdir, "displaced")
+	if err := os.Rename(from, keep); err != nil {
 		return nil, fmt.Errorf("keep displaced files: %w", err)
 	}
 	if err := safefs.SyncDir(t.st.Dir()); err != nil {
 		return nil, err
 	}
-	return append(append([]string(nil), rr.Displaced...), "saved under "+keep), nil
+	// Each line names the file where it now is, not where the restore
+	// first saved it.
+	out := make([]string, len(rr.Displaced))
+	for i, d := range rr.Displaced {
+		out[i] = strings.Replace(d, from+string(filepath.Separator), keep+string(filepath.Separator), 1)
+	}
+	return out, nil
 }
