@@ -48,6 +48,7 @@ type preflight struct {
 	set      *changeset.Set // as frozen
 	prepared *changeset.Set // set with the merged results in place
 	ops      []journal.Op   // for the journal, Before as the base is now
+	escapes  []string       // changed paths that would leave the base
 	refusal  *Refusal       // the first check that failed, if any
 	// validated are the validators that ran, in order.
 	validated []string
@@ -83,8 +84,8 @@ func (p *preflight) release() {
 //   - protected paths, boundaries, shared inodes;
 //   - validate a candidate tree: the base now plus the prepared change set.
 //
-// A limited workspace stops after the in-flight check, then checks
-// protected paths and boundaries and validates the staged tree.
+// A limited workspace skips what needs the base (its identity, drift and
+// merges, shared inodes) and validates the staged tree.
 //
 // Whether the transaction is already settled, and whether to wait for
 // another settle of it, is the caller's: a commit waits and repeats the
@@ -138,7 +139,7 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 
 // checkLocked is the preflight from the in-flight check on, with the base
 // locked.
-func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o SettleOptions) (r *Refusal, err error) {
+func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o SettleOptions) (*Refusal, error) {
 	id, ok, err := p.base.Inflight()
 	if err != nil {
 		return nil, err
@@ -146,25 +147,44 @@ func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o Sett
 	if ok {
 		return interrupted(t.Base(), id), nil
 	}
-	if w.limited {
-		// The checks of the change set alone, and validation of the
-		// staged tree.
-		if r, err := t.checkProtected(p.set, o.Approve); err != nil || r != nil {
+	// Where the base cannot be seen, the candidate is the staged tree: the
+	// base at open plus the change set.
+	from := t.Path()
+	if !w.limited {
+		r, err := t.checkBase(ctx, w, p)
+		if err != nil || r != nil {
 			return r, err
 		}
-		if r := checkBoundary(p.set, nil); r != nil {
-			return r, nil
-		}
-		r, p.validated, err = t.validate(ctx, w, t.Path(), nil, o)
+		from = w.base
+	}
+	if r, err := t.checkProtected(p.set, o.Approve); err != nil || r != nil {
 		return r, err
 	}
+	if r := checkBoundary(p.set, p.escapes); r != nil {
+		return r, nil
+	}
+	if !w.limited {
+		if r := checkSharedInode(p.root, p.set, t.Path(), w.path(objectsDir)); r != nil {
+			return r, nil
+		}
+	}
+	r, ran, err := t.validate(ctx, w, from, p.ops, o)
+	p.validated = ran
+	return r, err
+}
+
+// checkBase opens the base, checks that it is still the directory the
+// transaction opened, and compares the change set with it, merging what
+// drifted where it can. It sets p's root, operations, prepared change set
+// and the paths that escape the base.
+func (t *Tx) checkBase(ctx context.Context, w *workspace, p *preflight) (*Refusal, error) {
 	root, err := safefs.OpenRoot(w.base)
 	if err != nil {
 		return refuse(BaseDrift, []string{"."}, "the base %s cannot be opened any more: %v", t.Base(), err), nil
 	}
 	p.root = root
-	// Through the owner's view the identity was checked where it was
-	// found (ownerView).
+	// Through the owner's view the identity was checked where the view
+	// was found (ownerView).
 	if w.base == t.Base() {
 		if r := t.checkIdentity(); r != nil {
 			return r, nil
@@ -174,25 +194,16 @@ func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o Sett
 	if err != nil {
 		return nil, err
 	}
+	p.escapes = escapes
 	if len(drifted) > 0 {
-		merged, prepared, r, err := t.mergeDrifted(ctx, p.root, w.path(objectsDir), p.set, drifted)
+		merged, prepared, r, err := t.mergeDrifted(ctx, root, w.path(objectsDir), p.set, drifted)
 		if err != nil || r != nil {
 			return r, err
 		}
 		ops, p.prepared = append(ops, merged...), prepared
 	}
 	p.ops = ops
-	if r, err := t.checkProtected(p.set, o.Approve); err != nil || r != nil {
-		return r, err
-	}
-	if r := checkBoundary(p.set, escapes); r != nil {
-		return r, nil
-	}
-	if r := checkSharedInode(root, p.set, t.Path(), w.path(objectsDir)); r != nil {
-		return r, nil
-	}
-	r, p.validated, err = t.validate(ctx, w, w.base, p.ops, o)
-	return r, err
+	return nil, nil
 }
 
 // freeze copies the change set's staged bytes into w and saves the frozen
