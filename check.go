@@ -2,62 +2,13 @@ package airlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-
-	"github.com/airlockdev/airlock/internal/changeset"
-	"github.com/airlockdev/airlock/internal/journal"
 )
 
 // eventChecked records a Check and what it found.
 const eventChecked = "checked"
-
-// scratch is where a check keeps what a commit would keep in the
-// transaction's own state (the frozen change set, merged content, the
-// validation candidate), so that a check never disturbs a commit of the
-// same transaction running at the same time. base, when set, is the path
-// through which this process reads the base (see ownerView). limited says
-// the base cannot be seen at all (see Check).
-type scratch struct {
-	dir     string
-	base    string
-	limited bool
-}
-
-// objectsPath is where the frozen and merged content is.
-func (t *Tx) objectsPath() string {
-	if t.scratch != nil {
-		return filepath.Join(t.scratch.dir, "objects")
-	}
-	return t.st.Path(objectsDir)
-}
-
-// scratchPath is where a commit's throw-away file or directory name is.
-func (t *Tx) scratchPath(name string) string {
-	if t.scratch != nil {
-		return filepath.Join(t.scratch.dir, name)
-	}
-	return t.st.Path(name)
-}
-
-// validateLogPath is where the validator's output is kept. A check's
-// outlives the check: its refusal names it.
-func (t *Tx) validateLogPath() string {
-	if t.scratch != nil {
-		return t.st.Path("check." + validateLog)
-	}
-	return t.st.Path(validateLog)
-}
-
-// baseRead is the path through which the base is read: its own path,
-// except where this process sees the staged workspace there.
-func (t *Tx) baseRead() string {
-	if t.scratch != nil && t.scratch.base != "" {
-		return t.scratch.base
-	}
-	return t.Base()
-}
 
 // Check is a dry run of Commit: it computes and freezes the change set and
 // runs every check a commit would (unsupported entries, an interrupted
@@ -87,129 +38,34 @@ func (t *Tx) Check(ctx context.Context, o SettleOptions) (*Refusal, error) {
 	if status.Settled() {
 		return nil, fmt.Errorf("transaction %s is %s: there is nothing to check", t.ID(), status)
 	}
-	if status == StatusInterrupted {
-		return t.checked(interrupted(t.Base(), t.ID()), "", false)
-	}
 	dir, err := os.MkdirTemp(t.StateDir(), "check-")
 	if err != nil {
 		return nil, fmt.Errorf("check transaction %s: %w", t.ID(), err)
 	}
 	defer os.RemoveAll(dir)
-	c := *t
-	c.scratch = &scratch{dir: dir}
+	// A check's log outlives the check: its refusal names it.
+	w := &workspace{dir: dir, log: t.st.Path("check." + validateLog), base: t.Base()}
 	if t.checkIdentity() != nil && t.inStagedView() {
 		// Seen from inside the same-path view the base's path names the
 		// staged workspace; the real base is reached through the owner.
 		if view, ok := ownerView(t); ok {
-			c.scratch.base = view
+			w.base = view
 		} else {
-			c.scratch.limited = true
+			w.limited = true
 		}
 	}
-	r, digest, err := c.check(ctx, o)
+	p, err := t.preflight(ctx, w, o)
+	var r *Refusal
+	if errors.As(err, &r) {
+		// This transaction's own apply was interrupted: there is no
+		// change set, and nothing was looked at.
+		return t.checked(r, "", false)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return t.checked(r, digest, c.scratch.limited)
-}
-
-// check is Check with its scratch state in place.
-func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, error) {
-	set, err := t.diff(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	if set.Empty() {
-		return nil, set.Digest(), nil
-	}
-	objects := t.objectsPath()
-	if err := os.Mkdir(objects, 0o700); err != nil {
-		return nil, "", fmt.Errorf("check transaction %s: %w", t.ID(), err)
-	}
-	if err := changeset.Freeze(ctx, set, t.contentDir(), objects); err != nil {
-		if r, ok := stagedChanged(err); ok {
-			return r, set.Digest(), nil
-		}
-		return nil, "", err
-	}
-	digest := set.Digest()
-	if len(set.Unsupported) > 0 {
-		var p []string
-		for _, u := range set.Unsupported {
-			p = append(p, string(u))
-		}
-		return refuse(UnsupportedEntry, p, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them"), digest, nil
-	}
-	base, err := t.store.st.Base(t.Base())
-	if err != nil {
-		return nil, "", err
-	}
-	unlock, err := base.Lock(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	defer unlock()
-	if id, ok, err := base.Inflight(); err != nil {
-		return nil, "", err
-	} else if ok {
-		return interrupted(t.Base(), id), digest, nil
-	}
-	if t.scratch.limited {
-		r, err := t.checkLimited(ctx, o, set)
-		return r, digest, err
-	}
-	root, r, err := t.openBase(t.baseRead())
-	if err != nil || r != nil {
-		return r, digest, err
-	}
-	defer root.Close()
-	ops, drifted, escapes, err := checkDrift(root, set)
-	if err != nil {
-		return nil, "", err
-	}
-	if len(drifted) > 0 {
-		var merged []journal.Op
-		merged, _, r, err = t.mergeDrifted(ctx, root, set, drifted)
-		if err != nil {
-			return nil, "", err
-		}
-		ops = append(ops, merged...)
-	}
-	if r == nil {
-		if r, err = t.checkProtected(set, o.Approve); err != nil {
-			return nil, "", err
-		}
-	}
-	if r == nil {
-		r = checkBoundary(set, escapes)
-	}
-	if r == nil {
-		r = checkSharedInode(root, set, t.Path(), objects)
-	}
-	if v := t.validators(o); r == nil && len(v) > 0 {
-		if r, _, err = t.validate(ctx, ops, v); err != nil {
-			return nil, "", err
-		}
-	}
-	return r, digest, nil
-}
-
-// checkLimited is the check made where the base cannot be seen: the
-// checks of the change set alone, and validation of the staged tree.
-func (t *Tx) checkLimited(ctx context.Context, o SettleOptions, set *changeset.Set) (*Refusal, error) {
-	r, err := t.checkProtected(set, o.Approve)
-	if err != nil || r != nil {
-		return r, err
-	}
-	if r = checkBoundary(set, nil); r != nil {
-		return r, nil
-	}
-	if v := t.validators(o); len(v) > 0 {
-		t.scratch.base = t.Path()
-		r, _, err := t.validate(ctx, nil, v)
-		return r, err
-	}
-	return nil, nil
+	p.release()
+	return t.checked(p.refusal, p.set.Digest(), w.limited)
 }
 
 // inStagedView reports whether this process sees the staged workspace at

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -15,7 +13,6 @@ import (
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
-	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
@@ -79,9 +76,10 @@ type SettleOptions struct {
 // whose receipt records it; the base is then exactly as before and the
 // transaction is kept.
 //
-// The steps, in order: compute and freeze the change set; take the base's
-// lock; check drift (three-way merging what drifted, where it can);
-// protected paths, boundaries and shared inodes; validate the candidate;
+// The steps, in order: the preflight that Check runs too (compute and
+// freeze the change set; take the base's lock; check drift, three-way
+// merging what drifted where it can; protected paths, boundaries and
+// shared inodes; validate the candidate); then, under the same lock,
 // journal and back up; apply; fsync; verify; record the receipt; retire the
 // journal.
 func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
@@ -101,92 +99,20 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if res, done, err := t.settledAlready(); done || err != nil {
 		return res, err
 	}
-	status, err := t.Status()
+	p, err := t.preflight(ctx, t.commitSpace(), o)
 	if err != nil {
 		return nil, err
 	}
-	if status == StatusInterrupted {
-		return nil, interrupted(t.Base(), t.ID())
-	}
-	set, err := t.diff(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if set.Empty() {
-		return t.settle(ctx, NoChanges, nil, set, o)
-	}
-	if err := t.freeze(ctx, set); err != nil {
-		if r, ok := stagedChanged(err); ok {
-			return t.settle(ctx, Refused, r, set, o)
-		}
-		return nil, err
-	}
-	if len(set.Unsupported) > 0 {
-		var p []string
-		for _, u := range set.Unsupported {
-			p = append(p, string(u))
-		}
-		return t.settle(ctx, Refused, refuse(UnsupportedEntry, p, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them"), set, o)
-	}
-
-	base, err := t.store.st.Base(t.Base())
-	if err != nil {
-		return nil, err
-	}
-	unlock, err := base.Lock(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if id, ok, err := base.Inflight(); err != nil {
-		return nil, err
-	} else if ok {
-		return t.settle(ctx, Refused, interrupted(t.Base(), id), set, o)
-	}
-	root, r, err := t.openBase(t.Base())
-	if err != nil {
-		return nil, err
-	}
-	if r != nil {
-		return t.settle(ctx, Refused, r, set, o)
-	}
-	defer root.Close()
-	ops, drifted, escapes, err := checkDrift(root, set)
-	if err != nil {
-		return nil, err
-	}
-	prepared := set
-	if len(drifted) > 0 {
-		var merged []journal.Op
-		merged, prepared, r, err = t.mergeDrifted(ctx, root, set, drifted)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, merged...)
-	}
-	if r == nil {
-		r, err = t.checkProtected(set, o.Approve)
-		if err != nil {
-			return nil, err
-		}
-	}
-	if r == nil {
-		r = checkBoundary(set, escapes)
-	}
-	if r == nil {
-		r = checkSharedInode(root, set, t.Path(), t.st.Path(objectsDir))
-	}
-	if v := t.validators(o); r == nil && len(v) > 0 {
-		r, o.validated, err = t.validate(ctx, ops, v)
-		if err != nil {
-			return nil, err
-		}
-	}
-	if r != nil {
-		return t.settle(ctx, Refused, r, set, o)
+	defer p.release()
+	o.validated = p.validated
+	switch {
+	case p.set.Empty():
+		return t.settle(ctx, NoChanges, nil, p.set, o)
+	case p.refusal != nil:
+		return t.settle(ctx, Refused, p.refusal, p.set, o)
 	}
 	fault.Point("checked")
-	return t.apply(ctx, root, base, prepared, ops, o)
+	return t.apply(ctx, p.root, p.base, p.prepared, p.ops, o)
 }
 
 // apply is the commit from the journal on, with the base locked and every
@@ -377,235 +303,6 @@ func (t *Tx) keepApplied(j *journal.Journal, jdir string) error {
 		if err := orig.Add(t.ID(), e, journal.BackupPath(jdir, op)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-	}
-	return nil
-}
-
-// freeze computes the frozen copy of the change set in the transaction's
-// state. A refused transaction committed again is frozen afresh from its
-// staged workspace.
-func (t *Tx) freeze(ctx context.Context, set *changeset.Set) error {
-	dir := t.st.Path(changesDir)
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("clear frozen change set %s: %w", dir, err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	if err := changeset.Freeze(ctx, set, t.contentDir(), t.st.Path(objectsDir)); err != nil {
-		return err
-	}
-	return set.Save(t.st.Path(changeSetFile))
-}
-
-// checkIdentity refuses when the base path now names another directory
-// than the one opened (it was moved away and something else put there).
-func (t *Tx) checkIdentity() *Refusal {
-	dev, ino, err := identity(t.Base())
-	if err != nil || dev != t.rec.BaseDevice || ino != t.rec.BaseInode {
-		return refuse(BaseDrift, []string{"."}, "%s is no longer the directory the transaction opened (device and inode differ)", t.Base())
-	}
-	return nil
-}
-
-// drift is a changed path that also changed in the base since open.
-type drift struct {
-	change changeset.Change
-	now    manifest.Entry // the base path as it is now
-}
-
-// checkDrift compares every path the change set touches, and each of its
-// parent directories, with the base as it was at open. It returns the
-// journal operations for the paths that did not move, with Before set to
-// what is in the base now; the paths that moved, for merging; and the paths
-// that cannot be reached without crossing a symlink or leaving the base,
-// for the boundary check.
-func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []drift, []string, error) {
-	var ops []journal.Op
-	var drifted []drift
-	var escapes []string
-	parentOK := map[string]bool{}
-	known := map[string]manifest.Entry{}
-	kinds := map[string]manifest.Kind{}
-	for _, c := range set.Changes {
-		known[c.Path] = c.Base
-		kinds[c.Path] = c.Base.Kind
-	}
-	for _, c := range set.Changes {
-		if safefs.CheckRel(c.Path) != nil || manifest.IsGitMeta(c.Path) {
-			escapes = append(escapes, c.Path)
-			continue
-		}
-		cur, err := measureBase(root, c.Path)
-		if errors.Is(err, safefs.ErrSymlink) && c.Base.Kind == manifest.KindNone && journal.Shadowed(c.Path, kinds) {
-			// Beneath a symlink the change set replaces by a directory:
-			// absent now, created once that symlink is gone.
-			cur, err = manifest.Entry{Path: c.Path}, nil
-		}
-		if errors.Is(err, safefs.ErrSymlink) || errors.Is(err, safefs.ErrEscape) {
-			escapes = append(escapes, c.Path)
-			continue
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if !parentsUnchanged(root, c.Path, known, parentOK) {
-			drifted = append(drifted, drift{change: c, now: manifest.Entry{Path: c.Path, Kind: manifest.KindOther}})
-			continue
-		}
-		if !unchanged(cur, c.Base) {
-			drifted = append(drifted, drift{change: c, now: cur})
-			continue
-		}
-		ops = append(ops, journal.Op{Path: c.Path, Before: cur, After: c.Result})
-	}
-	return ops, drifted, escapes, nil
-}
-
-// unchanged compares a base path now with the base at open. A directory is
-// the same while it is a directory with the same mode and inode: its times
-// move whenever anything inside it changes, which is not drift of the
-// directory itself.
-func unchanged(cur, open manifest.Entry) bool {
-	if cur.Kind != open.Kind {
-		return false
-	}
-	switch cur.Kind {
-	case manifest.KindNone:
-		return true
-	case manifest.KindDir:
-		return cur.Mode == open.Mode && cur.Ino == open.Ino && cur.Dev == open.Dev
-	}
-	return manifest.SameStat(cur, open)
-}
-
-// parentsUnchanged checks that each parent directory of rel that existed at
-// open is still a directory. Parents the change set adds are checked as
-// changes of their own.
-func parentsUnchanged(root *safefs.Root, rel string, known map[string]manifest.Entry, ok map[string]bool) bool {
-	for p := parentOf(rel); p != ""; p = parentOf(p) {
-		if ok[p] {
-			return true
-		}
-		if e, changed := known[p]; changed && e.Kind != manifest.KindDir {
-			ok[p] = true // added or retyped by the change set
-			continue
-		}
-		cur, err := measureBase(root, p)
-		if err != nil || cur.Kind != manifest.KindDir {
-			return false
-		}
-		ok[p] = true
-	}
-	return true
-}
-
-func parentOf(rel string) string {
-	d := filepath.Dir(rel)
-	if d == "." {
-		return ""
-	}
-	return filepath.ToSlash(d)
-}
-
-func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
-	info, err := root.Lstat(rel)
-	// ENOTDIR: a parent is not a directory (yet), as when the change set
-	// turns a file into a directory with children; the path is absent.
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return manifest.Entry{Path: rel}, nil
-	}
-	if err != nil {
-		return manifest.Entry{}, err
-	}
-	e := manifest.Entry{Path: rel, Kind: manifest.KindOf(info.Mode), Mode: info.Mode & manifest.ModeMask,
-		Size: info.Size, MtimeNs: info.MtimeNs, CtimeNs: info.CtimeNs, Ino: info.Ino, Dev: info.Dev}
-	if e.Kind != manifest.KindFile {
-		e.Size = 0
-	}
-	if e.Kind == manifest.KindSymlink {
-		if e.Target, err = root.Readlink(rel); err != nil {
-			return manifest.Entry{}, err
-		}
-	}
-	return e, nil
-}
-
-// checkProtected refuses a change under a protected selector unless the
-// commit was approved.
-func (t *Tx) checkProtected(set *changeset.Set, approve bool) (*Refusal, error) {
-	if approve {
-		return nil, nil
-	}
-	prot, err := selector.New(t.rec.Protect)
-	if err != nil {
-		return nil, fmt.Errorf("protected selectors in %s: %w", t.st.Path(recordFile), err)
-	}
-	var hit []string
-	for _, c := range set.Changes {
-		isDir := c.Result.Kind == manifest.KindDir || (c.Result.Kind == manifest.KindNone && c.Base.Kind == manifest.KindDir)
-		if prot.Match(c.Path, isDir) {
-			hit = append(hit, c.Path)
-		}
-	}
-	if len(hit) > 0 {
-		return refuse(ProtectedPathNotApproved, hit, "the change set touches protected paths; review them (airlock diff %s) and commit with --approve", t.ID()), nil
-	}
-	return nil, nil
-}
-
-// checkBoundary refuses any changed path that is not a plain relative path
-// inside the base, that would be reached through a symlink in the base, or
-// that lies beneath a symlink the change set itself creates.
-func checkBoundary(set *changeset.Set, escapes []string) *Refusal {
-	bad := append([]string(nil), escapes...)
-	links := map[string]bool{}
-	for _, c := range set.Changes {
-		if c.Result.Kind == manifest.KindSymlink {
-			links[c.Path] = true
-		}
-	}
-	for _, c := range set.Changes {
-		if c.Op == changeset.Delete {
-			// Removed before anything is created: a directory the change
-			// set replaces by a symlink is emptied while it is still one.
-			continue
-		}
-		for p := parentOf(c.Path); p != "" && len(links) > 0; p = parentOf(p) {
-			if links[p] {
-				bad = append(bad, c.Path)
-				break
-			}
-		}
-	}
-	if len(bad) > 0 {
-		return refuse(BoundaryEscape, bad, "these paths would leave the base or be reached through a symlink")
-	}
-	return nil
-}
-
-// checkSharedInode refuses when a staged or frozen file is the same inode
-// as its base file: a write to one would already have changed the other.
-func checkSharedInode(root *safefs.Root, set *changeset.Set, staged, objects string) *Refusal {
-	var shared []string
-	for _, c := range set.Changes {
-		if c.Result.Kind != manifest.KindFile {
-			continue
-		}
-		b, err := root.Lstat(c.Path)
-		if err != nil {
-			continue
-		}
-		for _, p := range []string{filepath.Join(staged, filepath.FromSlash(c.Path)), changeset.ObjectPath(objects, c.Result.Digest)} {
-			e, err := manifest.Lstat(p)
-			if err == nil && e.Ino == b.Ino && e.Dev == b.Dev {
-				shared = append(shared, c.Path)
-				break
-			}
-		}
-	}
-	if len(shared) > 0 {
-		return refuse(SharedInode, shared, "a staged file is the very inode of its base file (a hard link); the staging was not isolated")
 	}
 	return nil
 }

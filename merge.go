@@ -24,13 +24,13 @@ import (
 // content at open is known (the originals an airlock commit replaced), can
 // be merged; anything else refuses BaseDrift, and overlapping edits refuse
 // MergeConflict. It returns the journal operations for the merged paths and
-// the prepared change set, whose results hold the merged content.
-func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, set *changeset.Set, drifted []drift) ([]journal.Op, *changeset.Set, *Refusal, error) {
+// the prepared change set, whose results hold the merged content, which is
+// written to objects beside the frozen content it reads.
+func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string, set *changeset.Set, drifted []drift) ([]journal.Op, *changeset.Set, *Refusal, error) {
 	orig, err := t.originals()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	objects := t.objectsPath()
 	var ops []journal.Op
 	var unmergeable, conflicts, excluded []string
 	excl, err := selector.New(t.rec.Exclude)

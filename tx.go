@@ -24,9 +24,6 @@ type Tx struct {
 	store *Store
 	st    *state.Tx
 	rec   Record
-	// scratch, set on the copy a Check works with, redirects what a
-	// commit would write to the transaction's state (see check.go).
-	scratch *scratch
 }
 
 // ID is the transaction's id.
@@ -150,7 +147,11 @@ func (t *Tx) Changes(ctx context.Context) (*ChangeSet, error) {
 	return &ChangeSet{set}, nil
 }
 
-func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) {
+func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) { return t.diffFrom(ctx, t.Base()) }
+
+// diffFrom is diff for a process that reads the base through the path
+// view (see workspace).
+func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) {
 	if _, err := os.Lstat(t.Path()); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("transaction %s has no staged workspace at %s any more", t.ID(), t.Path())
@@ -166,7 +167,7 @@ func (t *Tx) diff(ctx context.Context) (*changeset.Set, error) {
 	if b, err := stage.Get(t.rec.Backend); err == nil {
 		if d, ok := b.(stage.Differ); ok {
 			// The backend knows what changed without a walk (overlay).
-			return d.Changes(ctx, stage.DiffRequest{Base: t.baseRead(), Dir: t.Path(), Skip: noise.MatchSelf})
+			return d.Changes(ctx, stage.DiffRequest{Base: view, Dir: t.Path(), Skip: noise.MatchSelf})
 		}
 	}
 	base, err := t.loadManifest(baseManifestFile)

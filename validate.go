@@ -38,15 +38,20 @@ func (t *Tx) validators(o SettleOptions) []string {
 	return v
 }
 
-// validate runs cmds in order in one candidate tree: a throw-away copy of
-// the base as it is now with the prepared operations applied. Whatever
-// they write stays in the candidate. The first that fails refuses; the
-// project's runs first, so that no added validator touches the candidate
-// before the project's has judged it. It returns the commands that ran.
-// The base is re-checked afterwards by the journal's preparation, which
-// refuses any path that moved meanwhile.
-func (t *Tx) validate(ctx context.Context, ops []journal.Op, cmds []string) (*Refusal, []string, error) {
-	dir := t.scratchPath(candidateDir)
+// validate runs the validators of o in order in one candidate tree: a
+// throw-away copy of the tree from (the base as it is now, read through
+// w.base) with the prepared operations applied. Whatever they write stays
+// in the candidate. The first that fails refuses; the project's runs
+// first, so that no added validator touches the candidate before the
+// project's has judged it. It returns the commands that ran. The base is
+// re-checked afterwards by the journal's preparation, which refuses any
+// path that moved meanwhile.
+func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []journal.Op, o SettleOptions) (*Refusal, []string, error) {
+	cmds := t.validators(o)
+	if len(cmds) == 0 {
+		return nil, nil, nil
+	}
+	dir := w.path(candidateDir)
 	copier, err := stage.Get(stage.Copy)
 	if err != nil {
 		return nil, nil, err
@@ -55,19 +60,19 @@ func (t *Tx) validate(ctx context.Context, ops []journal.Op, cmds []string) (*Re
 		return nil, nil, err
 	}
 	defer copier.Remove(context.WithoutCancel(ctx), dir)
-	if _, err := copier.Stage(ctx, stage.Request{Base: t.baseRead(), Dir: dir}); err != nil {
+	if _, err := copier.Stage(ctx, stage.Request{Base: from, Dir: dir}); err != nil {
 		return nil, nil, fmt.Errorf("build the validation candidate: %w", err)
 	}
 	root, err := safefs.OpenRoot(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	_, err = journal.ApplyScratch(ctx, root, t.ID(), ops, t.objectsPath())
+	_, err = journal.ApplyScratch(ctx, root, t.ID(), ops, w.path(objectsDir))
 	root.Close()
 	if err != nil {
 		return nil, nil, fmt.Errorf("build the validation candidate: %w", err)
 	}
-	logPath := t.validateLogPath()
+	logPath := w.log
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation log: %w", err)

@@ -1,0 +1,430 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/selector"
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+// workspace is where a preflight keeps what it makes: the frozen change
+// set and the merged content (changes/), the validation candidate, the
+// validators' log. A commit's is the transaction's own state, which the
+// apply goes on to use; a check's is a scratch directory of its own, so
+// that a check never disturbs a commit of the same transaction running at
+// the same time.
+type workspace struct {
+	dir string
+	log string
+	// base is the path through which this process reads the base: its
+	// own path, except inside `airlock run`'s same-path view, where that
+	// path shows the staged workspace (see ownerView).
+	base string
+	// limited says the base cannot be seen at all: only the checks that
+	// need no base are made (see Check).
+	limited bool
+}
+
+func (w *workspace) path(name string) string { return filepath.Join(w.dir, filepath.FromSlash(name)) }
+
+// commitSpace is the workspace of a commit: the transaction's own state,
+// and the base at its own path.
+func (t *Tx) commitSpace() *workspace {
+	return &workspace{dir: t.StateDir(), log: t.st.Path(validateLog), base: t.Base()}
+}
+
+// preflight is what the checks found, and what a commit that passed them
+// applies.
+type preflight struct {
+	set      *changeset.Set // as frozen
+	prepared *changeset.Set // set with the merged results in place
+	ops      []journal.Op   // for the journal, Before as the base is now
+	escapes  []string       // changed paths that would leave the base
+	refusal  *Refusal       // the first check that failed, if any
+	// validated are the validators that ran, in order.
+	validated []string
+	// root and base are open and locked from the lock step on, until
+	// release: a commit applies under the very lock its checks ran under.
+	root   *safefs.Root
+	base   *state.Base
+	unlock func()
+}
+
+// release closes the base and lets go of its lock.
+func (p *preflight) release() {
+	if p.root != nil {
+		p.root.Close()
+	}
+	if p.unlock != nil {
+		p.unlock()
+	}
+}
+
+// preflight runs every check a commit makes before it journals anything,
+// in this one order, for Commit and for Check alike, so that a dry run
+// cannot disagree with the commit:
+//
+//   - the transaction: an interrupted apply must be recovered first (the
+//     refusal is the error; there is no change set to settle);
+//   - compute the change set (empty: nothing else is checked) and freeze it
+//     into w (StagedChanged);
+//   - unsupported entries;
+//   - take the base's lock; another transaction's apply in flight;
+//   - open the base and check its identity;
+//   - drift, merging what drifted where it can (BaseDrift, MergeConflict);
+//   - protected paths, boundaries, shared inodes;
+//   - validate a candidate tree: the base now plus the prepared change set.
+//
+// A limited workspace skips what needs the base (its identity, drift and
+// merges, shared inodes) and validates the staged tree.
+//
+// Whether the transaction is already settled, and whether to wait for
+// another settle of it, is the caller's: a commit waits and repeats the
+// first outcome, a check takes no lock and has nothing to check.
+//
+// The caller releases the result, which may hold the base's lock.
+func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*preflight, error) {
+	status, err := t.Status()
+	if err != nil {
+		return nil, err
+	}
+	if status == StatusInterrupted {
+		return nil, interrupted(t.Base(), t.ID())
+	}
+	set, err := t.diffFrom(ctx, w.base)
+	if err != nil {
+		return nil, err
+	}
+	p := &preflight{set: set, prepared: set}
+	if set.Empty() {
+		return p, nil
+	}
+	if err := t.freeze(ctx, w, set); err != nil {
+		if r, ok := stagedChanged(err); ok {
+			p.refusal = r
+			return p, nil
+		}
+		return nil, err
+	}
+	if len(set.Unsupported) > 0 {
+		var paths []string
+		for _, u := range set.Unsupported {
+			paths = append(paths, string(u))
+		}
+		p.refusal = refuse(UnsupportedEntry, paths, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them")
+		return p, nil
+	}
+
+	if p.base, err = t.store.st.Base(t.Base()); err != nil {
+		return nil, err
+	}
+	if p.unlock, err = p.base.Lock(ctx); err != nil {
+		return nil, err
+	}
+	if p.refusal, err = t.checkLocked(ctx, w, p, o); err != nil {
+		p.release()
+		return nil, err
+	}
+	return p, nil
+}
+
+// checkLocked is the preflight from the in-flight check on, with the base
+// locked.
+func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o SettleOptions) (*Refusal, error) {
+	id, ok, err := p.base.Inflight()
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		return interrupted(t.Base(), id), nil
+	}
+	// Where the base cannot be seen, the candidate is the staged tree: the
+	// base at open plus the change set.
+	from := t.Path()
+	if !w.limited {
+		r, err := t.checkBase(ctx, w, p)
+		if err != nil || r != nil {
+			return r, err
+		}
+		from = w.base
+	}
+	if r, err := t.checkProtected(p.set, o.Approve); err != nil || r != nil {
+		return r, err
+	}
+	if r := checkBoundary(p.set, p.escapes); r != nil {
+		return r, nil
+	}
+	if !w.limited {
+		if r := checkSharedInode(p.root, p.set, t.Path(), w.path(objectsDir)); r != nil {
+			return r, nil
+		}
+	}
+	r, ran, err := t.validate(ctx, w, from, p.ops, o)
+	p.validated = ran
+	return r, err
+}
+
+// checkBase opens the base, checks that it is still the directory the
+// transaction opened, and compares the change set with it, merging what
+// drifted where it can. It sets p's root, operations, prepared change set
+// and the paths that escape the base.
+func (t *Tx) checkBase(ctx context.Context, w *workspace, p *preflight) (*Refusal, error) {
+	// Through the descriptor, never the path again: see openBase.
+	root, r, err := t.openBase(w.base)
+	if err != nil || r != nil {
+		return r, err
+	}
+	p.root = root
+	ops, drifted, escapes, err := checkDrift(root, p.set)
+	if err != nil {
+		return nil, err
+	}
+	p.escapes = escapes
+	if len(drifted) > 0 {
+		merged, prepared, r, err := t.mergeDrifted(ctx, root, w.path(objectsDir), p.set, drifted)
+		if err != nil || r != nil {
+			return r, err
+		}
+		ops, p.prepared = append(ops, merged...), prepared
+	}
+	p.ops = ops
+	return nil, nil
+}
+
+// freeze copies the change set's staged bytes into w and saves the frozen
+// set beside them. A refused transaction committed again is frozen afresh
+// from its staged workspace.
+func (t *Tx) freeze(ctx context.Context, w *workspace, set *changeset.Set) error {
+	dir := w.path(changesDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clear frozen change set %s: %w", dir, err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if err := changeset.Freeze(ctx, set, t.contentDir(), w.path(objectsDir)); err != nil {
+		return err
+	}
+	return set.Save(w.path(changeSetFile))
+}
+
+// checkIdentity refuses when the base path now names another directory
+// than the one opened (it was moved away and something else put there).
+func (t *Tx) checkIdentity() *Refusal {
+	dev, ino, err := identity(t.Base())
+	if err != nil || dev != t.rec.BaseDevice || ino != t.rec.BaseInode {
+		return refuse(BaseDrift, []string{"."}, "%s is no longer the directory the transaction opened (device and inode differ)", t.Base())
+	}
+	return nil
+}
+
+// drift is a changed path that also changed in the base since open.
+type drift struct {
+	change changeset.Change
+	now    manifest.Entry // the base path as it is now
+}
+
+// checkDrift compares every path the change set touches, and each of its
+// parent directories, with the base as it was at open. It returns the
+// journal operations for the paths that did not move, with Before set to
+// what is in the base now; the paths that moved, for merging; and the paths
+// that cannot be reached without crossing a symlink or leaving the base,
+// for the boundary check.
+func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []drift, []string, error) {
+	var ops []journal.Op
+	var drifted []drift
+	var escapes []string
+	parentOK := map[string]bool{}
+	known := map[string]manifest.Entry{}
+	kinds := map[string]manifest.Kind{}
+	for _, c := range set.Changes {
+		known[c.Path] = c.Base
+		kinds[c.Path] = c.Base.Kind
+	}
+	for _, c := range set.Changes {
+		if safefs.CheckRel(c.Path) != nil || manifest.IsGitMeta(c.Path) {
+			escapes = append(escapes, c.Path)
+			continue
+		}
+		cur, err := measureBase(root, c.Path)
+		if errors.Is(err, safefs.ErrSymlink) && c.Base.Kind == manifest.KindNone && journal.Shadowed(c.Path, kinds) {
+			// Beneath a symlink the change set replaces by a directory:
+			// absent now, created once that symlink is gone.
+			cur, err = manifest.Entry{Path: c.Path}, nil
+		}
+		if errors.Is(err, safefs.ErrSymlink) || errors.Is(err, safefs.ErrEscape) {
+			escapes = append(escapes, c.Path)
+			continue
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if !parentsUnchanged(root, c.Path, known, parentOK) {
+			drifted = append(drifted, drift{change: c, now: manifest.Entry{Path: c.Path, Kind: manifest.KindOther}})
+			continue
+		}
+		if !unchanged(cur, c.Base) {
+			drifted = append(drifted, drift{change: c, now: cur})
+			continue
+		}
+		ops = append(ops, journal.Op{Path: c.Path, Before: cur, After: c.Result})
+	}
+	return ops, drifted, escapes, nil
+}
+
+// unchanged compares a base path now with the base at open. A directory is
+// the same while it is a directory with the same mode and inode: its times
+// move whenever anything inside it changes, which is not drift of the
+// directory itself.
+func unchanged(cur, open manifest.Entry) bool {
+	if cur.Kind != open.Kind {
+		return false
+	}
+	switch cur.Kind {
+	case manifest.KindNone:
+		return true
+	case manifest.KindDir:
+		return cur.Mode == open.Mode && cur.Ino == open.Ino && cur.Dev == open.Dev
+	}
+	return manifest.SameStat(cur, open)
+}
+
+// parentsUnchanged checks that each parent directory of rel that existed at
+// open is still a directory. Parents the change set adds are checked as
+// changes of their own.
+func parentsUnchanged(root *safefs.Root, rel string, known map[string]manifest.Entry, ok map[string]bool) bool {
+	for p := parentOf(rel); p != ""; p = parentOf(p) {
+		if ok[p] {
+			return true
+		}
+		if e, changed := known[p]; changed && e.Kind != manifest.KindDir {
+			ok[p] = true // added or retyped by the change set
+			continue
+		}
+		cur, err := measureBase(root, p)
+		if err != nil || cur.Kind != manifest.KindDir {
+			return false
+		}
+		ok[p] = true
+	}
+	return true
+}
+
+func parentOf(rel string) string {
+	d := filepath.Dir(rel)
+	if d == "." {
+		return ""
+	}
+	return filepath.ToSlash(d)
+}
+
+func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
+	info, err := root.Lstat(rel)
+	// ENOTDIR: a parent is not a directory (yet), as when the change set
+	// turns a file into a directory with children; the path is absent.
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return manifest.Entry{Path: rel}, nil
+	}
+	if err != nil {
+		return manifest.Entry{}, err
+	}
+	e := manifest.Entry{Path: rel, Kind: manifest.KindOf(info.Mode), Mode: info.Mode & manifest.ModeMask,
+		Size: info.Size, MtimeNs: info.MtimeNs, CtimeNs: info.CtimeNs, Ino: info.Ino, Dev: info.Dev}
+	if e.Kind != manifest.KindFile {
+		e.Size = 0
+	}
+	if e.Kind == manifest.KindSymlink {
+		if e.Target, err = root.Readlink(rel); err != nil {
+			return manifest.Entry{}, err
+		}
+	}
+	return e, nil
+}
+
+// checkProtected refuses a change under a protected selector unless the
+// commit was approved.
+func (t *Tx) checkProtected(set *changeset.Set, approve bool) (*Refusal, error) {
+	if approve {
+		return nil, nil
+	}
+	prot, err := selector.New(t.rec.Protect)
+	if err != nil {
+		return nil, fmt.Errorf("protected selectors in %s: %w", t.st.Path(recordFile), err)
+	}
+	var hit []string
+	for _, c := range set.Changes {
+		isDir := c.Result.Kind == manifest.KindDir || (c.Result.Kind == manifest.KindNone && c.Base.Kind == manifest.KindDir)
+		if prot.Match(c.Path, isDir) {
+			hit = append(hit, c.Path)
+		}
+	}
+	if len(hit) > 0 {
+		return refuse(ProtectedPathNotApproved, hit, "the change set touches protected paths; review them (airlock diff %s) and commit with --approve", t.ID()), nil
+	}
+	return nil, nil
+}
+
+// checkBoundary refuses any changed path that is not a plain relative path
+// inside the base, that would be reached through a symlink in the base, or
+// that lies beneath a symlink the change set itself creates.
+func checkBoundary(set *changeset.Set, escapes []string) *Refusal {
+	bad := append([]string(nil), escapes...)
+	links := map[string]bool{}
+	for _, c := range set.Changes {
+		if c.Result.Kind == manifest.KindSymlink {
+			links[c.Path] = true
+		}
+	}
+	for _, c := range set.Changes {
+		if c.Op == changeset.Delete {
+			// Removed before anything is created: a directory the change
+			// set replaces by a symlink is emptied while it is still one.
+			continue
+		}
+		for p := parentOf(c.Path); p != "" && len(links) > 0; p = parentOf(p) {
+			if links[p] {
+				bad = append(bad, c.Path)
+				break
+			}
+		}
+	}
+	if len(bad) > 0 {
+		return refuse(BoundaryEscape, bad, "these paths would leave the base or be reached through a symlink")
+	}
+	return nil
+}
+
+// checkSharedInode refuses when a staged or frozen file is the same inode
+// as its base file: a write to one would already have changed the other.
+func checkSharedInode(root *safefs.Root, set *changeset.Set, staged, objects string) *Refusal {
+	var shared []string
+	for _, c := range set.Changes {
+		if c.Result.Kind != manifest.KindFile {
+			continue
+		}
+		b, err := root.Lstat(c.Path)
+		if err != nil {
+			continue
+		}
+		for _, p := range []string{filepath.Join(staged, filepath.FromSlash(c.Path)), changeset.ObjectPath(objects, c.Result.Digest)} {
+			e, err := manifest.Lstat(p)
+			if err == nil && e.Ino == b.Ino && e.Dev == b.Dev {
+				shared = append(shared, c.Path)
+				break
+			}
+		}
+	}
+	if len(shared) > 0 {
+		return refuse(SharedInode, shared, "a staged file is the very inode of its base file (a hard link); the staging was not isolated")
+	}
+	return nil
+}
