@@ -48,7 +48,7 @@ func TestEditBetweenRecheckAndReplace(t *testing.T) {
 			check(t, err)
 			check(t, fh.Close())
 			check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-			r := p.wait()
+			r := p.WaitSettled()
 			wantRefusal(t, r, "BaseDrift")
 			b, _ := os.ReadFile(filepath.Join(w.base, "f"))
 			if strings.Contains(string(b), edit) {
@@ -61,7 +61,7 @@ func TestEditBetweenRecheckAndReplace(t *testing.T) {
 			if kept == "" {
 				t.Fatalf("the edit is in neither the base nor the transaction's state: lost (%v)", r)
 			}
-			if !strings.Contains(r.stderr, filepath.Dir(kept)) && !strings.Contains(r.stderr, kept) {
+			if !strings.Contains(r.Stderr, filepath.Dir(kept)) && !strings.Contains(r.Stderr, kept) {
 				t.Errorf("the edit was kept in %s, but the refusal does not say where: %v", kept, r)
 			}
 			// Nothing of the commit is left in the base.
@@ -109,7 +109,7 @@ func TestWriterHoldingFileAcrossCommit(t *testing.T) {
 			check(t, syscall.Fstat(int(fh.Fd()), &held))
 			r := w.airlock("commit", "x")
 			wantRefusal(t, r, "BaseDrift")
-			if !strings.Contains(r.stderr, "process "+strconv.Itoa(os.Getpid())) {
+			if !strings.Contains(r.Stderr, "process "+strconv.Itoa(os.Getpid())) {
 				t.Errorf("the refusal does not name the writing process %d: %v", os.Getpid(), r)
 			}
 			var now syscall.Stat_t
@@ -132,12 +132,12 @@ func TestWriterHoldingFileAcrossCommit(t *testing.T) {
 			// merge or drift, never a silent overwrite; without the
 			// writer the commit is decided on content alone.
 			r = w.airlock("commit", "x")
-			if r.code == 0 {
+			if r.Code == 0 {
 				b, _ := os.ReadFile(full)
 				if del || !strings.Contains(string(b), "agent") {
 					t.Fatalf("commit after the writer closed: %q, %v", b, r)
 				}
-			} else if r.code != 75 {
+			} else if r.Code != 75 {
 				t.Fatalf("commit after the writer closed: %v", r)
 			}
 		})
