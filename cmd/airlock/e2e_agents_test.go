@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // TestE2EMCPStdio: `airlock mcp` spoken to over its stdin and stdout by the
@@ -23,9 +24,7 @@ func TestE2EMCPStdio(t *testing.T) {
 	build(t, x.base, tree{"main.go": F(0o644, "package main\n")})
 	ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
 	defer cancel()
-	cmd := exec.Command(airlockBin, "mcp")
-	cmd.Dir = x.base
-	cmd.Env = x.environ()
+	cmd := testbin.Cmd{Bin: airlockBin, Args: []string{"mcp"}, Dir: x.base, Env: x.environ()}.Command(ctx)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -74,7 +73,7 @@ func TestE2EMCPStdio(t *testing.T) {
 	if paths, _ := json.Marshal(s["paths"]); string(paths) != `[".envrc"]` {
 		t.Errorf("refused paths %s", paths)
 	}
-	if readFile(t, filepath.Join(x.base, "main.go")) != "package main\n" {
+	if testbin.ReadFile(t, filepath.Join(x.base, "main.go")) != "package main\n" {
 		t.Fatal("a refused commit changed the base")
 	}
 	s, _ = call("commit", map[string]any{"id": id, "approve": true})
@@ -93,7 +92,7 @@ func TestE2EMCPStdio(t *testing.T) {
 	}
 	r := x.airlock("show", id, "--json")
 	wantCode(t, r, 0)
-	if !strings.Contains(r.stdout, `"status": "committed"`) {
+	if !strings.Contains(r.Stdout, `"status": "committed"`) {
 		t.Errorf("show after the MCP commit:\n%s", r)
 	}
 }
@@ -110,7 +109,7 @@ func TestE2EProjectConfig(t *testing.T) {
 			r := x.airlock(args...)
 			wantCode(t, r, 125)
 			want := filepath.Join(x.base, ".airlock.toml") + `:4: key "hooks.stop": unknown stop behaviour "sometimes"`
-			if !strings.Contains(r.stderr, want) {
+			if !strings.Contains(r.Stderr, want) {
 				t.Errorf("stderr does not say %q\n%s", want, r)
 			}
 		}
@@ -122,7 +121,7 @@ func TestE2EProjectConfig(t *testing.T) {
 		r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "touch broken; test ! -e a.log")
 		wantCode(t, r, 75)
 		wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "ValidationFailed"})
-		id := r.block["tx"]
+		id := r.Settle["tx"]
 		r = x.airlock("commit", id)
 		wantCode(t, r, 75)
 		for _, args := range [][]string{
@@ -135,17 +134,17 @@ func TestE2EProjectConfig(t *testing.T) {
 		} {
 			r = x.airlock(args...)
 			wantCode(t, r, 125)
-			if !strings.Contains(r.stderr, "--validate") || !strings.Contains(r.stderr, ".airlock.toml") {
+			if !strings.Contains(r.Stderr, "--validate") || !strings.Contains(r.Stderr, ".airlock.toml") {
 				t.Errorf("%q: stderr does not say why --validate was refused\n%s", args, r)
 			}
 		}
 		r = x.airlock("commit", id, "--validate", "true")
 		wantCode(t, r, 75)
 		wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "ValidationFailed"})
-		if exists(filepath.Join(x.base, "broken")) {
+		if testbin.Exists(filepath.Join(x.base, "broken")) {
 			t.Fatal("broken landed although the project's validation failed")
 		}
-		if r := x.airlock("list", "--json"); strings.Count(r.stdout, `"id"`) != 1 {
+		if r := x.airlock("list", "--json"); strings.Count(r.Stdout, `"id"`) != 1 {
 			t.Errorf("a refused --validate opened or settled something:\n%s", r)
 		}
 		// An added validator that fails refuses although the project's passes.
@@ -155,7 +154,7 @@ func TestE2EProjectConfig(t *testing.T) {
 		build(t, x.stagedPath(id), tree{"new": F(0o644, "n\n")})
 		r = x.airlock("commit", id, "--validate", "test ! -e new", "--json")
 		wantCode(t, r, 75)
-		if !strings.Contains(r.stdout, `"refusal": "ValidationFailed"`) || !strings.Contains(r.stdout, `"validators": [`) {
+		if !strings.Contains(r.Stdout, `"refusal": "ValidationFailed"`) || !strings.Contains(r.Stdout, `"validators": [`) {
 			t.Errorf("commit --json does not show the refusal and the validators that ran\n%s", r)
 		}
 		r = x.airlock("commit", id, "--validate", "test -e new", "--json")
@@ -166,17 +165,17 @@ func TestE2EProjectConfig(t *testing.T) {
 				Validators []string `json:"validators"`
 			} `json:"receipt"`
 		}
-		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
 			t.Fatalf("commit --json: %v\n%s", err, r)
 		}
 		want := []string{"test ! -e broken", "test -e new"}
 		if !slices.Equal(out.Validators, want) || !slices.Equal(out.Receipt.Validators, want) {
 			t.Errorf("validators %q, receipt %q, want %q", out.Validators, out.Receipt.Validators, want)
 		}
-		if readFile(t, filepath.Join(x.base, "new")) != "n\n" {
+		if testbin.ReadFile(t, filepath.Join(x.base, "new")) != "n\n" {
 			t.Error("the commit with both validators passing did not land")
 		}
-		if r := x.airlock("receipt", "verify", id); r.code != 0 {
+		if r := x.airlock("receipt", "verify", id); r.Code != 0 {
 			t.Errorf("the receipt naming its validators does not verify\n%s", r)
 		}
 	})

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // TestE2EOpenCommitDiscard: the open / commit / discard flow a harness
@@ -19,7 +21,7 @@ func TestE2EOpenCommitDiscard(t *testing.T) {
 
 	r := x.airlock("open", "--workdir", x.base)
 	wantCode(t, r, 0)
-	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("open printed %d lines, want id and path\n%s", len(lines), r)
 	}
@@ -35,7 +37,7 @@ func TestE2EOpenCommitDiscard(t *testing.T) {
 		ID   string `json:"id"`
 		Path string `json:"path"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &o); err != nil || o.ID == "" || o.Path == "" {
+	if err := json.Unmarshal([]byte(r.Stdout), &o); err != nil || o.ID == "" || o.Path == "" {
 		t.Fatalf("open --json: %v %+v\n%s", err, o, r)
 	}
 	if o.ID == id1 || o.Path == path1 {
@@ -55,7 +57,7 @@ func TestE2EOpenCommitDiscard(t *testing.T) {
 	wantBlock(t, r, map[string]string{"tx": id1, "outcome": "committed", "added": "1", "modified": "1", "deleted": "2"})
 	want := tree{"f": F(0o644, "f edited\n"), "new.txt": F(0o644, "new\n")}
 	wantTree(t, "base after commit", want, snapshot(t, x.base, nil))
-	if exists(path1) {
+	if testbin.Exists(path1) {
 		t.Errorf("staged workspace %s is still there after the commit", path1)
 	}
 
@@ -63,13 +65,13 @@ func TestE2EOpenCommitDiscard(t *testing.T) {
 	wantCode(t, r, 0)
 	wantBlock(t, r, map[string]string{"tx": o.ID, "outcome": "discarded"})
 	wantTree(t, "base after discard", want, snapshot(t, x.base, nil))
-	if exists(o.Path) {
+	if testbin.Exists(o.Path) {
 		t.Errorf("staged workspace %s is still there after the discard", o.Path)
 	}
 
 	r = x.airlock("discard", id1)
 	wantCode(t, r, 125)
-	if !strings.Contains(r.stderr, id1) {
+	if !strings.Contains(r.Stderr, id1) {
 		t.Errorf("discarding a committed transaction: the message does not name it\n%s", r)
 	}
 	wantTree(t, "base after discarding a committed transaction", want, snapshot(t, x.base, nil))
@@ -84,22 +86,22 @@ func TestE2EOpenCommitDiscard(t *testing.T) {
 func TestE2EReceipts(t *testing.T) {
 	x := newH(t)
 	build(t, x.base, tree{"f": F(0o644, "f\n")})
-	out := realDir(t)
+	out := testbin.RealDir(t)
 
 	r1 := x.airlock("run", "--workdir", x.base, "--id", "rc1", "--receipt", filepath.Join(out, "r1.json"), "--", "sh", "-c", `printf 'one\n' > f`)
 	wantCode(t, r1, 0)
 	r2 := x.airlock("run", "--workdir", x.base, "--id", "rc2", "--receipt", filepath.Join(out, "r2.json"), "--", "sh", "-c", `printf 'two\n' > f; printf 'n\n' > n`)
 	wantCode(t, r2, 0)
 	for copied, r := range map[string]result{"r1.json": r1, "r2.json": r2} {
-		if a, b := readFile(t, filepath.Join(out, copied)), readFile(t, r.block["receipt"]); a != b {
-			t.Errorf("--receipt copy %s differs from %s", copied, r.block["receipt"])
+		if a, b := testbin.ReadFile(t, filepath.Join(out, copied)), testbin.ReadFile(t, r.Settle["receipt"]); a != b {
+			t.Errorf("--receipt copy %s differs from %s", copied, r.Settle["receipt"])
 		}
 	}
 	var rc1, rc2 map[string]any
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "r1.json"))), &rc1); err != nil {
+	if err := json.Unmarshal([]byte(testbin.ReadFile(t, filepath.Join(out, "r1.json"))), &rc1); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "r2.json"))), &rc2); err != nil {
+	if err := json.Unmarshal([]byte(testbin.ReadFile(t, filepath.Join(out, "r2.json"))), &rc2); err != nil {
 		t.Fatal(err)
 	}
 	if rc2["previous"] != rc1["digest"] || rc1["digest"] == nil {
@@ -114,14 +116,14 @@ func TestE2EReceipts(t *testing.T) {
 		}
 	}
 
-	for _, arg := range []string{"rc1", "rc2", filepath.Join(out, "r1.json"), r2.block["receipt"]} {
-		if v := x.airlock("receipt", "verify", arg); v.code != 0 || !strings.HasPrefix(v.stdout, "ok ") {
+	for _, arg := range []string{"rc1", "rc2", filepath.Join(out, "r1.json"), r2.Settle["receipt"]} {
+		if v := x.airlock("receipt", "verify", arg); v.Code != 0 || !strings.HasPrefix(v.Stdout, "ok ") {
 			t.Errorf("receipt verify %s: %s", arg, v)
 		}
 	}
 
 	// Every member, changed or removed, breaks verification.
-	data := []byte(readFile(t, filepath.Join(out, "r2.json")))
+	data := []byte(testbin.ReadFile(t, filepath.Join(out, "r2.json")))
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(data, &obj); err != nil {
 		t.Fatal(err)
@@ -145,13 +147,13 @@ func TestE2EReceipts(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				f := filepath.Join(realDir(t), "tampered.json")
+				f := filepath.Join(testbin.RealDir(t), "tampered.json")
 				writeFile(t, f, string(b))
 				r := x.airlock("receipt", "verify", f)
-				if r.code != 1 || !strings.Contains(r.stderr, "invalid") {
+				if r.Code != 1 || !strings.Contains(r.Stderr, "invalid") {
 					t.Errorf("receipt with %s %s: %s", how, k, r)
 				}
-				if len(strings.TrimSpace(r.stderr)) < len("airlock: receipt x is invalid: y") {
+				if len(strings.TrimSpace(r.Stderr)) < len("airlock: receipt x is invalid: y") {
 					t.Errorf("no reason given: %s", r)
 				}
 			})
@@ -162,7 +164,7 @@ func TestE2EReceipts(t *testing.T) {
 	b, _ := json.Marshal(obj)
 	f := filepath.Join(out, "reencoded.json")
 	writeFile(t, f, string(b))
-	if v := x.airlock("receipt", "verify", f); v.code != 0 {
+	if v := x.airlock("receipt", "verify", f); v.Code != 0 {
 		t.Errorf("a re-encoded, unedited receipt fails verification: %s", v)
 	}
 	if bytes.Equal(b, data) {

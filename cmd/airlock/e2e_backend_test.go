@@ -18,8 +18,8 @@ func TestE2EOverlaySamePath(t *testing.T) {
 	if err := os.MkdirAll(x.state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if r := x.airlock("doctor"); !strings.Contains(r.stdout, "overlay     supported") || !strings.Contains(r.stdout, "namespaces  supported") {
-		testbin.Missing(t, "overlay or mount namespaces unsupported here (airlock doctor):\n%s", r.stdout)
+	if r := x.airlock("doctor"); !strings.Contains(r.Stdout, "overlay     supported") || !strings.Contains(r.Stdout, "namespaces  supported") {
+		testbin.Missing(t, "overlay or mount namespaces unsupported here (airlock doctor):\n%s", r.Stdout)
 	}
 	build(t, x.base, tree{"sub/f": F(0o644, "f\n"), "gone": F(0o644, "g\n")})
 	r := x.exec(run{
@@ -28,14 +28,14 @@ func TestE2EOverlaySamePath(t *testing.T) {
 		args: []string{"run", "--backend", "overlay", "--id", "ov", "--", "sh", "-c", `[ "$(pwd -P)" = "$BASE" ] && cat "$BASE/sub/f" && echo abs > "$BASE/abs.txt" && rm gone`},
 	})
 	wantCode(t, r, 0)
-	if strings.Contains(r.stderr, "same-path mode unavailable") {
-		t.Errorf("same-path mode fell back with overlay:\n%s", r.stderr)
+	if strings.Contains(r.Stderr, "same-path mode unavailable") {
+		t.Errorf("same-path mode fell back with overlay:\n%s", r.Stderr)
 	}
 	wantBlock(t, r, map[string]string{"outcome": "committed", "added": "1", "deleted": "1", "modified": "0"})
-	if got := readFile(t, filepath.Join(x.base, "abs.txt")); got != "abs\n" {
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "abs.txt")); got != "abs\n" {
 		t.Errorf("abs.txt = %q after the commit", got)
 	}
-	if exists(filepath.Join(x.base, "gone")) {
+	if testbin.Exists(filepath.Join(x.base, "gone")) {
 		t.Error("gone is still in the base")
 	}
 	mi, _ := os.ReadFile("/proc/self/mountinfo")

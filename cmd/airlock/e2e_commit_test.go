@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // mixedBase is a small base with every kind of entry the commit oracle
@@ -90,17 +92,17 @@ func TestE2ECommitOracle(t *testing.T) {
 	if out, err := exec.Command("diff", "-r", "--no-dereference", x.base, x.oracleDir).CombinedOutput(); err != nil {
 		t.Errorf("diff -r --no-dereference base oracle: %v\n%s", err, out)
 	}
-	if r.block["base_digest"] == r.block["result_digest"] {
+	if r.Settle["base_digest"] == r.Settle["result_digest"] {
 		t.Errorf("a commit that changed the base reports base_digest == result_digest")
 	}
-	rp := r.block["receipt"]
-	if !filepath.IsAbs(rp) || !exists(rp) {
+	rp := r.Settle["receipt"]
+	if !filepath.IsAbs(rp) || !testbin.Exists(rp) {
 		t.Fatalf("airlock.receipt=%q does not exist", rp)
 	}
-	if v := x.airlock("receipt", "verify", rp); v.code != 0 {
+	if v := x.airlock("receipt", "verify", rp); v.Code != 0 {
 		t.Errorf("receipt verify: %s", v)
 	}
-	if exists(filepath.Join(x.state, "tx", "oracle1", "staged")) {
+	if testbin.Exists(filepath.Join(x.state, "tx", "oracle1", "staged")) {
 		t.Errorf("the staged workspace of a committed transaction is still there")
 	}
 }
@@ -114,7 +116,7 @@ func TestE2EFailingCommandDiscards(t *testing.T) {
 	r := x.airlock("run", "--workdir", x.base, "--id", "fail1", "--", "sh", "-c", mixedScript+"\nexit 3\n")
 	wantCode(t, r, 3)
 	wantBlock(t, r, map[string]string{"tx": "fail1", "outcome": "discarded", "refusal": ""})
-	if r.block["base_digest"] != r.block["result_digest"] {
+	if r.Settle["base_digest"] != r.Settle["result_digest"] {
 		t.Errorf("a discard reports base_digest != result_digest")
 	}
 	wantTree(t, "base after discard", before, snapshot(t, x.base, nil))
@@ -122,7 +124,7 @@ func TestE2EFailingCommandDiscards(t *testing.T) {
 	if !strings.HasPrefix(staged, x.state+"/") {
 		t.Errorf("staged workspace %s is not under the state dir %s", staged, x.state)
 	}
-	if exists(staged) {
+	if testbin.Exists(staged) {
 		t.Errorf("the staged workspace %s of a discarded transaction is still there", staged)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // TestE2EStagedSwapDuringFreeze is the attack on the freeze: the agent
@@ -25,13 +27,13 @@ func TestE2EStagedSwapDuringFreeze(t *testing.T) {
 				if err := os.MkdirAll(x.state, 0o700); err != nil {
 					t.Fatal(err)
 				}
-				if r := x.airlock("doctor"); !strings.Contains(r.stdout, "overlay     supported") {
-					t.Skipf("overlay unsupported here:\n%s", r.stdout)
+				if r := x.airlock("doctor"); !strings.Contains(r.Stdout, "overlay     supported") {
+					t.Skipf("overlay unsupported here:\n%s", r.Stdout)
 				}
 			}
 			build(t, x.base, tree{"keep": F(0o644, "keep\n")})
 			want := snapshot(t, x.base, nil)
-			outside := realDir(t)
+			outside := testbin.RealDir(t)
 			const secret = "root:SECRET-HASH:19000:0:99999:7:::\n"
 			for _, n := range []string{"a", "b"} {
 				if err := os.WriteFile(filepath.Join(outside, n), []byte(secret), 0o600); err != nil {
@@ -47,7 +49,7 @@ func TestE2EStagedSwapDuringFreeze(t *testing.T) {
 			writeFile(t, filepath.Join(staged, "d", "a"), "a by the agent\n")
 			writeFile(t, filepath.Join(staged, "d", "b"), "b by the agent\n")
 
-			pause := realDir(t)
+			pause := testbin.RealDir(t)
 			p := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=freeze:1:" + pause}, args: []string{"commit", "swap"}})
 			waitFile(t, filepath.Join(pause, "reached"))
 			// d/a is frozen, d/b not yet: swap d for a symlink to outside.
@@ -63,12 +65,12 @@ func TestE2EStagedSwapDuringFreeze(t *testing.T) {
 			}
 			exchange()
 			touch(t, filepath.Join(pause, "continue"))
-			r := p.wait()
+			r := p.WaitSettled()
 
 			wantCode(t, r, 75)
 			wantBlock(t, r, map[string]string{"tx": "swap", "outcome": "refused", "refusal": "StagedChanged", "refused_paths": "d/b"})
-			if !strings.Contains(r.stderr, "commit again") {
-				t.Errorf("the refusal does not say what to do:\n%s", r.stderr)
+			if !strings.Contains(r.Stderr, "commit again") {
+				t.Errorf("the refusal does not say what to do:\n%s", r.Stderr)
 			}
 			wantTree(t, "base after the refused commit", want, snapshot(t, x.base, nil))
 			objects := filepath.Join(x.state, "tx", "swap")
@@ -91,7 +93,7 @@ func TestE2EStagedSwapDuringFreeze(t *testing.T) {
 			wantCode(t, r, 0)
 			wantBlock(t, r, map[string]string{"tx": "swap", "outcome": "committed", "added": "3"})
 			for n, content := range map[string]string{"a": "a by the agent\n", "b": "b by the agent\n"} {
-				if got := readFile(t, filepath.Join(x.base, "d", n)); got != content {
+				if got := testbin.ReadFile(t, filepath.Join(x.base, "d", n)); got != content {
 					t.Errorf("base d/%s = %q, want %q", n, got, content)
 				}
 			}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // gc named a transaction whose `open` process had exited while its commit
@@ -31,30 +33,30 @@ func TestE2EGCDuringCommitKeepsTheTransaction(t *testing.T) {
 			for _, args := range [][]string{{"gc", "busy"}, {"gc"}, {"gc", "--dry-run", "busy"}} {
 				r := x.airlock(args...)
 				wantCode(t, r, 0)
-				if !strings.Contains(r.stdout, "kept busy") {
+				if !strings.Contains(r.Stdout, "kept busy") {
 					t.Errorf("airlock %v during the commit of busy does not keep it:\n%s", args, r)
 				}
-				if !exists(filepath.Join(x.state, "tx", "busy", "open.json")) {
+				if !testbin.Exists(filepath.Join(x.state, "tx", "busy", "open.json")) {
 					t.Fatalf("airlock %v removed the state of busy while its commit was running:\n%s", args, r)
 				}
 			}
 			// Named, with its owner gone, busy would be removed if it were
 			// not being settled: gc says that it is.
-			if r := x.airlock("gc", "busy"); point == "checked" && !strings.Contains(r.stdout, "settling it right now") {
+			if r := x.airlock("gc", "busy"); point == "checked" && !strings.Contains(r.Stdout, "settling it right now") {
 				t.Errorf("gc does not say busy is being settled:\n%s", r)
 			}
 
 			touch(t, filepath.Join(pause, "continue"))
-			r := commit.wait()
+			r := commit.WaitSettled()
 			wantCode(t, r, 0)
 			wantBlock(t, r, map[string]string{"outcome": "committed"})
-			if got := readFile(t, filepath.Join(x.base, "f")); got != "b\n" {
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != "b\n" {
 				t.Errorf("f = %q after the commit, want b", got)
 			}
 			// Settled now: gc removes it, and the base takes new work.
 			r = x.airlock("gc", "busy")
 			wantCode(t, r, 0)
-			if exists(filepath.Join(x.state, "tx", "busy")) {
+			if testbin.Exists(filepath.Join(x.state, "tx", "busy")) {
 				t.Errorf("gc busy after its commit kept it:\n%s", r)
 			}
 			wantCode(t, x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "echo c > f"), 0)
@@ -81,7 +83,7 @@ func TestE2ERecoverDanglingInflightMarker(t *testing.T) {
 			writeFile(t, filepath.Join(x.base, "f"), "a\n")
 			writeFile(t, filepath.Join(x.base, "sub", ".airlock-other-1"), "not ours\n")
 			r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + tc.point}, "run", "--workdir", x.base, "--id", "gone", "--", "sh", "-c", "echo b > f")
-			if r.code != -1 {
+			if r.Code != -1 {
 				t.Fatalf("the fault point did not kill airlock: %v", r)
 			}
 			// The state of the transaction disappears while the base
@@ -91,35 +93,35 @@ func TestE2ERecoverDanglingInflightMarker(t *testing.T) {
 			writeFile(t, leftover, "half written\n")
 
 			r = x.airlock("open", "--workdir", x.base)
-			if wantCode(t, r, 75); !strings.Contains(r.stderr, "recover") {
+			if wantCode(t, r, 75); !strings.Contains(r.Stderr, "recover") {
 				t.Fatalf("open over the wedged base does not point to recover:\n%s", r)
 			}
 			r = x.airlock("recover", "--workdir", x.base)
 			wantCode(t, r, 0)
 			for _, w := range []string{"gone", "journal is gone", tc.says, "removed " + leftover, "cleared the in-flight marker"} {
-				if !strings.Contains(r.stderr, w) {
+				if !strings.Contains(r.Stderr, w) {
 					t.Errorf("recover does not say %q:\n%s", w, r)
 				}
 			}
-			if exists(leftover) {
+			if testbin.Exists(leftover) {
 				t.Errorf("recover left %s", leftover)
 			}
-			if !exists(filepath.Join(x.base, "sub", ".airlock-other-1")) {
+			if !testbin.Exists(filepath.Join(x.base, "sub", ".airlock-other-1")) {
 				t.Errorf("recover removed a file that is not a leftover of gone")
 			}
-			if got := readFile(t, filepath.Join(x.base, "f")); got != tc.f {
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != tc.f {
 				t.Errorf("f = %q after recover, want %q", got, tc.f)
 			}
 			r = x.airlock("recover", "--workdir", x.base)
 			wantCode(t, r, 0)
-			if !strings.Contains(r.stderr, "nothing to recover") {
+			if !strings.Contains(r.Stderr, "nothing to recover") {
 				t.Errorf("a second recover:\n%s", r)
 			}
 			wantCode(t, x.airlock("gc"), 0)
 			r = x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "echo c > f")
 			wantCode(t, r, 0)
 			wantBlock(t, r, map[string]string{"outcome": "committed"})
-			if got := readFile(t, filepath.Join(x.base, "f")); got != "c\n" {
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != "c\n" {
 				t.Errorf("f = %q after a commit following recover, want c", got)
 			}
 		})
@@ -154,7 +156,7 @@ func TestE2EGCManyRightAfterTheirCommits(t *testing.T) {
 		r := x.airlock(append([]string{"gc"}, ids...)...)
 		wantCode(t, r, 0)
 		for _, id := range ids {
-			if !strings.Contains(r.stdout, "removed "+id) || exists(filepath.Join(x.state, "tx", id)) {
+			if !strings.Contains(r.Stdout, "removed "+id) || testbin.Exists(filepath.Join(x.state, "tx", id)) {
 				t.Errorf("round %d: gc did not remove %s:\n%s", round, id, r)
 			}
 		}
@@ -171,16 +173,16 @@ func TestE2ERefusedUndoIsKept(t *testing.T) {
 	r := x.airlock("undo", "c1", "--workdir", x.base)
 	wantCode(t, r, 75)
 	wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "BaseDrift", "refused_paths": "f"})
-	id := r.block["tx"]
+	id := r.Settle["tx"]
 	show := x.airlock("show", id)
 	wantCode(t, show, 0)
-	if !strings.Contains(show.stdout, "status:    refused") {
-		t.Errorf("the refused undo %s is not kept as refused:\n%s", id, show.stdout)
+	if !strings.Contains(show.Stdout, "status:    refused") {
+		t.Errorf("the refused undo %s is not kept as refused:\n%s", id, show.Stdout)
 	}
-	if !exists(filepath.Join(x.state, "tx", id, "staged")) {
+	if !testbin.Exists(filepath.Join(x.state, "tx", id, "staged")) {
 		t.Errorf("the refused undo's staged workspace is gone")
 	}
-	if got := readFile(t, filepath.Join(x.base, "f")); got != "edited by hand\n" {
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != "edited by hand\n" {
 		t.Errorf("f = %q after the refused undo", got)
 	}
 	// Kept, it is settled like any refused transaction.
@@ -219,25 +221,25 @@ func TestE2EGCDryRunSaysWhatIsHeld(t *testing.T) {
 	staged := x.openTx("held")
 	writeFile(t, filepath.Join(staged, "huge"), strings.Repeat(big, 4))
 	fault := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=journal-synced"}, "commit", "held")
-	if fault.code != -1 {
+	if fault.Code != -1 {
 		t.Fatalf("the fault point did not kill airlock: %v", fault)
 	}
 
 	dry := x.airlock("gc", "--dry-run")
 	wantCode(t, dry, 0)
-	held := parseSize(t, "gc --dry-run", dry.stdout, `(?m)^kept held \(kept: its apply was interrupted.*; holds `+sizeRE+`\)$`)
+	held := parseSize(t, "gc --dry-run", dry.Stdout, `(?m)^kept held \(kept: its apply was interrupted.*; holds `+sizeRE+`\)$`)
 	if held < 8<<20 {
 		t.Errorf("gc --dry-run says the interrupted transaction holds %.0f bytes; its staged and frozen copies alone hold 8 MiB\n%s", held, dry)
 	}
-	total := parseSize(t, "gc --dry-run", dry.stdout, `(?m)^kept [0-9]+ transactions? holding `+sizeRE+`$`)
+	total := parseSize(t, "gc --dry-run", dry.Stdout, `(?m)^kept [0-9]+ transactions? holding `+sizeRE+`$`)
 	if total < held {
 		t.Errorf("gc --dry-run says %.0f bytes are kept in all, less than held alone (%.0f)\n%s", total, held, dry)
 	}
-	wouldFree := parseSize(t, "gc --dry-run", dry.stdout, `(?m)^would free `+sizeRE+`$`)
+	wouldFree := parseSize(t, "gc --dry-run", dry.Stdout, `(?m)^would free `+sizeRE+`$`)
 
 	r := x.airlock("gc")
 	wantCode(t, r, 0)
-	freed := parseSize(t, "gc", r.stdout, `(?m)^freed `+sizeRE+`$`)
+	freed := parseSize(t, "gc", r.Stdout, `(?m)^freed `+sizeRE+`$`)
 	if freed < 1<<20 {
 		t.Errorf("gc freed %.0f bytes; the original of big alone is 1 MiB\n%s", freed, r)
 	}
@@ -257,14 +259,14 @@ func TestE2ECorruptInflightTransaction(t *testing.T) {
 			x := newH(t)
 			writeFile(t, filepath.Join(x.base, "f"), "a\n")
 			r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + point}, "run", "--workdir", x.base, "--id", "bad", "--", "sh", "-c", "echo b > f")
-			if r.code != -1 {
+			if r.Code != -1 {
 				t.Fatalf("the fault point did not kill airlock: %v", r)
 			}
-			if got := readFile(t, filepath.Join(x.base, "f")); point == "apply:1" && got != "b\n" {
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); point == "apply:1" && got != "b\n" {
 				t.Fatalf("f = %q after the kill at apply:1, want b: the base is not half applied", got)
 			}
 			rec := filepath.Join(x.state, "tx", "bad", "open.json")
-			data := readFile(t, rec)
+			data := testbin.ReadFile(t, rec)
 			edited := strings.Replace(data, `"port_base": `, `"port_base": 1`, 1)
 			if edited == data {
 				t.Fatalf("could not edit %s:\n%s", rec, data)
@@ -273,25 +275,25 @@ func TestE2ECorruptInflightTransaction(t *testing.T) {
 
 			r = x.airlock("gc", "bad")
 			wantCode(t, r, 0)
-			if !strings.Contains(r.stdout, "kept bad") || !strings.Contains(r.stdout, "airlock recover --workdir "+x.base) {
+			if !strings.Contains(r.Stdout, "kept bad") || !strings.Contains(r.Stdout, "airlock recover --workdir "+x.base) {
 				t.Errorf("gc of a corrupt transaction marked in flight:\n%s\nwant it kept, pointing to recover", r)
 			}
 			r = x.airlock("recover", "--workdir", x.base)
 			wantCode(t, r, 0)
 			for _, w := range []string{"does not match its digest", "its journal survives and verifies", "rolled " + x.base + " back from that journal", "cleared the in-flight marker of bad"} {
-				if !strings.Contains(r.stderr, w) {
+				if !strings.Contains(r.Stderr, w) {
 					t.Errorf("recover does not say %q:\n%s", w, r)
 				}
 			}
-			if readFile(t, rec) != edited {
+			if testbin.ReadFile(t, rec) != edited {
 				t.Errorf("recover changed the corrupt open record of bad")
 			}
-			if got := readFile(t, filepath.Join(x.base, "f")); got != "a\n" {
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != "a\n" {
 				t.Errorf("f = %q after recover, want a", got)
 			}
 			r = x.airlock("gc", "bad")
 			wantCode(t, r, 0)
-			if exists(filepath.Join(x.state, "tx", "bad")) {
+			if testbin.Exists(filepath.Join(x.state, "tx", "bad")) {
 				t.Errorf("gc bad after recover kept it:\n%s", r)
 			}
 			wantCode(t, x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "echo c > f"), 0)

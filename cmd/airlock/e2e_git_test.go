@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,14 +17,7 @@ func TestE2EGitMetadata(t *testing.T) {
 	build(t, x.base, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = x.base
-		cmd.Env = x.environ()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		return x.sh(x.base, nil, "git", args...)
 	}
 	git("init", "-q", "-b", "main")
 	git("add", "-A")
@@ -43,8 +35,8 @@ func TestE2EGitMetadata(t *testing.T) {
 	r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c",
 		`set -e; printf 'a edited\n' > a.txt; git add -A; git commit -q -m 'from the agent'; git log --oneline | wc -l`)
 	wantCode(t, r, 0)
-	if strings.TrimSpace(r.stdout) != "2" {
-		t.Errorf("git in the staged tree saw %q commits, want 2", r.stdout)
+	if strings.TrimSpace(r.Stdout) != "2" {
+		t.Errorf("git in the staged tree saw %q commits, want 2", r.Stdout)
 	}
 	wantBlock(t, r, map[string]string{"outcome": "committed", "added": "0", "modified": "1", "deleted": "0"})
 	want := before
@@ -57,7 +49,7 @@ func TestE2EGitMetadata(t *testing.T) {
 	if st := git("status", "--porcelain"); strings.TrimSpace(st) != "M a.txt" {
 		t.Errorf("git status in the base: %q, want a.txt modified", st)
 	}
-	if !exists(filepath.Join(x.base, ".git", "HEAD")) {
+	if !testbin.Exists(filepath.Join(x.base, ".git", "HEAD")) {
 		t.Errorf("the base lost .git/HEAD")
 	}
 }

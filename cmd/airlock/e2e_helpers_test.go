@@ -1,10 +1,7 @@
 package main_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -19,13 +16,6 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/testbin"
-)
-
-// Shared test helpers (internal/testbin).
-var (
-	realDir  = testbin.RealDir
-	readFile = testbin.ReadFile
-	exists   = testbin.Exists
 )
 
 // airlockBin is the binary every scenario drives; TestMain builds it once.
@@ -51,7 +41,7 @@ type h struct {
 
 func newH(t *testing.T) *h {
 	t.Helper()
-	x := &h{t: t, base: realDir(t), state: filepath.Join(realDir(t), "state"), home: realDir(t)}
+	x := &h{t: t, base: testbin.RealDir(t), state: filepath.Join(testbin.RealDir(t), "state"), home: testbin.RealDir(t)}
 	return x
 }
 
@@ -61,20 +51,8 @@ func (x *h) environ(extra ...string) []string {
 	return testbin.Environ(x.state, x.home, append(append([]string(nil), x.env...), extra...)...)
 }
 
-// result is how one airlock invocation ended.
-type result struct {
-	args     []string
-	stdout   string
-	stderr   string
-	code     int // exit code; -1 when killed by a signal
-	signal   syscall.Signal
-	block    map[string]string
-	blockLen int
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("airlock %q: exit %d (signal %v)\nstdout:\n%s\nstderr:\n%s", r.args, r.code, r.signal, r.stdout, r.stderr)
-}
+// result is how one airlock invocation ended, with its settle block.
+type result = testbin.Settled
 
 // run is one invocation of a command-line tool.
 type run struct {
@@ -101,101 +79,23 @@ func (x *h) airlockEnv(env []string, args ...string) result {
 
 func (x *h) exec(r run) result {
 	x.t.Helper()
-	p := x.start(r)
-	return p.wait()
+	return x.start(r).WaitSettled()
 }
 
 // proc is an airlock process a scenario started and has not waited for.
-type proc struct {
-	x      *h
-	cmd    *exec.Cmd
-	cancel context.CancelFunc
-	out    *bytes.Buffer
-	err    *bytes.Buffer
-	args   []string
-}
+type proc = *testbin.Proc
 
-func (x *h) start(r run) *proc {
+func (x *h) start(r run) proc {
 	x.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
-	bin := airlockBin
-	if r.bin != "" {
-		bin = r.bin
+	c := testbin.Cmd{Bin: r.bin, Args: r.args, Dir: r.dir, Env: x.environ(r.env...), Timeout: commandTimeout}
+	if c.Bin == "" {
+		c.Bin = airlockBin
 	}
-	cmd := exec.CommandContext(ctx, bin, r.args...)
-	cmd.Dir = r.dir
-	if cmd.Dir == "" {
-		cmd.Dir = x.home
+	if c.Dir == "" {
+		c.Dir = x.home
 	}
-	cmd.Env = x.environ(r.env...)
-	if r.newSession {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	}
-	// A command airlock started may outlive a killed airlock and hold the
-	// output pipes: do not wait for it forever.
-	cmd.WaitDelay = 5 * time.Second
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		cancel()
-		x.t.Fatalf("start airlock %q: %v", r.args, err)
-	}
-	p := &proc{x: x, cmd: cmd, cancel: cancel, out: &out, err: &errb, args: r.args}
-	x.t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-		cancel()
-	})
-	return p
-}
-
-func (p *proc) wait() result {
-	p.x.t.Helper()
-	err := p.cmd.Wait()
-	p.cancel()
-	res := result{args: p.args, stdout: p.out.String(), stderr: p.err.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		res.code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.signal = ws.Signal()
-		}
-	default:
-		p.x.t.Fatalf("airlock %q: %v", p.args, err)
-	}
-	res.block, res.blockLen = parseBlock(p.x.t, res.stderr)
-	return res
-}
-
-// parseBlock reads the airlock.key=value lines of stderr.
-func parseBlock(t *testing.T, stderr string) (map[string]string, int) {
-	t.Helper()
-	var block map[string]string
-	n := 0
-	for _, line := range strings.Split(stderr, "\n") {
-		rest, ok := strings.CutPrefix(line, "airlock.")
-		if !ok {
-			continue
-		}
-		k, v, ok := strings.Cut(rest, "=")
-		if !ok {
-			t.Errorf("block line without '=': %q", line)
-			continue
-		}
-		if block == nil {
-			block = map[string]string{}
-		}
-		if _, dup := block[k]; dup {
-			t.Errorf("block key %q appears twice in:\n%s", k, stderr)
-		}
-		block[k] = v
-		n++
-	}
-	return block, n
+	c.Setsid = r.newSession
+	return testbin.Start(x.t, c)
 }
 
 // blockKeys are SPEC.md's block keys, in order.
@@ -208,27 +108,27 @@ var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 // values exact.
 func wantBlock(t *testing.T, r result, want map[string]string) {
 	t.Helper()
-	if r.block == nil {
+	if r.Settle == nil {
 		t.Fatalf("no airlock.* block on stderr\n%s", r)
 	}
 	for _, k := range blockKeys {
-		if _, ok := r.block[k]; !ok {
+		if _, ok := r.Settle[k]; !ok {
 			t.Errorf("block has no airlock.%s\n%s", k, r)
 		}
 	}
-	if r.blockLen != len(blockKeys) {
-		t.Errorf("block has %d lines, want %d\n%s", r.blockLen, len(blockKeys), r)
+	if len(r.Settle) != len(blockKeys) {
+		t.Errorf("block has %d lines, want %d\n%s", len(r.Settle), len(blockKeys), r)
 	}
 	for k, v := range want {
-		if got := r.block[k]; got != v {
+		if got := r.Settle[k]; got != v {
 			t.Errorf("airlock.%s = %q, want %q\n%s", k, got, v, r)
 		}
 	}
-	if got := r.block["not_transactional"]; got != "network,databases,processes,outside_surface" {
+	if got := r.Settle["not_transactional"]; got != "network,databases,processes,outside_surface" {
 		t.Errorf("airlock.not_transactional = %q", got)
 	}
 	for _, k := range []string{"base_digest", "result_digest", "diff_digest"} {
-		if v := r.block[k]; !digestRE.MatchString(v) {
+		if v := r.Settle[k]; !digestRE.MatchString(v) {
 			t.Errorf("airlock.%s = %q, not sha256:<64 hex>", k, v)
 		}
 	}
@@ -236,8 +136,8 @@ func wantBlock(t *testing.T, r result, want map[string]string) {
 
 func wantCode(t *testing.T, r result, code int) {
 	t.Helper()
-	if r.code != code {
-		t.Fatalf("exit code %d, want %d\n%s", r.code, code, r)
+	if r.Code != code {
+		t.Fatalf("exit code %d, want %d\n%s", r.Code, code, r)
 	}
 }
 
@@ -443,15 +343,12 @@ func itoa(n int) string { return fmt.Sprint(n) }
 // way airlock's command will run it; it returns the resulting tree.
 func (x *h) oracle(script string, env ...string) tree {
 	x.t.Helper()
-	dir := filepath.Join(realDir(x.t), "oracle")
+	dir := filepath.Join(testbin.RealDir(x.t), "oracle")
 	if out, err := exec.Command("cp", "-a", x.base, dir).CombinedOutput(); err != nil {
 		x.t.Fatalf("cp -a: %v\n%s", err, out)
 	}
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = dir
-	cmd.Env = x.environ(env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		x.t.Fatalf("oracle script failed: %v\n%s", err, out)
+	if r := testbin.Run(x.t, testbin.Cmd{Bin: "sh", Args: []string{"-c", script}, Dir: dir, Env: x.environ(env...), Timeout: commandTimeout}); r.Code != 0 {
+		x.t.Fatalf("oracle script failed: %v", r)
 	}
 	x.oracleDir = dir
 	return snapshot(x.t, dir, nil)
@@ -509,12 +406,12 @@ func (x *h) stagedPath(id string) string {
 // mentions every word.
 func oneLine(t *testing.T, r result, words ...string) {
 	t.Helper()
-	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(r.Stderr, "\n"), "\n")
 	if len(lines) != 1 || !strings.HasPrefix(lines[0], "airlock: ") {
 		t.Errorf("want one `airlock: ...` line on stderr, got %d lines\n%s", len(lines), r)
 	}
 	for _, w := range words {
-		if !strings.Contains(r.stderr, w) {
+		if !strings.Contains(r.Stderr, w) {
 			t.Errorf("stderr does not mention %q\n%s", w, r)
 		}
 	}

@@ -86,7 +86,7 @@ func (x *h) norm(key string, v any) any {
 // golden compares a normalised --json output with testdata/NAME.golden.
 func (x *h) golden(name string, r result) {
 	x.t.Helper()
-	got := x.normalise(r.stdout)
+	got := x.normalise(r.Stdout)
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
@@ -103,7 +103,7 @@ func (x *h) golden(name string, r result) {
 	}
 	if got != string(want) {
 		x.t.Errorf("%s: the output of airlock %q differs from the golden file (if the change is deliberate: -update, and docs/json.md)\n--- got\n%s--- want\n%s",
-			path, r.args, got, want)
+			path, r.Args, got, want)
 	}
 }
 
@@ -119,7 +119,7 @@ func TestE2EJSON(t *testing.T) {
 	var o struct {
 		Path string `json:"path"`
 	}
-	must(t, json.Unmarshal([]byte(r.stdout), &o))
+	must(t, json.Unmarshal([]byte(r.Stdout), &o))
 	writeFile(t, filepath.Join(o.Path, "f.txt"), "one\ntwo, edited\n")
 	writeFile(t, filepath.Join(o.Path, "new.txt"), "new\n")
 	must(t, os.Remove(filepath.Join(o.Path, "gone.txt")))
@@ -160,8 +160,8 @@ func TestE2EJSON(t *testing.T) {
 	y := newH(t)
 	r = y.airlock("list", "--json")
 	wantCode(t, r, 0)
-	if strings.TrimSpace(r.stdout) != "[]" {
-		t.Errorf("list --json with no transactions printed %q, want []", r.stdout)
+	if strings.TrimSpace(r.Stdout) != "[]" {
+		t.Errorf("list --json with no transactions printed %q, want []", r.Stdout)
 	}
 }
 
@@ -192,7 +192,7 @@ func TestE2EJSONRawPaths(t *testing.T) {
 			RefusedPaths json.RawMessage `json:"refused_paths"`
 		} `json:"receipt"`
 	}
-	must(t, json.Unmarshal([]byte(r.stdout), &res))
+	must(t, json.Unmarshal([]byte(r.Stdout), &res))
 	compact("commit --json receipt", res.Receipt.RefusedPaths)
 	compact("commit --json", res.RefusedPaths)
 
@@ -201,7 +201,7 @@ func TestE2EJSONRawPaths(t *testing.T) {
 	var in struct {
 		RefusedPaths json.RawMessage `json:"refused_paths"`
 	}
-	must(t, json.Unmarshal([]byte(r.stdout), &in))
+	must(t, json.Unmarshal([]byte(r.Stdout), &in))
 	compact("show --json", in.RefusedPaths)
 
 	r = x.airlock("list", "--json")
@@ -209,14 +209,14 @@ func TestE2EJSONRawPaths(t *testing.T) {
 	var l []struct {
 		RefusedPaths json.RawMessage `json:"refused_paths"`
 	}
-	must(t, json.Unmarshal([]byte(r.stdout), &l))
+	must(t, json.Unmarshal([]byte(r.Stdout), &l))
 	if len(l) != 1 {
-		t.Fatalf("list --json: %s", r.stdout)
+		t.Fatalf("list --json: %s", r.Stdout)
 	}
 	compact("list --json", l[0].RefusedPaths)
 
 	r = x.airlock("show", "n2")
-	if !strings.Contains(r.stdout, "refusal:   MergeConflict caf%E9.txt") {
+	if !strings.Contains(r.Stdout, "refusal:   MergeConflict caf%E9.txt") {
 		t.Errorf("show does not name the refused path with its byte escaped\n%s", r)
 	}
 }

@@ -3,7 +3,6 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // Scenario tests for several agents over one base: land, merge conflicts,
@@ -26,9 +27,9 @@ func (x *h) openTx(id string, flags ...string) string {
 	x.t.Helper()
 	r := x.airlock(append([]string{"open", "--workdir", x.base, "--id", id}, flags...)...)
 	wantCode(x.t, r, 0)
-	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(r.Stdout, "\n"), "\n")
 	if len(lines) != 2 || lines[0] != id || !filepath.IsAbs(lines[1]) {
-		x.t.Fatalf("open printed %q, want the id %s and an absolute staged path\n%s", r.stdout, id, r)
+		x.t.Fatalf("open printed %q, want the id %s and an absolute staged path\n%s", r.Stdout, id, r)
 	}
 	return lines[1]
 }
@@ -37,34 +38,12 @@ func (x *h) openTx(id string, flags ...string) string {
 // (land): they are split, not checked for duplicate keys.
 func (x *h) airlockMulti(args ...string) (result, []map[string]string) {
 	x.t.Helper()
-	p := x.start(run{args: args})
-	err := p.cmd.Wait()
-	p.cancel()
-	res := result{args: args, stdout: p.out.String(), stderr: p.err.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		res.code = ee.ExitCode()
-	default:
-		x.t.Fatalf("airlock %q: %v", args, err)
+	r := x.start(run{args: args}).Wait()
+	blocks, err := r.Blocks()
+	if err != nil {
+		x.t.Fatalf("%v\n%s", err, r)
 	}
-	var blocks []map[string]string
-	for _, line := range strings.Split(res.stderr, "\n") {
-		rest, ok := strings.CutPrefix(line, "airlock.")
-		if !ok {
-			continue
-		}
-		k, v, _ := strings.Cut(rest, "=")
-		if k == "tx" {
-			blocks = append(blocks, map[string]string{})
-		}
-		if len(blocks) == 0 {
-			x.t.Fatalf("airlock.%s before any airlock.tx line\n%s", k, res)
-		}
-		blocks[len(blocks)-1][k] = v
-	}
-	return res, blocks
+	return result{Result: r}, blocks
 }
 
 // summary is the first two words of each line of land's stdout: the
@@ -92,7 +71,7 @@ func text(lines []string) string { return strings.Join(lines, "\n") + "\n" }
 // editLines replaces lines (1-based) of the file at path, keeping its mode.
 func editLines(t *testing.T, path string, edits map[int]string) {
 	t.Helper()
-	lines := strings.Split(strings.TrimSuffix(readFile(t, path), "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(testbin.ReadFile(t, path), "\n"), "\n")
 	for i, s := range edits {
 		lines[i-1] = s
 	}
@@ -124,7 +103,7 @@ func must(t *testing.T, err error) {
 // copyTree copies dir with cp -a to a fresh directory and returns it.
 func copyTree(t *testing.T, dir string) string {
 	t.Helper()
-	dst := filepath.Join(realDir(t), "copy")
+	dst := filepath.Join(testbin.RealDir(t), "copy")
 	if out, err := exec.Command("cp", "-a", dir, dst).CombinedOutput(); err != nil {
 		t.Fatalf("cp -a %s: %v\n%s", dir, err, out)
 	}
@@ -135,16 +114,11 @@ func copyTree(t *testing.T, dir string) string {
 // its stdout.
 func (x *h) sh(dir string, stdin []byte, name string, args ...string) string {
 	x.t.Helper()
-	cmd := exec.Command(name, args...)
-	cmd.Dir = dir
-	cmd.Env = x.environ()
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		x.t.Fatalf("%s %q in %s: %v\n%s%s", name, args, dir, err, out.String(), errb.String())
+	r := testbin.Run(x.t, testbin.Cmd{Bin: name, Args: args, Dir: dir, Env: x.environ(), Stdin: string(stdin), Timeout: commandTimeout})
+	if r.Code != 0 {
+		x.t.Fatalf("%s %q in %s: exit %d\n%s%s", name, args, dir, r.Code, r.Stdout, r.Stderr)
 	}
-	return out.String()
+	return r.Stdout
 }
 
 // logIDs is the transaction ids `airlock log` prints, in its order.
@@ -153,7 +127,7 @@ func (x *h) logIDs() []string {
 	r := x.airlock("log", "--workdir", x.base)
 	wantCode(x.t, r, 0)
 	var ids []string
-	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
 		if f := strings.Fields(l); len(f) >= 3 {
 			ids = append(ids, f[2])
 		}
@@ -176,7 +150,7 @@ func (x *h) listJSON(flags ...string) []listEntry {
 	r := x.airlock(append([]string{"list", "--json"}, flags...)...)
 	wantCode(x.t, r, 0)
 	var out []listEntry
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
 		x.t.Fatalf("list --json: %v\n%s", err, r)
 	}
 	return out
@@ -237,7 +211,7 @@ func TestE2ELandUnion(t *testing.T) {
 	r, blocks := x.airlockMulti("land", "A", "B", "C", "D")
 	wantCode(t, r, 0)
 	wantTree(t, "base after landing A B C D", want, snapshot(t, x.base, nil))
-	if got, w := summary(r.stdout), []string{"landed A", "landed B", "landed C", "landed D"}; !eq(got, w) {
+	if got, w := summary(r.Stdout), []string{"landed A", "landed B", "landed C", "landed D"}; !eq(got, w) {
 		t.Errorf("land summary %q, want %q\n%s", got, w, r)
 	}
 	if len(blocks) != 4 {
@@ -264,9 +238,9 @@ func TestE2EConcurrentRuns(t *testing.T) {
 	a, b := numbered("a", 24), numbered("b", 24)
 	build(t, x.base, tree{"a.txt": F(0o644, text(a)), "src/b.txt": F(0o644, text(b))})
 	want := snapshot(t, x.base, nil)
-	sync := realDir(t)
+	sync := testbin.RealDir(t)
 	ids := []string{"A", "B", "C", "D"}
-	var procs []*proc
+	var procs []proc
 	for i, id := range ids {
 		la, lb := 3+6*i, 6+6*i
 		script := fmt.Sprintf(`set -e
@@ -286,7 +260,7 @@ while [ ! -e "$SYNC/go" ]; do sleep 0.01; done
 	}
 	touch(t, filepath.Join(sync, "go"))
 	for i, p := range procs {
-		r := p.wait()
+		r := p.WaitSettled()
 		wantCode(t, r, 0)
 		wantBlock(t, r, map[string]string{"tx": ids[i], "outcome": "committed", "added": "1", "modified": "2"})
 	}
@@ -331,10 +305,10 @@ func TestE2EMergeConflict(t *testing.T) {
 				// The refused one in the middle does not stop the queue.
 				r, blocks := x.airlockMulti("land", "first", "second", "third")
 				wantCode(t, r, 75)
-				if got, w := summary(r.stdout), []string{"landed first", "refused second", "landed third"}; !eq(got, w) {
+				if got, w := summary(r.Stdout), []string{"landed first", "refused second", "landed third"}; !eq(got, w) {
 					t.Errorf("land summary %q, want %q\n%s", got, w, r)
 				}
-				if !strings.Contains(r.stdout, "MergeConflict") || !strings.Contains(r.stdout, "f.txt") {
+				if !strings.Contains(r.Stdout, "MergeConflict") || !strings.Contains(r.Stdout, "f.txt") {
 					t.Errorf("land's summary does not say MergeConflict on f.txt\n%s", r)
 				}
 				if len(blocks) != 3 || blocks[1]["refusal"] != "MergeConflict" || blocks[1]["refused_paths"] != "f.txt" {
@@ -346,7 +320,7 @@ func TestE2EMergeConflict(t *testing.T) {
 			r := x.airlock("show", "second")
 			wantCode(t, r, 0)
 			for _, s := range []string{"status:    refused", "refusal:   MergeConflict f.txt"} {
-				if !strings.Contains(r.stdout, s) {
+				if !strings.Contains(r.Stdout, s) {
 					t.Errorf("show second does not say %q\n%s", s, r)
 				}
 			}
@@ -354,7 +328,7 @@ func TestE2EMergeConflict(t *testing.T) {
 			if len(l) != 1 || l[0].ID != "second" || l[0].Status != "refused" || l[0].Refusal != "MergeConflict" || !eq(l[0].RefusedPaths, []string{"f.txt"}) {
 				t.Errorf("list --json = %+v, want only second, refused MergeConflict [f.txt]", l)
 			}
-			if r := x.airlock("list"); !regexp.MustCompile(`(?m)^second\s+refused\s`).MatchString(r.stdout) {
+			if r := x.airlock("list"); !regexp.MustCompile(`(?m)^second\s+refused\s`).MatchString(r.Stdout) {
 				t.Errorf("list does not show second as refused\n%s", r)
 			}
 			wantTree(t, "the refused transaction's staged tree", stagedSecond, snapshot(t, s2, nil))
@@ -425,11 +399,11 @@ func TestE2EDiffGitApply(t *testing.T) {
 		t.Run(id, func(t *testing.T) {
 			r := x.airlock("diff", id)
 			wantCode(t, r, 0)
-			if r.stderr != "" {
-				t.Errorf("diff printed on stderr:\n%s", r.stderr)
+			if r.Stderr != "" {
+				t.Errorf("diff printed on stderr:\n%s", r.Stderr)
 			}
 			dir := copyTree(t, x.base)
-			x.sh(dir, []byte(r.stdout), "git", "apply", "--binary", "-")
+			x.sh(dir, []byte(r.Stdout), "git", "apply", "--binary", "-")
 			wantTree(t, "copy of the base after git apply --binary vs the staged tree", snapshot(t, staged[id], nil), snapshot(t, dir, nil))
 		})
 	}
@@ -447,8 +421,8 @@ func TestE2EDiffGitApply(t *testing.T) {
 			for _, id := range []string{"open1", "refused1"} {
 				r := x.airlock("diff", id, flag)
 				wantCode(t, r, 0)
-				if r.stdout != want {
-					t.Errorf("airlock diff %s %s:\n%s\ngit diff --cached --no-renames %s:\n%s", id, flag, r.stdout, flag, want)
+				if r.Stdout != want {
+					t.Errorf("airlock diff %s %s:\n%s\ngit diff --cached --no-renames %s:\n%s", id, flag, r.Stdout, flag, want)
 				}
 			}
 		})
@@ -473,7 +447,7 @@ func TestE2EValidate(t *testing.T) {
 		validator := `echo "validating $AIRLOCK_TX"; echo junk > validator-junk.txt; test ! -e bad`
 		r, blocks := x.airlockMulti("land", "A", "B", "--validate", validator)
 		wantCode(t, r, 75)
-		if got, w := summary(r.stdout), []string{"landed A", "refused B"}; !eq(got, w) {
+		if got, w := summary(r.Stdout), []string{"landed A", "refused B"}; !eq(got, w) {
 			t.Errorf("land summary %q, want %q\n%s", got, w, r)
 		}
 		if len(blocks) != 2 || blocks[1]["refusal"] != "ValidationFailed" || blocks[1]["outcome"] != "refused" {
@@ -481,13 +455,13 @@ func TestE2EValidate(t *testing.T) {
 		}
 		wantTree(t, "base after land --validate", want, snapshot(t, x.base, nil))
 		logPath := filepath.Join(x.state, "tx", "B", "validate.log")
-		if got := readFile(t, logPath); !strings.Contains(got, "validating B") {
+		if got := testbin.ReadFile(t, logPath); !strings.Contains(got, "validating B") {
 			t.Errorf("%s = %q, want the validator's output", logPath, got)
 		}
-		if r := x.airlock("show", "B"); !strings.Contains(r.stdout, "refusal:   ValidationFailed") {
+		if r := x.airlock("show", "B"); !strings.Contains(r.Stdout, "refusal:   ValidationFailed") {
 			t.Errorf("show B does not say ValidationFailed\n%s", r)
 		}
-		if !exists(filepath.Join(sb, "bad")) {
+		if !testbin.Exists(filepath.Join(sb, "bad")) {
 			t.Errorf("the refused transaction's staged tree lost its change")
 		}
 	})
@@ -495,7 +469,7 @@ func TestE2EValidate(t *testing.T) {
 	t.Run("passes on one candidate, fails on another", func(t *testing.T) {
 		x := newH(t)
 		build(t, x.base, tree{"items/base": F(0o644, "base\n"), "f.txt": F(0o644, text(numbered("f", 8)))})
-		sync := realDir(t)
+		sync := testbin.RealDir(t)
 		ids := []string{"A", "B", "C"}
 		want := snapshot(t, x.base, nil)
 		lines := numbered("f", 8)
@@ -513,9 +487,9 @@ func TestE2EValidate(t *testing.T) {
 		// A+B+C does not (four). The candidate is copied out for the test.
 		validator := `cp -a . "$SYNC/$AIRLOCK_TX" && test "$(ls items | wc -l)" -le 3`
 		p := x.start(run{env: []string{"SYNC=" + sync}, args: []string{"land", "--quiet", "A", "B", "C", "--validate", validator}})
-		r := p.wait()
+		r := p.WaitSettled()
 		wantCode(t, r, 75)
-		if got, w := summary(r.stdout), []string{"landed A", "landed B", "refused C"}; !eq(got, w) {
+		if got, w := summary(r.Stdout), []string{"landed A", "landed B", "refused C"}; !eq(got, w) {
 			t.Errorf("land summary %q, want %q\n%s", got, w, r)
 		}
 		got := snapshot(t, x.base, nil)
@@ -531,7 +505,7 @@ func TestE2EValidate(t *testing.T) {
 		if c := cand["f.txt"].Content; !strings.Contains(c, "edited by A") || !strings.Contains(c, "edited by B") || !strings.Contains(c, "edited by C") {
 			t.Errorf("C's candidate f.txt is not the merge of A, B and C:\n%s", c)
 		}
-		if got := readFile(t, filepath.Join(x.state, "tx", "C", "validate.log")); got != "" {
+		if got := testbin.ReadFile(t, filepath.Join(x.state, "tx", "C", "validate.log")); got != "" {
 			t.Logf("C's validate.log: %q", got)
 		}
 		r = x.airlock("commit", "C")
@@ -548,7 +522,7 @@ func TestE2EValidate(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				x := newH(t)
 				build(t, x.base, tree{"f.txt": F(0o644, "f\n"), "g.txt": F(0o644, "g\n")})
-				sync := realDir(t)
+				sync := testbin.RealDir(t)
 				s := x.openTx("A")
 				writeFile(t, filepath.Join(s, "f.txt"), "f by A\n")
 				validator := `: > "$SYNC/ready"; while [ ! -e "$SYNC/go" ]; do sleep 0.01; done`
@@ -559,7 +533,7 @@ func TestE2EValidate(t *testing.T) {
 				writeFile(t, filepath.Join(x.base, edited), "the user's edit during validation\n")
 				want := snapshot(t, x.base, nil)
 				touch(t, filepath.Join(sync, "go"))
-				r := p.wait()
+				r := p.WaitSettled()
 				if touched {
 					wantCode(t, r, 75)
 					wantBlock(t, r, map[string]string{"tx": "A", "outcome": "refused", "refusal": "BaseDrift", "refused_paths": "f.txt"})
@@ -612,7 +586,7 @@ func TestE2EUndo(t *testing.T) {
 		wantCode(t, r, 0)
 		wantBlock(t, r, map[string]string{"outcome": "committed"})
 		wantTree(t, "base after undo", before, snapshot(t, x.base, nil))
-		undoID := r.block["tx"]
+		undoID := r.Settle["tx"]
 		if got, w := x.logIDs(), []string{undoID, "c1"}; !eq(got, w) {
 			t.Errorf("log lists %q, want %q", got, w)
 		}
@@ -628,7 +602,7 @@ func TestE2EUndo(t *testing.T) {
 				Previous string   `json:"previous"`
 			} `json:"entries"`
 		}
-		if err := json.Unmarshal([]byte(r.stdout), &lg); err != nil {
+		if err := json.Unmarshal([]byte(r.Stdout), &lg); err != nil {
 			t.Fatalf("log --json: %v\n%s", err, r)
 		}
 		if lg.Base != x.base || lg.Broken != "" || len(lg.Entries) != 2 || lg.Entries[0].TX != undoID || lg.Entries[1].TX != "c1" ||
@@ -654,11 +628,11 @@ func TestE2EUndo(t *testing.T) {
 		now := snapshot(t, x.base, nil)
 		r := x.airlock("undo", "c1", "--workdir", x.base)
 		wantCode(t, r, 75)
-		if !strings.Contains(r.stderr, "mod.txt") {
+		if !strings.Contains(r.Stderr, "mod.txt") {
 			t.Errorf("the refused undo does not name mod.txt\n%s", r)
 		}
-		if r.block != nil && r.block["refused_paths"] != "mod.txt" {
-			t.Errorf("airlock.refused_paths=%q, want mod.txt", r.block["refused_paths"])
+		if r.Settle != nil && r.Settle["refused_paths"] != "mod.txt" {
+			t.Errorf("airlock.refused_paths=%q, want mod.txt", r.Settle["refused_paths"])
 		}
 		wantTree(t, "base after the refused undo", now, snapshot(t, x.base, nil))
 
@@ -682,16 +656,16 @@ func TestE2EUndo(t *testing.T) {
 		var in struct {
 			Receipt string `json:"receipt"`
 		}
-		must(t, json.Unmarshal([]byte(rc.stdout), &in))
+		must(t, json.Unmarshal([]byte(rc.Stdout), &in))
 		var c1 struct {
 			Digest string `json:"digest"`
 		}
-		must(t, json.Unmarshal([]byte(readFile(t, in.Receipt)), &c1))
+		must(t, json.Unmarshal([]byte(testbin.ReadFile(t, in.Receipt)), &c1))
 		chained, err := filepath.Glob(filepath.Join(x.state, "bases", "*", "receipts", strings.TrimPrefix(c1.Digest, "sha256:")+".json"))
 		if err != nil || len(chained) != 1 {
 			t.Fatalf("c1's receipt in the chain: %v %v", chained, err)
 		}
-		data := readFile(t, chained[0])
+		data := testbin.ReadFile(t, chained[0])
 		tampered := strings.Replace(data, `"added": 0`, `"added": 1`, 1)
 		if tampered == data {
 			tampered = strings.Replace(data, `"modified": 1`, `"modified": 2`, 1)
@@ -701,11 +675,11 @@ func TestE2EUndo(t *testing.T) {
 		}
 		must(t, os.WriteFile(chained[0], []byte(tampered), 0o600))
 		r := x.airlock("log", "--workdir", x.base)
-		if r.code == 0 || !strings.Contains(r.stderr, "broken") {
+		if r.Code == 0 || !strings.Contains(r.Stderr, "broken") {
 			t.Errorf("log over a tampered chain: want a non-zero exit saying the chain is broken\n%s", r)
 		}
 		var listed []string
-		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		for _, l := range strings.Split(strings.TrimSpace(r.Stdout), "\n") {
 			if f := strings.Fields(l); len(f) >= 3 {
 				listed = append(listed, f[2])
 			}
@@ -718,10 +692,10 @@ func TestE2EUndo(t *testing.T) {
 			Broken  string            `json:"broken"`
 			Entries []json.RawMessage `json:"entries"`
 		}
-		if err := json.Unmarshal([]byte(r.stdout), &lg); err != nil || lg.Broken == "" || len(lg.Entries) != 2 {
+		if err := json.Unmarshal([]byte(r.Stdout), &lg); err != nil || lg.Broken == "" || len(lg.Entries) != 2 {
 			t.Errorf("log --json over a tampered chain: broken=%q, %d entries (%v)\n%s", lg.Broken, len(lg.Entries), err, r)
 		}
-		if r.code == 0 {
+		if r.Code == 0 {
 			t.Errorf("log --json over a broken chain exits 0; a script cannot tell it is broken without reading the JSON")
 		}
 	})
@@ -735,7 +709,7 @@ func TestE2EGC(t *testing.T) {
 	x := newH(t)
 	lines := numbered("f", 10)
 	build(t, x.base, tree{"f.txt": F(0o644, text(lines)), "p.txt": F(0o644, "p\n")})
-	sync := realDir(t)
+	sync := testbin.RealDir(t)
 
 	// alive: a run whose command waits; its owner is alive throughout.
 	alive := x.start(run{env: []string{"SYNC=" + sync}, args: []string{"run", "--workdir", x.base, "--id", "alive", "--",
@@ -777,7 +751,7 @@ func TestE2EGC(t *testing.T) {
 	r := x.airlock("gc", "--dry-run")
 	wantCode(t, r, 0)
 	for _, id := range []string{"committed1", "discarded1", "early"} {
-		if !strings.Contains(r.stdout, "would remove "+id) {
+		if !strings.Contains(r.Stdout, "would remove "+id) {
 			t.Errorf("gc --dry-run does not say it would remove %s\n%s", id, r)
 		}
 	}
@@ -788,7 +762,7 @@ func TestE2EGC(t *testing.T) {
 	if got := txDirs(); !eq(got, all) {
 		t.Errorf("gc --older-than 1h removed recent transactions: state holds %q\n%s", got, r)
 	}
-	if !strings.Contains(r.stdout, "freed 0 B") {
+	if !strings.Contains(r.Stdout, "freed 0 B") {
 		t.Errorf("gc --older-than 1h should free nothing\n%s", r)
 	}
 
@@ -797,7 +771,7 @@ func TestE2EGC(t *testing.T) {
 	if got, w := txDirs(), []string{"alive", "orphan", "pending", "refused"}; !eq(got, w) {
 		t.Errorf("after gc the state holds %q, want %q\n%s", got, w, r)
 	}
-	m := regexp.MustCompile(`(?m)^freed ([0-9.]+) (B|KiB|MiB)$`).FindStringSubmatch(r.stdout)
+	m := regexp.MustCompile(`(?m)^freed ([0-9.]+) (B|KiB|MiB)$`).FindStringSubmatch(r.Stdout)
 	if m == nil {
 		t.Errorf("gc does not report the bytes it freed\n%s", r)
 	} else if n, _ := strconv.ParseFloat(m[1], 64); n <= 0 {
@@ -815,10 +789,10 @@ func TestE2EGC(t *testing.T) {
 	r = x.airlock("undo", "committed1", "--workdir", x.base)
 	wantCode(t, r, 125)
 	oneLine(t, r, "committed1", "gc", "can no longer be undone")
-	if !strings.Contains(r.stderr, "committed1") {
+	if !strings.Contains(r.Stderr, "committed1") {
 		t.Errorf("undo of a gc'd transaction does not name it\n%s", r)
 	}
-	if exists(filepath.Join(x.base, "c.txt")) == false {
+	if testbin.Exists(filepath.Join(x.base, "c.txt")) == false {
 		t.Errorf("the failed undo touched the base")
 	}
 
@@ -826,13 +800,13 @@ func TestE2EGC(t *testing.T) {
 	r = x.airlock("commit", "pending")
 	wantCode(t, r, 0)
 	lines[1], lines[8] = "f line 2 by early", "f line 9 by pending"
-	if got := readFile(t, filepath.Join(x.base, "f.txt")); got != text(lines) {
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "f.txt")); got != text(lines) {
 		t.Errorf("f.txt after committing pending:\n%s\nwant:\n%s", got, text(lines))
 	}
 	touch(t, filepath.Join(sync, "go"))
-	r = alive.wait()
+	r = alive.WaitSettled()
 	wantCode(t, r, 0)
-	if got := readFile(t, filepath.Join(x.base, "alive.txt")); got != "alive\n" {
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "alive.txt")); got != "alive\n" {
 		t.Errorf("alive.txt = %q", got)
 	}
 }
@@ -847,7 +821,7 @@ func TestE2EGCKeepsUndo(t *testing.T) {
 	wantCode(t, x.airlock("run", "--workdir", x.base, "--id", "c2", "--", "sh", "-c", "echo 'g by c2' > g.txt"), 0)
 	r := x.airlock("gc", "c2")
 	wantCode(t, r, 0)
-	if exists(filepath.Join(x.state, "tx", "c2")) || !exists(filepath.Join(x.state, "tx", "c1")) {
+	if testbin.Exists(filepath.Join(x.state, "tx", "c2")) || !testbin.Exists(filepath.Join(x.state, "tx", "c1")) {
 		t.Fatalf("gc c2 should remove c2 and only c2\n%s", r)
 	}
 	r = x.airlock("undo", "c1", "--workdir", x.base)
@@ -891,7 +865,7 @@ func TestE2ERacingCommits(t *testing.T) {
 	race := func(x *h) (result, result) {
 		pa := x.start(run{args: []string{"commit", "A"}})
 		pb := x.start(run{args: []string{"commit", "B"}})
-		return pa.wait(), pb.wait()
+		return pa.WaitSettled(), pb.WaitSettled()
 	}
 	ownFiles := func(want tree, id string) {
 		for i := range files {
@@ -930,7 +904,7 @@ func TestE2ERacingCommits(t *testing.T) {
 			}
 			ra, rb := race(x)
 			winner, loser := "A", rb
-			if ra.code != 0 {
+			if ra.Code != 0 {
 				winner, loser = "B", ra
 				wantCode(t, rb, 0)
 			}
@@ -953,9 +927,9 @@ func TestE2ERacingCommits(t *testing.T) {
 func TestE2EPorts(t *testing.T) {
 	x := newH(t)
 	build(t, x.base, tree{"f": F(0o644, "f\n")})
-	sync := realDir(t)
+	sync := testbin.RealDir(t)
 	x.openTx("held")
-	var procs []*proc
+	var procs []proc
 	for _, id := range []string{"r1", "r2"} {
 		procs = append(procs, x.start(run{env: []string{"SYNC=" + sync}, args: []string{"run", "--workdir", x.base, "--id", id, "--",
 			"sh", "-c", `echo "$AIRLOCK_TX $AIRLOCK_PORT_BASE"; echo "$AIRLOCK_PORT_BASE" > "$SYNC/$AIRLOCK_TX.tmp"; mv "$SYNC/$AIRLOCK_TX.tmp" "$SYNC/$AIRLOCK_TX"; while [ ! -e "$SYNC/go" ]; do sleep 0.01; done`}}))
@@ -969,7 +943,7 @@ func TestE2EPorts(t *testing.T) {
 		ports[e.ID] = e.PortBase
 	}
 	for _, id := range []string{"r1", "r2"} {
-		seen, _ := strconv.Atoi(strings.TrimSpace(readFile(t, filepath.Join(sync, id))))
+		seen, _ := strconv.Atoi(strings.TrimSpace(testbin.ReadFile(t, filepath.Join(sync, id))))
 		if seen == 0 || seen != ports[id] {
 			t.Errorf("%s: its command saw AIRLOCK_PORT_BASE=%d, list says %d", id, seen, ports[id])
 		}
@@ -989,11 +963,11 @@ func TestE2EPorts(t *testing.T) {
 	}
 	touch(t, filepath.Join(sync, "go"))
 	for _, p := range procs {
-		r := p.wait()
+		r := p.WaitSettled()
 		wantCode(t, r, 0)
 		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
-		if !regexp.MustCompile(`^r[12] [0-9]+\n$`).MatchString(r.stdout) {
-			t.Errorf("the command printed %q", r.stdout)
+		if !regexp.MustCompile(`^r[12] [0-9]+\n$`).MatchString(r.Stdout) {
+			t.Errorf("the command printed %q", r.Stdout)
 		}
 	}
 }
@@ -1017,7 +991,7 @@ func TestE2ERawSelectors(t *testing.T) {
 	var in struct {
 		Protect []json.RawMessage `json:"protect"`
 	}
-	must(t, json.Unmarshal([]byte(r.stdout), &in))
+	must(t, json.Unmarshal([]byte(r.Stdout), &in))
 	var last bytes.Buffer
 	if n := len(in.Protect); n == 0 || json.Compact(&last, in.Protect[n-1]) != nil || last.String() != `{"base64":"Y2Fm6S50eHQ="}` {
 		t.Errorf("show --json protect = %s, want the selector's bytes last", in.Protect)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // The README's "Agents" section is exercised as written: every
@@ -87,26 +89,22 @@ func TestE2EReadmeAgentRunLines(t *testing.T) {
 		t.Run(agent, func(t *testing.T) {
 			x := newH(t)
 			build(t, x.base, tree{"main.txt": F(0o644, "main\n")})
-			ctx, cancel := context.WithTimeout(t.Context(), commandTimeout)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "sh", "-c", line)
-			cmd.Dir = x.base
-			cmd.Env = x.environ("PATH=" + stubs + ":" + bin + ":" + os.Getenv("PATH"))
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", line, err, out)
+			r := testbin.Run(t, testbin.Cmd{Bin: "sh", Args: []string{"-c", line}, Dir: x.base,
+				Env: x.environ("PATH=" + stubs + ":" + bin + ":" + os.Getenv("PATH")), Timeout: commandTimeout})
+			if r.Code != 0 {
+				t.Fatalf("%s: %v", line, r)
 			}
-			if !strings.Contains(string(out), "airlock.outcome=committed") {
-				t.Errorf("%s did not commit:\n%s", line, out)
+			if !strings.Contains(r.Stdout+r.Stderr, "airlock.outcome=committed") {
+				t.Errorf("%s did not commit:\n%s", line, r)
 			}
-			if got := readFile(t, filepath.Join(x.base, "main.txt")); got != "main\nedited by "+agent+"\n" {
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "main.txt")); got != "main\nedited by "+agent+"\n" {
 				t.Errorf("the agent's edit did not land: main.txt = %q", got)
 			}
 			// The stand-in got the README's flags (those before the quoted
 			// prompt), each as an argument of its own.
 			unquoted, _, _ := strings.Cut(strings.TrimPrefix(line, "airlock run -- "+agent+" "), `"`)
 			args := strings.Fields(unquoted)
-			got := readFile(t, filepath.Join(x.base, "by-"+agent+".args"))
+			got := testbin.ReadFile(t, filepath.Join(x.base, "by-"+agent+".args"))
 			for _, a := range args {
 				if strings.HasPrefix(a, "-") && !strings.Contains(got, a+"\n") {
 					t.Errorf("the agent did not get %s; it got:\n%s", a, got)
@@ -114,8 +112,8 @@ func TestE2EReadmeAgentRunLines(t *testing.T) {
 			}
 			// Same path: the agent ran at the project's own path, where its
 			// trust and history are filed (Linux with namespaces).
-			if !strings.Contains(string(out), "same-path mode unavailable") {
-				if cwd := strings.TrimSpace(readFile(t, filepath.Join(x.base, "by-"+agent+".cwd"))); cwd != x.base {
+			if !strings.Contains(r.Stdout+r.Stderr, "same-path mode unavailable") {
+				if cwd := strings.TrimSpace(testbin.ReadFile(t, filepath.Join(x.base, "by-"+agent+".cwd"))); cwd != x.base {
 					t.Errorf("the agent ran in %s, not at the project's path %s", cwd, x.base)
 				}
 			}
@@ -204,8 +202,7 @@ func TestE2EReadmeMCPConfigs(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cmd := exec.Command(exe, l.argv[1:]...)
-			cmd.Dir, cmd.Env = x.base, env
+			cmd := testbin.Cmd{Bin: exe, Args: l.argv[1:], Dir: x.base, Env: env}.Command(ctx)
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 			if err != nil {
 				t.Fatalf("start %q: %v", l.argv, err)
@@ -225,7 +222,7 @@ func TestE2EReadmeMCPConfigs(t *testing.T) {
 			if err != nil || res.IsError || res.StructuredContent.(map[string]any)["outcome"] != "committed" {
 				t.Fatalf("commit: %v %+v", err, res)
 			}
-			if got := readFile(t, filepath.Join(x.base, "main.txt")); got != "main\nvia mcp\n" {
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "main.txt")); got != "main\nvia mcp\n" {
 				t.Errorf("main.txt = %q after the MCP commit", got)
 			}
 		})

@@ -72,7 +72,7 @@ func TestE2EInterruptedApply(t *testing.T) {
 			}
 
 			r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + point}, "run", "--workdir", x.base, "--id", "crash1", "--", "sh", "-c", recoverScript)
-			if r.signal != syscall.SIGKILL {
+			if r.Signal != syscall.SIGKILL {
 				t.Fatalf("airlock was not killed at %s\n%s", point, r)
 			}
 			killed := snapshot(t, x.base, nil)
@@ -94,14 +94,14 @@ func TestE2EInterruptedApply(t *testing.T) {
 			} {
 				r := x.airlock(args...)
 				wantCode(t, r, 75)
-				if !strings.Contains(r.stderr, "InterruptedApply") || !strings.Contains(r.stderr, "airlock recover") {
+				if !strings.Contains(r.Stderr, "InterruptedApply") || !strings.Contains(r.Stderr, "airlock recover") {
 					t.Errorf("%s over an interrupted base: want InterruptedApply and `airlock recover` in the message\n%s", args[0], r)
 				}
 				wantTree(t, "base after a refused "+args[0], killed, snapshot(t, x.base, nil))
 			}
 			r = x.airlock("commit", "crash1")
 			wantCode(t, r, 75)
-			if !strings.Contains(r.stderr, "InterruptedApply") {
+			if !strings.Contains(r.Stderr, "InterruptedApply") {
 				t.Errorf("commit of the interrupted transaction: want InterruptedApply\n%s", r)
 			}
 
@@ -110,7 +110,7 @@ func TestE2EInterruptedApply(t *testing.T) {
 			wantTree(t, "base after recover", before, snapshot(t, x.base, nil))
 			r = x.airlock("recover", "--workdir", x.base)
 			wantCode(t, r, 0)
-			if !strings.Contains(r.stderr, "nothing to recover") {
+			if !strings.Contains(r.Stderr, "nothing to recover") {
 				t.Errorf("a second recover: %s", r)
 			}
 
@@ -118,7 +118,7 @@ func TestE2EInterruptedApply(t *testing.T) {
 			wantCode(t, r, 0)
 			wantBlock(t, r, map[string]string{"tx": "crash1", "outcome": "committed", "added": itoa(a), "modified": itoa(m), "deleted": itoa(d)})
 			wantTree(t, "base after committing again", after, snapshot(t, x.base, nil))
-			if v := x.airlock("receipt", "verify", "crash1"); v.code != 0 {
+			if v := x.airlock("receipt", "verify", "crash1"); v.Code != 0 {
 				t.Errorf("receipt verify: %s", v)
 			}
 		})

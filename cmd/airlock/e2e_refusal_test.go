@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // syncScript writes the staged f, then says "ready" through the sync dir
@@ -23,17 +25,17 @@ func TestE2EBaseDrift(t *testing.T) {
 	t.Run("same path refuses", func(t *testing.T) {
 		x := newH(t)
 		build(t, x.base, tree{"f": F(0o644, "original\n"), "g": F(0o644, "g\n"), "d/h": F(0o644, "h\n")})
-		sync := realDir(t)
+		sync := testbin.RealDir(t)
 		p := x.start(run{env: []string{"SYNC=" + sync}, args: []string{"run", "--workdir", x.base, "--id", "drift1", "--", "sh", "-c", syncScript}})
 		waitFile(t, filepath.Join(sync, "ready"))
 		writeFile(t, filepath.Join(x.base, "f"), "the user's concurrent edit\n")
 		want := snapshot(t, x.base, nil)
 		touch(t, filepath.Join(sync, "go"))
-		r := p.wait()
+		r := p.WaitSettled()
 		wantCode(t, r, 75)
 		wantBlock(t, r, map[string]string{"tx": "drift1", "outcome": "refused", "refusal": "BaseDrift", "refused_paths": "f"})
 		wantTree(t, "base after BaseDrift", want, snapshot(t, x.base, nil))
-		if got := readFile(t, filepath.Join(x.base, "f")); got != "the user's concurrent edit\n" {
+		if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != "the user's concurrent edit\n" {
 			t.Errorf("base f = %q: the user's edit was lost", got)
 		}
 
@@ -56,14 +58,14 @@ func TestE2EBaseDrift(t *testing.T) {
 			if !fresh {
 				backdate(t, x.base, time.Hour)
 			}
-			sync := realDir(t)
+			sync := testbin.RealDir(t)
 			p := x.start(run{env: []string{"SYNC=" + sync}, args: []string{"run", "--workdir", x.base, "--id", "drift2", "--", "sh", "-c", syncScript}})
 			waitFile(t, filepath.Join(sync, "ready"))
 			writeFile(t, filepath.Join(x.base, "g"), "the user's concurrent edit of g\n")
 			want := snapshot(t, x.base, nil)
 			want["f"] = F(0o644, "agent edit\n")
 			touch(t, filepath.Join(sync, "go"))
-			r := p.wait()
+			r := p.WaitSettled()
 			wantCode(t, r, 0)
 			wantBlock(t, r, map[string]string{"outcome": "committed", "added": "0", "modified": "1", "deleted": "0", "refusal": ""})
 			wantTree(t, "base after commit", want, snapshot(t, x.base, nil))
@@ -86,11 +88,11 @@ func TestE2EProtectedPaths(t *testing.T) {
 			r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c", script(p))
 			wantCode(t, r, 75)
 			wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "ProtectedPathNotApproved"})
-			if paths := strings.Split(r.block["refused_paths"], ","); !contains(paths, p) || contains(paths, "other.txt") {
-				t.Errorf("refused_paths = %q, want it to name %s and not other.txt", r.block["refused_paths"], p)
+			if paths := strings.Split(r.Settle["refused_paths"], ","); !contains(paths, p) || contains(paths, "other.txt") {
+				t.Errorf("refused_paths = %q, want it to name %s and not other.txt", r.Settle["refused_paths"], p)
 			}
-			if !strings.Contains(r.stderr, p) {
-				t.Errorf("the message does not name %s:\n%s", p, r.stderr)
+			if !strings.Contains(r.Stderr, p) {
+				t.Errorf("the message does not name %s:\n%s", p, r.Stderr)
 			}
 			wantTree(t, "base after refusal", before, snapshot(t, x.base, nil))
 		})
@@ -102,7 +104,7 @@ func TestE2EProtectedPaths(t *testing.T) {
 		r := x.airlock("run", "--workdir", x.base, "--approve", "--", "sh", "-c", script(".envrc"))
 		wantCode(t, r, 0)
 		wantBlock(t, r, map[string]string{"outcome": "committed", "added": "2"})
-		if got := readFile(t, filepath.Join(x.base, ".envrc")); got != "run: evil\n" {
+		if got := testbin.ReadFile(t, filepath.Join(x.base, ".envrc")); got != "run: evil\n" {
 			t.Errorf(".envrc = %q", got)
 		}
 	})
@@ -113,7 +115,7 @@ func TestE2EProtectedPaths(t *testing.T) {
 		r := x.airlock("run", "--workdir", x.base, "--no-default-protect", "--", "sh", "-c", script(".github/workflows/ci.yml"))
 		wantCode(t, r, 0)
 		wantBlock(t, r, map[string]string{"outcome": "committed", "added": "2"})
-		if !exists(filepath.Join(x.base, ".github/workflows/ci.yml")) {
+		if !testbin.Exists(filepath.Join(x.base, ".github/workflows/ci.yml")) {
 			t.Errorf("ci.yml was not committed")
 		}
 	})
@@ -125,8 +127,8 @@ func TestE2EProtectedPaths(t *testing.T) {
 		r := x.airlock("run", "--workdir", x.base, "--protect", "secrets/**", "--", "sh", "-c", script("secrets/a"))
 		wantCode(t, r, 75)
 		wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "ProtectedPathNotApproved"})
-		if paths := strings.Split(r.block["refused_paths"], ","); !contains(paths, "secrets/a") {
-			t.Errorf("refused_paths = %q, want it to name secrets/a", r.block["refused_paths"])
+		if paths := strings.Split(r.Settle["refused_paths"], ","); !contains(paths, "secrets/a") {
+			t.Errorf("refused_paths = %q, want it to name secrets/a", r.Settle["refused_paths"])
 		}
 		wantTree(t, "base after refusal", before, snapshot(t, x.base, nil))
 	})
@@ -155,7 +157,7 @@ func TestE2EProtectedPaths(t *testing.T) {
 		want[".envrc"] = F(0o644, "run: evil\n")
 		want["other.txt"] = F(0o644, "other\n")
 		wantTree(t, "base after the approved commit", want, after)
-		first := r.block
+		first := r.Settle
 
 		r = x.airlock("commit", "prot1")
 		wantCode(t, r, 0)
@@ -226,8 +228,8 @@ func TestE2EUnsupportedEntries(t *testing.T) {
 	r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c", `test ! -e sub/pipe0 || exit 9; printf 'new\n' > new.txt`)
 	wantCode(t, r, 0)
 	wantBlock(t, r, map[string]string{"outcome": "committed", "added": "1", "modified": "0", "deleted": "0"})
-	if !strings.Contains(r.stderr, "warning") || !strings.Contains(r.stderr, "sub/pipe0") {
-		t.Errorf("no warning naming sub/pipe0 on stderr:\n%s", r.stderr)
+	if !strings.Contains(r.Stderr, "warning") || !strings.Contains(r.Stderr, "sub/pipe0") {
+		t.Errorf("no warning naming sub/pipe0 on stderr:\n%s", r.Stderr)
 	}
 	want := before
 	want["new.txt"] = F(0o644, "new\n")

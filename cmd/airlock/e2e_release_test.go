@@ -47,10 +47,10 @@ func TestE2EReleaseBuildIgnoresFaultPoints(t *testing.T) {
 	committed := func(t *testing.T, x *h, r result) {
 		t.Helper()
 		wantCode(t, r, 0)
-		if r.block["outcome"] != "committed" {
-			t.Errorf("outcome %q, want committed:\n%v", r.block["outcome"], r)
+		if r.Settle["outcome"] != "committed" {
+			t.Errorf("outcome %q, want committed:\n%v", r.Settle["outcome"], r)
 		}
-		if got := readFile(t, filepath.Join(x.base, "f")); got != "b\n" {
+		if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != "b\n" {
 			t.Errorf("base f = %q after the commit, want %q", got, "b\n")
 		}
 	}
@@ -59,13 +59,13 @@ func TestE2EReleaseBuildIgnoresFaultPoints(t *testing.T) {
 		env := "AIRLOCK_TEST_FAULT=journal-synced"
 		x := prepare(t, release)
 		r := x.exec(run{bin: release, env: []string{env}, args: []string{"commit", "r1"}})
-		if r.signal != 0 {
-			t.Fatalf("%s killed the release binary's commit (%v):\n%v", env, r.signal, r)
+		if r.Signal != 0 {
+			t.Fatalf("%s killed the release binary's commit (%v):\n%v", env, r.Signal, r)
 		}
 		committed(t, x, r)
 
 		x = prepare(t, airlockBin)
-		if r := x.airlockEnv([]string{env}, "commit", "r1"); r.signal != syscall.SIGKILL {
+		if r := x.airlockEnv([]string{env}, "commit", "r1"); r.Signal != syscall.SIGKILL {
 			t.Errorf("control: %s did not kill the tests' binary (built with -tags %s):\n%v", env, testbin.FaultsTag, r)
 		}
 	})
@@ -78,8 +78,8 @@ func TestE2EReleaseBuildIgnoresFaultPoints(t *testing.T) {
 		env := "AIRLOCK_TEST_PAUSE=checked:" + pause
 		x := prepare(t, release)
 		r := x.exec(run{bin: release, env: []string{env}, args: []string{"commit", "r1"}})
-		if r.signal != 0 {
-			t.Fatalf("%s: the release binary's commit did not finish by itself (%v):\n%v", env, r.signal, r)
+		if r.Signal != 0 {
+			t.Fatalf("%s: the release binary's commit did not finish by itself (%v):\n%v", env, r.Signal, r)
 		}
 		committed(t, x, r)
 		if ents, err := os.ReadDir(pause); err != nil || len(ents) != 0 {
@@ -90,6 +90,6 @@ func TestE2EReleaseBuildIgnoresFaultPoints(t *testing.T) {
 		p := x.start(run{env: []string{env}, args: []string{"commit", "r1"}})
 		waitFile(t, filepath.Join(pause, "reached"))
 		touch(t, filepath.Join(pause, "continue"))
-		committed(t, x, p.wait())
+		committed(t, x, p.WaitSettled())
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // Two commits of the same transaction at the same time: the second waits
@@ -21,20 +23,20 @@ func TestE2ESameTransactionCommittedTwiceAtOnce(t *testing.T) {
 	waitFile(t, filepath.Join(pause, "reached"))
 	second := x.start(run{args: []string{"commit", "twice"}})
 	touch(t, filepath.Join(pause, "continue"))
-	r1, r2 := first.wait(), second.wait()
+	r1, r2 := first.WaitSettled(), second.WaitSettled()
 	wantCode(t, r1, 0)
 	wantCode(t, r2, 0)
-	if r1.block["outcome"] != "committed" || r2.block["outcome"] != "committed" {
-		t.Fatalf("outcomes %q and %q, want committed twice (the second reporting the first)", r1.block["outcome"], r2.block["outcome"])
+	if r1.Settle["outcome"] != "committed" || r2.Settle["outcome"] != "committed" {
+		t.Fatalf("outcomes %q and %q, want committed twice (the second reporting the first)", r1.Settle["outcome"], r2.Settle["outcome"])
 	}
-	if r1.block["receipt"] != r2.block["receipt"] {
+	if r1.Settle["receipt"] != r2.Settle["receipt"] {
 		t.Errorf("the two commits report different receipts")
 	}
 	show := x.airlock("show", "twice")
-	if !strings.Contains(show.stdout, "status:    committed") {
-		t.Errorf("after two commits at once the transaction is not committed:\n%s", show.stdout)
+	if !strings.Contains(show.Stdout, "status:    committed") {
+		t.Errorf("after two commits at once the transaction is not committed:\n%s", show.Stdout)
 	}
-	if got := readFile(t, filepath.Join(x.base, "f")); got != "b\n" {
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != "b\n" {
 		t.Errorf("f = %q", got)
 	}
 }
@@ -46,12 +48,12 @@ func TestE2EReceiptCopyFailureIsAWarning(t *testing.T) {
 	writeFile(t, filepath.Join(x.base, "f"), "a\n")
 	r := x.airlock("run", "--workdir", x.base, "--receipt", filepath.Join(x.home, "no", "such", "dir", "r.json"), "--", "sh", "-c", "echo b > f")
 	wantCode(t, r, 0)
-	if r.block["outcome"] != "committed" || !strings.Contains(r.stderr, "airlock: warning: --receipt") {
+	if r.Settle["outcome"] != "committed" || !strings.Contains(r.Stderr, "airlock: warning: --receipt") {
 		t.Fatalf("want committed and a warning about --receipt: %v", r)
 	}
 	// Nothing is left in flight: the next transaction commits.
 	wantCode(t, x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "echo c > f"), 0)
-	if got := readFile(t, filepath.Join(x.base, "f")); got != "c\n" {
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != "c\n" {
 		t.Errorf("f = %q, want c", got)
 	}
 }
@@ -65,18 +67,18 @@ func TestE2EGCKeepsTheApplyInFlight(t *testing.T) {
 			x := newH(t)
 			writeFile(t, filepath.Join(x.base, "f"), "a\n")
 			r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + point}, "run", "--workdir", x.base, "--id", "inflight", "--", "sh", "-c", "echo b > f")
-			if r.code != -1 {
+			if r.Code != -1 {
 				t.Fatalf("the fault point did not kill airlock: %v", r)
 			}
 			for _, args := range [][]string{{"gc", "inflight"}, {"gc"}} {
 				gc := x.airlock(args...)
-				if !strings.Contains(gc.stdout, "kept inflight") {
-					t.Errorf("airlock %v with the transaction in flight:\n%s\nwant it kept", args, gc.stdout)
+				if !strings.Contains(gc.Stdout, "kept inflight") {
+					t.Errorf("airlock %v with the transaction in flight:\n%s\nwant it kept", args, gc.Stdout)
 				}
 			}
 			wantCode(t, x.airlock("recover", "--workdir", x.base), 0)
 			want := map[string]string{"applied": "a\n", "recorded": "b\n"}[point] // rolled back, or forward
-			if got := readFile(t, filepath.Join(x.base, "f")); got != want {
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "f")); got != want {
 				t.Errorf("after recover f = %q, want %q", got, want)
 			}
 			wantCode(t, x.airlock("run", "--workdir", x.base, "--", "true"), 0)

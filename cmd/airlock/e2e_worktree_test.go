@@ -55,8 +55,8 @@ func showJSON(t *testing.T, x *h, id string) map[string]any {
 	r := x.airlock("show", id, "--json")
 	wantCode(t, r, 0)
 	var m map[string]any
-	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
-		t.Fatalf("show --json: %v\n%s", err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &m); err != nil {
+		t.Fatalf("show --json: %v\n%s", err, r.Stdout)
 	}
 	return m
 }
@@ -91,7 +91,7 @@ func TestE2EWorktreeStagesWorkingTree(t *testing.T) {
 			}
 			r := x.airlock("open", "--workdir", base, "--backend", "worktree", "--id", "wt")
 			wantCode(t, r, 0)
-			staged := strings.Split(r.stdout, "\n")[1]
+			staged := strings.Split(r.Stdout, "\n")[1]
 
 			wantTree(t, "staged tree", before, snapshot(t, staged+"/.", isGit))
 			for _, args := range [][]string{
@@ -112,17 +112,17 @@ func TestE2EWorktreeStagesWorkingTree(t *testing.T) {
 			if m["backend"] != "worktree" || m["branch"] != "airlock/wt" || m["branch_head"] != head || m["git_meta"] != 0.0 {
 				t.Errorf("show: backend %v, branch %v at %v, git_meta %v; want worktree, airlock/wt at %s, 0", m["backend"], m["branch"], m["branch_head"], m["git_meta"], head)
 			}
-			if r := x.airlock("show", "wt"); !strings.Contains(r.stdout, "branch:    airlock/wt at "+head+"\n") {
-				t.Errorf("show does not name the branch:\n%s", r.stdout)
+			if r := x.airlock("show", "wt"); !strings.Contains(r.Stdout, "branch:    airlock/wt at "+head+"\n") {
+				t.Errorf("show does not name the branch:\n%s", r.Stdout)
 			}
-			if r := x.airlock("diff", "wt", "--name-status"); r.stdout != "" {
-				t.Errorf("a fresh worktree has changes:\n%s", r.stdout)
+			if r := x.airlock("diff", "wt", "--name-status"); r.Stdout != "" {
+				t.Errorf("a fresh worktree has changes:\n%s", r.Stdout)
 			}
 
 			r = x.airlock("discard", "wt")
 			wantCode(t, r, 0)
-			if strings.Contains(r.stderr, "kept branch") {
-				t.Errorf("discard kept a branch that holds nothing:\n%s", r.stderr)
+			if strings.Contains(r.Stderr, "kept branch") {
+				t.Errorf("discard kept a branch that holds nothing:\n%s", r.Stderr)
 			}
 			if got := worktrees(g, repo); len(got) != 1 || got[0] != repo {
 				t.Errorf("worktrees after discard: %q", got)
@@ -130,7 +130,7 @@ func TestE2EWorktreeStagesWorkingTree(t *testing.T) {
 			if got := g(repo, "branch", "--list", "airlock/*"); got != "" {
 				t.Errorf("branches after discard: %q", got)
 			}
-			if exists(staged) {
+			if testbin.Exists(staged) {
 				t.Errorf("staged tree %s still there", staged)
 			}
 			wantTree(t, "base after discard", before, snapshot(t, base, isGit))
@@ -162,9 +162,9 @@ func TestE2EWorktreeAgentCommit(t *testing.T) {
 				fmt.Sprintf(`set -e; printf 'agent\n' >> a.txt; printf 'new\n' > added.txt; git add a.txt added.txt; git commit -q -m 'from the agent'; git rev-parse HEAD > "$HOME/sha"; exit %d`, tt.exit)}})
 			wantCode(t, r, tt.exit)
 			wantBlock(t, r, map[string]string{"outcome": tt.outcome, "added": "1", "modified": "1", "deleted": "0"})
-			sha := strings.TrimSpace(readFile(t, filepath.Join(x.home, "sha")))
-			if !strings.Contains(r.stderr, "airlock: kept branch airlock/ag at "+sha) {
-				t.Errorf("the settle does not say it kept airlock/ag at %s:\n%s", sha, r.stderr)
+			sha := strings.TrimSpace(testbin.ReadFile(t, filepath.Join(x.home, "sha")))
+			if !strings.Contains(r.Stderr, "airlock: kept branch airlock/ag at "+sha) {
+				t.Errorf("the settle does not say it kept airlock/ag at %s:\n%s", sha, r.Stderr)
 			}
 			if got := strings.TrimSpace(g(x.base, "rev-parse", "airlock/ag")); got != sha {
 				t.Errorf("airlock/ag at %s, want the agent's commit %s", got, sha)
@@ -209,15 +209,15 @@ func TestE2EWorktreeConcurrentOpens(t *testing.T) {
 	g := gitBase(t, x)
 	before := snapshot(t, x.base, isGit)
 	const n = 8
-	procs := make([]*proc, n)
+	procs := make([]proc, n)
 	for i := range procs {
 		procs[i] = x.start(run{args: []string{"open", "--workdir", x.base, "--backend", "worktree", "--id", fmt.Sprintf("c%d", i)}})
 	}
 	staged := make([]string, n)
 	for i, p := range procs {
-		r := p.wait()
+		r := p.WaitSettled()
 		wantCode(t, r, 0)
-		staged[i] = strings.Split(r.stdout, "\n")[1]
+		staged[i] = strings.Split(r.Stdout, "\n")[1]
 	}
 	if got := worktrees(g, x.base); len(got) != n+1 {
 		t.Fatalf("%d worktrees registered, want %d: %q", len(got), n+1, got)
@@ -232,7 +232,7 @@ func TestE2EWorktreeConcurrentOpens(t *testing.T) {
 		procs[i] = x.start(run{args: []string{"discard", fmt.Sprintf("c%d", i)}})
 	}
 	for _, p := range procs {
-		wantCode(t, p.wait(), 0)
+		wantCode(t, p.WaitSettled(), 0)
 	}
 	if got := worktrees(g, x.base); len(got) != 1 {
 		t.Errorf("worktrees after discarding all: %q", got)
@@ -273,7 +273,7 @@ func TestE2EGitMergeBase(t *testing.T) {
 			r := x.airlock("commit", "m")
 			wantCode(t, r, 0)
 			wantBlock(t, r, map[string]string{"outcome": "committed", "modified": "1"})
-			if got, want := readFile(t, filepath.Join(x.base, "doc.txt")), lines(map[int]string{2: "agent", 11: "human"}); got != want {
+			if got, want := testbin.ReadFile(t, filepath.Join(x.base, "doc.txt")), lines(map[int]string{2: "agent", 11: "human"}); got != want {
 				t.Errorf("merged doc.txt:\n%s\nwant:\n%s", got, want)
 			}
 
@@ -295,7 +295,7 @@ func TestE2EWorktreeCrashThenGC(t *testing.T) {
 	x := newH(t)
 	g := gitBase(t, x)
 	r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=worktree-created"}, "open", "--workdir", x.base, "--backend", "worktree", "--id", "cr")
-	if r.signal != syscall.SIGKILL {
+	if r.Signal != syscall.SIGKILL {
 		t.Fatalf("open was not killed at worktree-created\n%s", r)
 	}
 	if got := worktrees(g, x.base); len(got) != 2 || !strings.HasPrefix(got[1], x.state+"/") {
@@ -309,7 +309,7 @@ func TestE2EWorktreeCrashThenGC(t *testing.T) {
 	}
 	r = x.airlock("gc")
 	wantCode(t, r, 0)
-	if !strings.Contains(r.stdout, "removed cr (its open died after its git worktree was made") {
+	if !strings.Contains(r.Stdout, "removed cr (its open died after its git worktree was made") {
 		t.Errorf("gc does not report the crashed open:\n%s", r)
 	}
 	if got := worktrees(g, x.base); len(got) != 1 || got[0] != x.base {
@@ -321,13 +321,13 @@ func TestE2EWorktreeCrashThenGC(t *testing.T) {
 	if got := g(x.base, "branch", "--list", "airlock/*"); got != "" {
 		t.Errorf("branches after gc:\n%s", got)
 	}
-	if exists(filepath.Join(x.state, "tx", "cr")) {
+	if testbin.Exists(filepath.Join(x.state, "tx", "cr")) {
 		t.Errorf("the crashed transaction's state is still there")
 	}
 	// The same id opens cleanly again.
 	staged := x.openTx("cr", "--backend", "worktree")
 	wantCode(t, x.airlock("discard", "cr"), 0)
-	if exists(staged) {
+	if testbin.Exists(staged) {
 		t.Errorf("%s still there", staged)
 	}
 }
@@ -341,7 +341,7 @@ func TestE2EWorktreeRefusals(t *testing.T) {
 	r := x.airlock("open", "--workdir", x.base, "--backend", "worktree")
 	wantCode(t, r, 125)
 	oneLine(t, r, x.base, "not in a git work tree", "--backend copy")
-	if exists(filepath.Join(x.state, "tx")) {
+	if testbin.Exists(filepath.Join(x.state, "tx")) {
 		if ents, _ := os.ReadDir(filepath.Join(x.state, "tx")); len(ents) != 0 {
 			t.Errorf("a refused open left state: %v", ents)
 		}
@@ -352,7 +352,7 @@ func TestE2EWorktreeRefusals(t *testing.T) {
 	if m := showJSON(t, x, "auto"); m["backend"] == "worktree" || m["branch"] != nil {
 		t.Errorf("auto picked %v (branch %v)", m["backend"], m["branch"])
 	}
-	if !exists(filepath.Join(staged, ".git", "HEAD")) {
+	if !testbin.Exists(filepath.Join(staged, ".git", "HEAD")) {
 		t.Errorf("auto's staged tree has no copy of .git")
 	}
 	wantCode(t, x.airlock("discard", "auto"), 0)
@@ -367,12 +367,12 @@ func TestE2EWorktreeRunAtStagedPath(t *testing.T) {
 	r := x.exec(run{dir: filepath.Join(x.base, "src"), args: []string{"run", "--workdir", x.base, "--backend", "worktree", "--id", "sp", "--", "sh", "-c",
 		`pwd -P; git rev-parse --abbrev-ref HEAD; git status --porcelain -- . | wc -l`}})
 	wantCode(t, r, 0)
-	out := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	out := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	if len(out) != 3 || out[0] != filepath.Join(x.state, "tx", "sp", "staged", "src") || out[1] != "airlock/sp" || strings.TrimSpace(out[2]) != "3" {
 		t.Errorf("the command saw %q; want it in the staged src/ on airlock/sp with 3 changed paths\n%s", out, r)
 	}
-	if !strings.Contains(r.stderr, "same-path mode is off for --backend worktree") {
-		t.Errorf("run does not say same-path mode is off:\n%s", r.stderr)
+	if !strings.Contains(r.Stderr, "same-path mode is off for --backend worktree") {
+		t.Errorf("run does not say same-path mode is off:\n%s", r.Stderr)
 	}
 	wantBlock(t, r, map[string]string{"outcome": "no_changes"})
 }

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -27,7 +28,8 @@ import (
 //	airlock [exit=N] ARGS...   run the airlock under test (on PATH first);
 //	                           it must exit N (default 0)
 //
-// and the conditions [root] and [git]. Every script gets a fresh $HOME
+// and the conditions [root], [git] and [overlay] (overlayfs mounts here,
+// as `airlock doctor` finds). Every script gets a fresh $HOME
 // ($WORK/home), its own state root ($AIRLOCK_STATE_DIR, $WORK/state),
 // git's identity without any system or global git config, and nothing of
 // the caller's environment beyond PATH.
@@ -62,6 +64,8 @@ func TestScript(t *testing.T) {
 					return false, fmt.Errorf("git is not installed, and CI=true: %w", err)
 				}
 				return err == nil, nil
+			case "overlay":
+				return overlayWorks()
 			}
 			return false, errors.New("unknown condition " + cond)
 		},
@@ -97,4 +101,41 @@ func scriptAirlock(ts *testscript.TestScript, neg bool, args []string) {
 	case !neg && code != want:
 		ts.Fatalf("airlock %s: exit %d, want %d", strings.Join(args, " "), code, want)
 	}
+}
+
+// overlayWorks reports whether `airlock doctor` finds overlay supported.
+// Under CI=true, as root, a missing overlay is an error: CI provides it,
+// and a script must not skip its overlay half there unseen.
+func overlayWorks() (bool, error) {
+	dir, err := os.MkdirTemp("", "airlock-doctor-")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command(airlockBin, "doctor", "--json")
+	cmd.Env = testbin.Environ(filepath.Join(dir, "state"), dir)
+	out, err := cmd.Output()
+	if err != nil {
+		return false, fmt.Errorf("airlock doctor --json: %w", err)
+	}
+	var doc struct {
+		Checks []struct {
+			Name      string `json:"name"`
+			Supported bool   `json:"supported"`
+			Reason    string `json:"reason"`
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return false, fmt.Errorf("airlock doctor --json: %w", err)
+	}
+	for _, c := range doc.Checks {
+		if c.Name != "overlay" {
+			continue
+		}
+		if !c.Supported && os.Geteuid() == 0 && testbin.InCI() {
+			return false, fmt.Errorf("overlay is unsupported here (%s), and CI=true", c.Reason)
+		}
+		return c.Supported, nil
+	}
+	return false, errors.New("airlock doctor --json has no overlay check")
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // TestClaudeWorktreeSession plays a `claude --worktree feature-auth`
@@ -17,14 +19,14 @@ func TestClaudeWorktreeSession(t *testing.T) {
 
 	r := w.hook("claude", "worktree-create", worktreeCreate(w.base, "feature-auth"))
 	mustCode(t, r, 0)
-	staged := strings.TrimSuffix(r.stdout, "\n")
-	if !filepath.IsAbs(staged) || strings.Contains(staged, "\n") || r.stdout != staged+"\n" {
+	staged := strings.TrimSuffix(r.Stdout, "\n")
+	if !filepath.IsAbs(staged) || strings.Contains(staged, "\n") || r.Stdout != staged+"\n" {
 		t.Fatalf("stdout must be exactly one absolute path\n%s", r)
 	}
-	if readFile(t, filepath.Join(staged, "src", "app.go")) != "package app\n" {
+	if testbin.ReadFile(t, filepath.Join(staged, "src", "app.go")) != "package app\n" {
 		t.Fatalf("the worktree %s does not hold the project", staged)
 	}
-	if !strings.HasPrefix(r.stderr, "airlock: opened transaction feature-auth over "+w.base+";") || strings.Count(r.stderr, "\n") != 1 {
+	if !strings.HasPrefix(r.Stderr, "airlock: opened transaction feature-auth over "+w.base+";") || strings.Count(r.Stderr, "\n") != 1 {
 		t.Errorf("stderr should say which transaction was opened, in one line\n%s", r)
 	}
 
@@ -42,28 +44,28 @@ func TestClaudeWorktreeSession(t *testing.T) {
 				t.Errorf("context does not mention %q:\n%s", want, ctx)
 			}
 		}
-		if r.stderr != "" {
-			t.Errorf("stderr %q, want nothing", r.stderr)
+		if r.Stderr != "" {
+			t.Errorf("stderr %q, want nothing", r.Stderr)
 		}
 		// Codex documents the same SessionStart answer.
 		cr := w.hook("codex", "session-start", map[string]any{"session_id": "s-1", "transcript_path": nil, "cwd": staged,
 			"hook_event_name": "SessionStart", "model": "gpt-5-codex", "permission_mode": "default", "source": "startup"})
 		mustCode(t, cr, 0)
-		if cr.stdout != r.stdout {
+		if cr.Stdout != r.Stdout {
 			t.Errorf("codex's SessionStart answer differs from claude's\n%s", cr)
 		}
 	})
 
-	writeFiles(t, staged, map[string]string{"src/auth.go": "package app // auth\n"})
+	testbin.WriteFiles(t, staged, map[string]string{"src/auth.go": "package app // auth\n"})
 	t.Run("a stop that would commit lets Claude stop", func(t *testing.T) {
 		r := w.hook("claude", "stop", stopInput(staged, false))
 		mustCode(t, r, 0)
-		if r.stdout != "" || r.stderr != "" {
+		if r.Stdout != "" || r.Stderr != "" {
 			t.Fatalf("want no output at all (exit 0 allows the stop)\n%s", r)
 		}
 	})
 
-	writeFiles(t, staged, map[string]string{".envrc": "export SECRET=1\n"})
+	testbin.WriteFiles(t, staged, map[string]string{".envrc": "export SECRET=1\n"})
 	t.Run("a refusal blocks the stop with what to fix", func(t *testing.T) {
 		r := w.hook("claude", "stop", stopInput(filepath.Join(staged, "src"), false))
 		mustCode(t, r, 0)
@@ -77,7 +79,7 @@ func TestClaudeWorktreeSession(t *testing.T) {
 				t.Errorf("reason does not say %q:\n%s", want, reason)
 			}
 		}
-		if exists(filepath.Join(w.base, ".envrc")) || exists(filepath.Join(w.base, "src", "auth.go")) {
+		if testbin.Exists(filepath.Join(w.base, ".envrc")) || testbin.Exists(filepath.Join(w.base, "src", "auth.go")) {
 			t.Error("a stop hook in check mode wrote to the base")
 		}
 	})
@@ -96,7 +98,7 @@ func TestClaudeWorktreeSession(t *testing.T) {
 		}
 		r := w.hook("claude", "stop", stopInput(staged, true))
 		mustCode(t, r, 0)
-		if r.stdout != "" {
+		if r.Stdout != "" {
 			t.Fatalf("the fixed workspace should let Claude stop\n%s", r)
 		}
 	})
@@ -104,13 +106,13 @@ func TestClaudeWorktreeSession(t *testing.T) {
 	t.Run("removing the worktree parks the transaction with its changes", func(t *testing.T) {
 		r := w.hook("claude", "worktree-remove", with(common("WorktreeRemove", w.base), "worktree_path", staged))
 		mustCode(t, r, 0)
-		if r.stdout != "" {
-			t.Errorf("stdout %q, want nothing", r.stdout)
+		if r.Stdout != "" {
+			t.Errorf("stdout %q, want nothing", r.Stdout)
 		}
-		if !strings.HasPrefix(r.stderr, "airlock: parked transaction feature-auth (open) with its changes: 1 added, 0 modified, 0 deleted; nothing was discarded.\n") {
+		if !strings.HasPrefix(r.Stderr, "airlock: parked transaction feature-auth (open) with its changes: 1 added, 0 modified, 0 deleted; nothing was discarded.\n") {
 			t.Errorf("stderr should say the transaction was parked\n%s", r)
 		}
-		if readFile(t, filepath.Join(staged, "src", "auth.go")) != "package app // auth\n" {
+		if testbin.ReadFile(t, filepath.Join(staged, "src", "auth.go")) != "package app // auth\n" {
 			t.Error("the parked workspace lost its change")
 		}
 		if got := w.status("feature-auth"); got != "open" {
@@ -121,19 +123,19 @@ func TestClaudeWorktreeSession(t *testing.T) {
 	t.Run("a new session under the same name resumes it", func(t *testing.T) {
 		r := w.hook("claude", "worktree-create", worktreeCreate(w.base, "feature-auth"))
 		mustCode(t, r, 0)
-		if r.stdout != staged+"\n" || !strings.Contains(r.stderr, "resuming transaction feature-auth") {
+		if r.Stdout != staged+"\n" || !strings.Contains(r.Stderr, "resuming transaction feature-auth") {
 			t.Fatalf("want the parked workspace back\n%s", r)
 		}
 	})
 
 	r = w.airlock("", "commit", "feature-auth", "--quiet")
 	mustCode(t, r, 0)
-	if readFile(t, filepath.Join(w.base, "src", "auth.go")) != "package app // auth\n" {
+	if testbin.ReadFile(t, filepath.Join(w.base, "src", "auth.go")) != "package app // auth\n" {
 		t.Error("the session's change did not land")
 	}
 	r = w.hook("claude", "worktree-remove", with(common("WorktreeRemove", w.base), "worktree_path", staged))
 	mustCode(t, r, 0)
-	if r.stderr != "airlock: transaction feature-auth is already committed; nothing to remove\n" {
+	if r.Stderr != "airlock: transaction feature-auth is already committed; nothing to remove\n" {
 		t.Errorf("removing a committed worktree\n%s", r)
 	}
 }
@@ -145,24 +147,24 @@ func TestClaudeWorktreeRemoveDiscardsEmpty(t *testing.T) {
 	// An isolated subagent's name, in the spelling some builds sent.
 	r := w.hook("claude", "worktree-create", with(common("WorktreeCreate", w.base), "worktree_name", "agent-a1b2c3"))
 	mustCode(t, r, 0)
-	staged := strings.TrimSpace(r.stdout)
+	staged := strings.TrimSpace(r.Stdout)
 	r = w.hook("claude", "worktree-remove", with(common("WorktreeRemove", w.base), "worktree_path", staged))
 	mustCode(t, r, 0)
-	if !strings.HasPrefix(r.stderr, "airlock: discarded transaction agent-a1b2c3: it had no changes") {
+	if !strings.HasPrefix(r.Stderr, "airlock: discarded transaction agent-a1b2c3: it had no changes") {
 		t.Errorf("stderr should say it was discarded\n%s", r)
 	}
-	if exists(staged) {
+	if testbin.Exists(staged) {
 		t.Error("the discarded workspace is still there")
 	}
 	if got := w.status("agent-a1b2c3"); got != "discarded" {
 		t.Errorf("status %s, want discarded", got)
 	}
 	// A path no transaction owns is never touched.
-	other := realDir(t)
-	writeFiles(t, other, map[string]string{"x": "x"})
+	other := testbin.RealDir(t)
+	testbin.WriteFiles(t, other, map[string]string{"x": "x"})
 	r = w.hook("claude", "worktree-remove", with(common("WorktreeRemove", w.base), "worktree_path", other))
 	mustCode(t, r, 0)
-	if r.stderr != "airlock: "+other+" is not the workspace of an airlock transaction; left as it is\n" || !exists(filepath.Join(other, "x")) {
+	if r.Stderr != "airlock: "+other+" is not the workspace of an airlock transaction; left as it is\n" || !testbin.Exists(filepath.Join(other, "x")) {
 		t.Errorf("a foreign worktree path\n%s", r)
 	}
 }
@@ -173,7 +175,7 @@ func TestClaudeWorktreeCreateFails(t *testing.T) {
 	w := newWorld(t, map[string]string{"a": "a"})
 	r := w.hook("claude", "worktree-create", worktreeCreate(w.base, "outer"))
 	mustCode(t, r, 0)
-	staged := strings.TrimSpace(r.stdout)
+	staged := strings.TrimSpace(r.Stdout)
 	cases := []struct {
 		name, stdin, stderr string
 	}{
@@ -185,13 +187,13 @@ func TestClaudeWorktreeCreateFails(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := w.run("", c.stdin, nil, airlockBin, "hook", "claude", "worktree-create")
-			if r.code == 0 || r.stdout != "" || !strings.Contains(r.stderr, c.stderr) {
+			if r.Code == 0 || r.Stdout != "" || !strings.Contains(r.Stderr, c.stderr) {
 				t.Fatalf("want a non-zero exit, no stdout, and stderr saying %q\n%s", c.stderr, r)
 			}
 		})
 	}
 	r = w.run("", "{}", nil, airlockBin, "hook", "claude", "teleport")
-	if r.code != 125 || !strings.Contains(r.stderr, `unknown claude hook event "teleport"`) {
+	if r.Code != 125 || !strings.Contains(r.Stderr, `unknown claude hook event "teleport"`) {
 		t.Errorf("an unknown event\n%s", r)
 	}
 }
@@ -202,25 +204,25 @@ func TestStopOutsideTransaction(t *testing.T) {
 	w := newWorld(t, map[string]string{"a": "a"})
 	r := w.hook("claude", "stop", stopInput(w.base, false))
 	mustCode(t, r, 0)
-	if r.stdout != "" || r.stderr != "" {
+	if r.Stdout != "" || r.Stderr != "" {
 		t.Errorf("claude: want no output\n%s", r)
 	}
 	r = w.hook("codex", "stop", codexStop(w.base, false))
 	mustCode(t, r, 0)
-	if r.stdout != "{}\n" || r.stderr != "" {
+	if r.Stdout != "{}\n" || r.Stderr != "" {
 		t.Errorf("codex: want {}\n%s", r)
 	}
 	r = w.hook("claude", "session-start", with(common("SessionStart", w.base), "source", "startup"))
 	mustCode(t, r, 0)
-	if r.stdout != "" {
+	if r.Stdout != "" {
 		t.Errorf("session-start outside a transaction: want no context\n%s", r)
 	}
-	if exists(w.state) {
+	if testbin.Exists(w.state) {
 		t.Error("a hook outside any transaction created the state root")
 	}
 	// Codex reads Stop's stdout as JSON even when the input is broken.
 	r = w.run("", "not json", nil, airlockBin, "hook", "codex", "stop")
-	if r.code != 0 || r.stdout != "{}\n" || !strings.Contains(r.stderr, "not a JSON object") {
+	if r.Code != 0 || r.Stdout != "{}\n" || !strings.Contains(r.Stderr, "not a JSON object") {
 		t.Errorf("codex stop with bad input\n%s", r)
 	}
 }
@@ -230,13 +232,13 @@ func TestStopOutsideTransaction(t *testing.T) {
 func TestStopModes(t *testing.T) {
 	t.Run("check runs the configured validate", func(t *testing.T) {
 		w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": "validate = \"test ! -e bad || { echo 'bad file present'; exit 1; }\"\n"})
-		staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "v")).stdout)
-		writeFiles(t, staged, map[string]string{"bad": "x"})
+		staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "v")).Stdout)
+		testbin.WriteFiles(t, staged, map[string]string{"bad": "x"})
 		for _, agent := range []string{"claude", "codex"} {
 			in := stopInput(staged, false)
 			if agent == "codex" {
 				in = codexStop(staged, false)
-				writeFiles(t, staged, map[string]string{"bad": "changed, so checked afresh"})
+				testbin.WriteFiles(t, staged, map[string]string{"bad": "changed, so checked afresh"})
 			}
 			r := w.hook(agent, "stop", in)
 			mustCode(t, r, 0)
@@ -246,14 +248,14 @@ func TestStopModes(t *testing.T) {
 				t.Errorf("%s: want a block naming the failed validation and its output\n%s", agent, r)
 			}
 		}
-		if exists(filepath.Join(w.base, "bad")) {
+		if testbin.Exists(filepath.Join(w.base, "bad")) {
 			t.Error("validation wrote to the base")
 		}
 	})
 	t.Run("commit commits on stop", func(t *testing.T) {
 		w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": "[hooks]\nstop = \"commit\"\n"})
-		staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "c")).stdout)
-		writeFiles(t, staged, map[string]string{".envrc": "x"})
+		staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "c")).Stdout)
+		testbin.WriteFiles(t, staged, map[string]string{".envrc": "x"})
 		r := w.hook("claude", "stop", stopInput(staged, false))
 		mustCode(t, r, 0)
 		if out := decode(t, r); out["decision"] != "block" {
@@ -262,25 +264,25 @@ func TestStopModes(t *testing.T) {
 		if err := os.Remove(filepath.Join(staged, ".envrc")); err != nil {
 			t.Fatal(err)
 		}
-		writeFiles(t, staged, map[string]string{"a": "a2"})
+		testbin.WriteFiles(t, staged, map[string]string{"a": "a2"})
 		r = w.hook("claude", "stop", stopInput(staged, true))
 		mustCode(t, r, 0)
 		out := decode(t, r)
 		if msg, _ := out["systemMessage"].(string); keys(out) != "systemMessage" || !strings.Contains(msg, "transaction c committed: 0 added, 1 modified, 0 deleted") {
 			t.Fatalf("want a systemMessage saying it committed\n%s", r)
 		}
-		if readFile(t, filepath.Join(w.base, "a")) != "a2" || w.status("c") != "committed" {
+		if testbin.ReadFile(t, filepath.Join(w.base, "a")) != "a2" || w.status("c") != "committed" {
 			t.Error("the commit on stop did not land")
 		}
 	})
 	t.Run("off does nothing", func(t *testing.T) {
 		w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": "[hooks]\nstop = \"off\"\n"})
-		staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "o")).stdout)
-		writeFiles(t, staged, map[string]string{".envrc": "x"})
-		if r := w.hook("claude", "stop", stopInput(staged, false)); r.code != 0 || r.stdout != "" {
+		staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "o")).Stdout)
+		testbin.WriteFiles(t, staged, map[string]string{".envrc": "x"})
+		if r := w.hook("claude", "stop", stopInput(staged, false)); r.Code != 0 || r.Stdout != "" {
 			t.Errorf("claude\n%s", r)
 		}
-		if r := w.hook("codex", "stop", codexStop(staged, false)); r.code != 0 || r.stdout != "{}\n" {
+		if r := w.hook("codex", "stop", codexStop(staged, false)); r.Code != 0 || r.Stdout != "{}\n" {
 			t.Errorf("codex\n%s", r)
 		}
 	})
@@ -290,8 +292,8 @@ func TestStopModes(t *testing.T) {
 // the hook runs in, which both agents set to the session's.
 func TestStopWithoutCwd(t *testing.T) {
 	w := newWorld(t, map[string]string{"a": "a"})
-	staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "nocwd")).stdout)
-	writeFiles(t, staged, map[string]string{".envrc": "x"})
+	staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "nocwd")).Stdout)
+	testbin.WriteFiles(t, staged, map[string]string{".envrc": "x"})
 	r := w.run(staged, `{"hook_event_name":"Stop","stop_hook_active":false}`, nil, w.bin, "hook", "claude", "stop")
 	mustCode(t, r, 0)
 	if out := decode(t, r); out["decision"] != "block" {
@@ -308,8 +310,8 @@ func TestStopWithoutCwd(t *testing.T) {
 func TestHookAgentCannotLowerValidate(t *testing.T) {
 	cfg := "default_protect = false\nvalidate = \"test ! -e bad || { echo 'bad file present'; exit 1; }\"\n[hooks]\nstop = \"commit\"\n"
 	w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": cfg})
-	staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "gate")).stdout)
-	writeFiles(t, staged, map[string]string{"bad": "x", ".airlock.toml": "[hooks]\nstop = \"commit\"\n"})
+	staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "gate")).Stdout)
+	testbin.WriteFiles(t, staged, map[string]string{"bad": "x", ".airlock.toml": "[hooks]\nstop = \"commit\"\n"})
 
 	for _, args := range [][]string{
 		{"commit", "gate", "--validate", "true"},
@@ -317,10 +319,10 @@ func TestHookAgentCannotLowerValidate(t *testing.T) {
 		{"commit", "gate", "--validate", "exit 0", "--approve"},
 	} {
 		r := w.run(staged, "", nil, append([]string{airlockBin}, args...)...)
-		if r.code != 75 && r.code != 125 {
+		if r.Code != 75 && r.Code != 125 {
 			t.Errorf("%q from the agent's shell: want a refusal (75) or an error (125)\n%s", args, r)
 		}
-		if r.code == 75 && !strings.Contains(r.stderr, "airlock.refusal=ValidationFailed") {
+		if r.Code == 75 && !strings.Contains(r.Stderr, "airlock.refusal=ValidationFailed") {
 			t.Errorf("%q: refused, but not for the project's validation\n%s", args, r)
 		}
 	}
@@ -331,7 +333,7 @@ func TestHookAgentCannotLowerValidate(t *testing.T) {
 	if out["decision"] != "block" || !strings.Contains(reason, "ValidationFailed") || !strings.Contains(reason, "bad file present") {
 		t.Errorf("the stop hook's commit must be refused by the project's validate\n%s", r)
 	}
-	if exists(filepath.Join(w.base, "bad")) || readFile(t, filepath.Join(w.base, ".airlock.toml")) != cfg {
+	if testbin.Exists(filepath.Join(w.base, "bad")) || testbin.ReadFile(t, filepath.Join(w.base, ".airlock.toml")) != cfg {
 		t.Error("the agent's change landed although the project's validation failed")
 	}
 	if got := w.status("gate"); got != "refused" {

@@ -51,11 +51,11 @@ func TestCodexStopUnderRun(t *testing.T) {
 				w, out = nobodyWorld(t, files)
 			} else {
 				w = newWorld(t, files)
-				out = realDir(t)
+				out = testbin.RealDir(t)
 			}
 			script := filepath.Join(out, "agent.sh")
 			if mode != "unprivileged" {
-				writeFiles(t, out, map[string]string{"agent.sh": agentScript})
+				testbin.WriteFiles(t, out, map[string]string{"agent.sh": agentScript})
 			}
 			args := []string{w.bin, "run", "--quiet"}
 			if mode == "no-same-path" {
@@ -63,8 +63,8 @@ func TestCodexStopUnderRun(t *testing.T) {
 			}
 			r := w.run(w.base, "", []string{"OUT=" + out}, append(args, "--", "sh", script)...)
 			mustCode(t, r, 0)
-			if mode != "no-same-path" && strings.Contains(r.stderr, "same-path mode unavailable") {
-				testbin.Missing(t, "no mount namespace here: %s", r.stderr)
+			if mode != "no-same-path" && strings.Contains(r.Stderr, "same-path mode unavailable") {
+				testbin.Missing(t, "no mount namespace here: %s", r.Stderr)
 			}
 			answer := func(n string) map[string]any {
 				t.Helper()
@@ -74,7 +74,7 @@ func TestCodexStopUnderRun(t *testing.T) {
 				}
 				var m map[string]any
 				if err := json.Unmarshal(b, &m); err != nil || !strings.HasSuffix(string(b), "}\n") {
-					t.Fatalf("turn %s: stdout %q is not one JSON object (%v); stderr: %s", n, b, err, readFile(t, filepath.Join(out, "turn"+n+".err")))
+					t.Fatalf("turn %s: stdout %q is not one JSON object (%v); stderr: %s", n, b, err, testbin.ReadFile(t, filepath.Join(out, "turn"+n+".err")))
 				}
 				return m
 			}
@@ -91,12 +91,12 @@ func TestCodexStopUnderRun(t *testing.T) {
 				t.Errorf("turn 4 (fixed): %v, want {}", m)
 			}
 			if mode == "unprivileged" {
-				if e := readFile(t, filepath.Join(out, "turn1.err")); !strings.Contains(e, "checked in part: the base is hidden by the same-path view") {
+				if e := testbin.ReadFile(t, filepath.Join(out, "turn1.err")); !strings.Contains(e, "checked in part: the base is hidden by the same-path view") {
 					t.Errorf("the limited check should say so on stderr, got %q", e)
 				}
 			}
 			// The run committed when the agent exited 0.
-			if readFile(t, filepath.Join(w.base, "feature.txt")) != "feature\n" || exists(filepath.Join(w.base, "bad")) || exists(filepath.Join(w.base, ".envrc")) {
+			if testbin.ReadFile(t, filepath.Join(w.base, "feature.txt")) != "feature\n" || testbin.Exists(filepath.Join(w.base, "bad")) || testbin.Exists(filepath.Join(w.base, ".envrc")) {
 				t.Error("the base is not the agent's final tree")
 			}
 		})
@@ -128,8 +128,8 @@ func nobodyWorld(t *testing.T, files map[string]string) (*world, string) {
 			t.Fatal(err)
 		}
 	}
-	writeFiles(t, w.base, files)
-	writeFiles(t, out, map[string]string{"agent.sh": agentScript})
+	testbin.WriteFiles(t, w.base, files)
+	testbin.WriteFiles(t, out, map[string]string{"agent.sh": agentScript})
 	bin, err := os.ReadFile(airlockBin)
 	if err != nil {
 		t.Fatal(err)

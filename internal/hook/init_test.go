@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 const claudeSettings = `{
@@ -105,18 +107,18 @@ func TestInit(t *testing.T) {
 			path := filepath.Join(w.base, filepath.FromSlash(c.file))
 			r := w.run(w.base, "", nil, w.bin, "init", c.agent)
 			mustCode(t, r, 0)
-			if r.stdout != "" || r.stderr != "airlock: added airlock's "+c.events+" hooks to "+path+"\n" {
+			if r.Stdout != "" || r.Stderr != "airlock: added airlock's "+c.events+" hooks to "+path+"\n" {
 				t.Errorf("first run\n%s", r)
 			}
-			if got := readFile(t, path); got != c.want {
+			if got := testbin.ReadFile(t, path); got != c.want {
 				t.Fatalf("%s:\n%s\nwant:\n%s", c.file, got, c.want)
 			}
 			r = w.run("", "", nil, w.bin, "init", c.agent, "--workdir", w.base)
 			mustCode(t, r, 0)
-			if r.stderr != "airlock: "+path+" already runs airlock's hooks; nothing changed\n" {
+			if r.Stderr != "airlock: "+path+" already runs airlock's hooks; nothing changed\n" {
 				t.Errorf("second run\n%s", r)
 			}
-			if got := readFile(t, path); got != c.want {
+			if got := testbin.ReadFile(t, path); got != c.want {
 				t.Errorf("a second run changed %s", c.file)
 			}
 		})
@@ -137,10 +139,10 @@ func TestInitMerges(t *testing.T) {
 }`})
 	r := w.run(w.base, "", nil, w.bin, "init", "claude")
 	mustCode(t, r, 0)
-	if !strings.Contains(r.stderr, "added airlock's WorktreeCreate, WorktreeRemove, Stop, SubagentStop hooks") {
+	if !strings.Contains(r.Stderr, "added airlock's WorktreeCreate, WorktreeRemove, Stop, SubagentStop hooks") {
 		t.Errorf("an existing airlock SessionStart hook (by absolute path) must count as present\n%s", r)
 	}
-	got := readFile(t, filepath.Join(w.base, ".claude", "settings.json"))
+	got := testbin.ReadFile(t, filepath.Join(w.base, ".claude", "settings.json"))
 	// Key order is kept: the user's keys first, in their order.
 	order := []string{`"permissions"`, `"hooks"`, `"Stop"`, `"./notify.sh"`, `"airlock hook claude stop"`, `"PreToolUse"`, `"SessionStart"`, `"WorktreeCreate"`, `"model"`}
 	last := -1
@@ -194,10 +196,10 @@ func TestInitRefusesMalformed(t *testing.T) {
 			w := newWorld(t, map[string]string{".claude/settings.json": c.content})
 			path := filepath.Join(w.base, ".claude", "settings.json")
 			r := w.run(w.base, "", nil, w.bin, "init", "claude")
-			if r.code != 125 || !strings.Contains(r.stderr, "airlock: "+path+": "+c.says) || !strings.Contains(r.stderr, "nothing was written") {
+			if r.Code != 125 || !strings.Contains(r.Stderr, "airlock: "+path+": "+c.says) || !strings.Contains(r.Stderr, "nothing was written") {
 				t.Fatalf("want exit 125 naming %s and saying %q\n%s", path, c.says, r)
 			}
-			if readFile(t, path) != c.content {
+			if testbin.ReadFile(t, path) != c.content {
 				t.Error("the malformed file was changed")
 			}
 		})
@@ -216,7 +218,7 @@ func TestInitSnippetsRun(t *testing.T) {
 				Hooks []struct{ Command string } `json:"hooks"`
 			} `json:"hooks"`
 		}
-		if err := json.Unmarshal([]byte(readFile(t, filepath.Join(w.base, file))), &s); err != nil {
+		if err := json.Unmarshal([]byte(testbin.ReadFile(t, filepath.Join(w.base, file))), &s); err != nil {
 			t.Fatal(err)
 		}
 		return s.Hooks[event][0].Hooks[0].Command
@@ -224,11 +226,11 @@ func TestInitSnippetsRun(t *testing.T) {
 	in, _ := json.Marshal(worktreeCreate(w.base, "snippet"))
 	r := w.run(w.base, string(in), []string{"CLAUDE_PROJECT_DIR=" + w.base}, "sh", "-c", command(".claude/settings.json", "WorktreeCreate"))
 	mustCode(t, r, 0)
-	staged := strings.TrimSuffix(r.stdout, "\n")
+	staged := strings.TrimSuffix(r.Stdout, "\n")
 	if fi, err := os.Stat(staged); err != nil || !fi.IsDir() {
 		t.Fatalf("WorktreeCreate's command printed %q, not a directory\n%s", staged, r)
 	}
-	writeFiles(t, staged, map[string]string{".envrc": "x"})
+	testbin.WriteFiles(t, staged, map[string]string{".envrc": "x"})
 	in, _ = json.Marshal(codexStop(staged, false))
 	r = w.run(staged, string(in), nil, "sh", "-c", command(".codex/hooks.json", "Stop"))
 	mustCode(t, r, 0)

@@ -1,35 +1,16 @@
 package hook_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/airlockdev/airlock/internal/testbin"
 )
-
-// Shared test helpers (internal/testbin).
-var (
-	realDir    = testbin.RealDir
-	writeFiles = testbin.WriteFiles
-	readFile   = testbin.ReadFile
-	exists     = testbin.Exists
-)
-
-// airlockBin is the binary the tests drive, as an agent would: TestMain
-// builds it once.
-var airlockBin string
-
-func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &airlockBin)) }
 
 // world is one test's base, state root and home, each its own directory.
 type world struct {
@@ -43,10 +24,16 @@ type world struct {
 
 func newWorld(t *testing.T, files map[string]string) *world {
 	t.Helper()
-	w := &world{t: t, base: realDir(t), state: filepath.Join(realDir(t), "state"), home: realDir(t), bin: airlockBin}
-	writeFiles(t, w.base, files)
+	w := &world{t: t, base: testbin.RealDir(t), state: filepath.Join(testbin.RealDir(t), "state"), home: testbin.RealDir(t), bin: airlockBin}
+	testbin.WriteFiles(t, w.base, files)
 	return w
 }
+
+// airlockBin is the binary the tests drive, as an agent would: TestMain
+// builds it once.
+var airlockBin string
+
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &airlockBin)) }
 
 // environ is the environment of every process a test starts
 // (testbin.Environ), with the binary first on PATH as an installed airlock
@@ -56,57 +43,28 @@ func (w *world) environ(extra ...string) []string {
 	return testbin.Environ(w.state, w.home, append([]string{path}, extra...)...)
 }
 
-// result is how one process ended.
-type result struct {
-	args           []string
-	stdout, stderr string
-	code           int
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("%q: exit %d\nstdout:\n%s\nstderr:\n%s", r.args, r.code, r.stdout, r.stderr)
-}
-
-// run starts argv in dir with stdin and waits for it.
-func (w *world) run(dir, stdin string, env []string, argv ...string) result {
+// run starts argv in dir with stdin and waits for it; a process killed
+// by a signal fails the test.
+func (w *world) run(dir, stdin string, env []string, argv ...string) testbin.Result {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
 	if dir == "" {
-		cmd.Dir = w.home
+		dir = w.home
 	}
-	cmd.Env = w.environ(env...)
-	cmd.Stdin = strings.NewReader(stdin)
-	if w.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: w.cred}
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{args: argv, stdout: out.String(), stderr: errb.String()}
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			w.t.Fatalf("%q: %v", argv, err)
-		}
-		r.code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			w.t.Fatalf("%q died of %v\n%s", argv, ws.Signal(), r)
-		}
+	r := testbin.Run(w.t, testbin.Cmd{Bin: argv[0], Args: argv[1:], Dir: dir, Env: w.environ(env...), Stdin: stdin, Cred: w.cred})
+	if r.Signal != 0 {
+		w.t.Fatalf("%q died of %v\n%s", argv, r.Signal, r)
 	}
 	return r
 }
 
 // airlock runs the binary from the home directory.
-func (w *world) airlock(stdin string, args ...string) result {
+func (w *world) airlock(stdin string, args ...string) testbin.Result {
 	w.t.Helper()
 	return w.run("", stdin, nil, append([]string{airlockBin}, args...)...)
 }
 
 // hook sends an event's JSON to `airlock hook AGENT EVENT`.
-func (w *world) hook(agent, event string, input map[string]any, env ...string) result {
+func (w *world) hook(agent, event string, input map[string]any, env ...string) testbin.Result {
 	w.t.Helper()
 	b, err := json.Marshal(input)
 	if err != nil {
@@ -156,21 +114,21 @@ func codexStop(cwd string, active bool) map[string]any {
 }
 
 // mustCode fails unless r ended with code.
-func mustCode(t *testing.T, r result, code int) {
+func mustCode(t *testing.T, r testbin.Result, code int) {
 	t.Helper()
-	if r.code != code {
-		t.Fatalf("exit %d, want %d\n%s", r.code, code, r)
+	if r.Code != code {
+		t.Fatalf("exit %d, want %d\n%s", r.Code, code, r)
 	}
 }
 
 // decode parses stdout as exactly one JSON object on one line.
-func decode(t *testing.T, r result) map[string]any {
+func decode(t *testing.T, r testbin.Result) map[string]any {
 	t.Helper()
-	if !strings.HasSuffix(r.stdout, "\n") || strings.Count(r.stdout, "\n") != 1 {
+	if !strings.HasSuffix(r.Stdout, "\n") || strings.Count(r.Stdout, "\n") != 1 {
 		t.Fatalf("stdout is not one line of JSON\n%s", r)
 	}
 	var m map[string]any
-	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &m); err != nil {
 		t.Fatalf("stdout is not a JSON object: %v\n%s", err, r)
 	}
 	return m
@@ -194,7 +152,7 @@ func (w *world) status(id string) string {
 	var info struct {
 		Status string `json:"status"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &info); err != nil {
 		w.t.Fatalf("show --json: %v\n%s", err, r)
 	}
 	return info.Status

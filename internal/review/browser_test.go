@@ -1,8 +1,6 @@
 package review_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -69,7 +67,7 @@ func reviewCommit(t *testing.T, ctx context.Context, shot func(string)) {
 		"old.txt":    "to be removed\n",
 	})
 	id, staged := w.open()
-	writeFiles(t, staged, map[string]string{
+	testbin.WriteFiles(t, staged, map[string]string{
 		"src/app.go": "package app\n\nfunc Hello() string {\n\treturn \"hello, reviewer\"\n}\n\nfunc Bye() string { return \"bye\" }\n",
 		"NOTES.md":   "Reviewed <b>in a browser</b> & rendered on the server.\n",
 	})
@@ -157,10 +155,10 @@ func reviewCommit(t *testing.T, ctx context.Context, shot func(string)) {
 		t.Errorf("outcome banner: %q", outcome)
 	}
 	shot("review-committed.png")
-	if got := readFile(t, filepath.Join(w.base, "src", "app.go")); !strings.Contains(got, "hello, reviewer") {
+	if got := testbin.ReadFile(t, filepath.Join(w.base, "src", "app.go")); !strings.Contains(got, "hello, reviewer") {
 		t.Errorf("the base did not change: src/app.go is %q", got)
 	}
-	if exists(filepath.Join(w.base, "old.txt")) || !exists(filepath.Join(w.base, "NOTES.md")) {
+	if testbin.Exists(filepath.Join(w.base, "old.txt")) || !testbin.Exists(filepath.Join(w.base, "NOTES.md")) {
 		t.Error("the base is not base + change set")
 	}
 	code := rv.wait()
@@ -251,19 +249,17 @@ func forge(t *testing.T, url string) {
 
 // review is a running `airlock review`.
 type review struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	url  string
-	errb *bytes.Buffer
-	done chan int
+	t   *testing.T
+	p   *testbin.Proc
+	url string
 }
 
-func (r *review) stderr() string { return r.errb.String() }
+func (r *review) stderr() string { return r.p.Stderr() }
 
 func (r *review) wait() int {
 	select {
-	case c := <-r.done:
-		return c
+	case <-r.p.Done():
+		return r.p.Wait().Code
 	case <-time.After(20 * time.Second):
 		r.t.Fatalf("review did not exit\n%s", r.stderr())
 		return -1
@@ -274,34 +270,22 @@ func (r *review) wait() int {
 // reads the URL it prints.
 func (w *world) startReview(dir string, args ...string) *review {
 	w.t.Helper()
-	cmd := exec.Command(airlockBin, append([]string{"review", "--no-browser"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = w.environ()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		w.t.Fatal(err)
+	r := &review{t: w.t, p: testbin.Start(w.t, w.cmd(dir, append([]string{"review", "--no-browser"}, args...)...))}
+	line, ok := "", false
+	for deadline := time.Now().Add(processTimeout); !ok && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		line, _, ok = strings.Cut(r.p.Stdout(), "\n")
+		if !ok && r.p.Ended() {
+			break
+		}
 	}
-	r := &review{t: w.t, cmd: cmd, errb: &bytes.Buffer{}, done: make(chan int, 1)}
-	cmd.Stderr = r.errb
-	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Cleanup(func() {
-		cmd.Process.Kill()
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		cmd.Process.Kill()
-		w.t.Fatalf("review printed no URL: %v\n%s", err, r.stderr())
+	if !ok {
+		r.p.Signal(os.Kill)
+		w.t.Fatalf("review printed no URL\n%s", r.stderr())
 	}
 	r.url = strings.TrimSpace(line)
 	if !strings.HasPrefix(r.url, "http://127.0.0.1:") {
 		w.t.Fatalf("URL %q is not on 127.0.0.1", r.url)
 	}
-	go func() {
-		cmd.Wait()
-		r.done <- cmd.ProcessState.ExitCode()
-	}()
 	return r
 }
 
@@ -311,7 +295,7 @@ func (w *world) startReview(dir string, args ...string) *review {
 func reviewRefusal(t *testing.T, ctx context.Context, shot func(string)) {
 	w := newWorld(t, map[string]string{"app.py": "print('hi')\n"})
 	id, staged := w.open()
-	writeFiles(t, staged, map[string]string{".envrc": "export API_URL=http://localhost:8080\n", "app.py": "print('hi there')\n"})
+	testbin.WriteFiles(t, staged, map[string]string{".envrc": "export API_URL=http://localhost:8080\n", "app.py": "print('hi there')\n"})
 	rv := w.startReview(w.base, "--timeout", "2m") // no id: the newest over the current directory
 	if err := chromedp.Do(ctx, chromedp.Navigate(rv.url), chromedp.WaitVisible(chromedp.ID("commit"))); err != nil {
 		t.Fatalf("load the review page: %v\n%s", err, rv.stderr())
@@ -345,7 +329,7 @@ func reviewRefusal(t *testing.T, ctx context.Context, shot func(string)) {
 	if !strings.Contains(outcome, "Committed to the base") {
 		t.Errorf("outcome banner after Approve: %q", outcome)
 	}
-	if readFile(t, filepath.Join(w.base, ".envrc")) != "export API_URL=http://localhost:8080\n" {
+	if testbin.ReadFile(t, filepath.Join(w.base, ".envrc")) != "export API_URL=http://localhost:8080\n" {
 		t.Error("the approved change did not land")
 	}
 	if code := rv.wait(); code != 0 {

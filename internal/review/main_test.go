@@ -1,32 +1,18 @@
 package review_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlockdev/airlock/internal/testbin"
 )
-
-// Shared test helpers (internal/testbin).
-var (
-	realDir    = testbin.RealDir
-	writeFiles = testbin.WriteFiles
-	readFile   = testbin.ReadFile
-	exists     = testbin.Exists
-)
-
-// airlockBin is the binary the tests drive; TestMain builds it once.
-var airlockBin string
-
-func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &airlockBin)) }
 
 // world is one test's base, state root and home.
 type world struct {
@@ -38,10 +24,15 @@ type world struct {
 
 func newWorld(t *testing.T, files map[string]string) *world {
 	t.Helper()
-	w := &world{t: t, base: realDir(t), state: filepath.Join(realDir(t), "state"), home: realDir(t)}
-	writeFiles(t, w.base, files)
+	w := &world{t: t, base: testbin.RealDir(t), state: filepath.Join(testbin.RealDir(t), "state"), home: testbin.RealDir(t)}
+	testbin.WriteFiles(t, w.base, files)
 	return w
 }
+
+// airlockBin is the binary the tests drive; TestMain builds it once.
+var airlockBin string
+
+func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &airlockBin)) }
 
 // environ is the environment of every process a test starts
 // (testbin.Environ).
@@ -51,15 +42,20 @@ func (w *world) environ() []string { return testbin.Environ(w.state, w.home) }
 // non-zero exit.
 func (w *world) airlock(args ...string) string {
 	w.t.Helper()
-	cmd := exec.Command(airlockBin, args...)
-	cmd.Dir = w.home
-	cmd.Env = w.environ()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		w.t.Fatalf("airlock %q: %v\n%s", args, err, errb.String())
+	r := testbin.Run(w.t, w.cmd(w.home, args...))
+	if r.Code != 0 {
+		w.t.Fatalf("%v", r)
 	}
-	return out.String()
+	return r.Stdout
+}
+
+// processTimeout bounds every process a test starts; it outlasts the
+// longest --timeout a test gives review (2m).
+const processTimeout = 3 * time.Minute
+
+// cmd is airlock with args, run in dir.
+func (w *world) cmd(dir string, args ...string) testbin.Cmd {
+	return testbin.Cmd{Bin: airlockBin, Args: args, Dir: dir, Env: w.environ(), Timeout: processTimeout}
 }
 
 // open opens a transaction over the base and returns its id and staged

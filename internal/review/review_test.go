@@ -4,10 +4,11 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // TestReviewRefusesForgedRequests needs no browser: forged requests get
@@ -16,7 +17,7 @@ import (
 func TestReviewRefusesForgedRequests(t *testing.T) {
 	w := newWorld(t, map[string]string{"a": "a"})
 	id, staged := w.open()
-	writeFiles(t, staged, map[string]string{"a": "changed"})
+	testbin.WriteFiles(t, staged, map[string]string{"a": "changed"})
 	rv := w.startReview(w.home, id, "--timeout", "1m")
 	forge(t, rv.url)
 	w.unchanged()
@@ -63,7 +64,7 @@ func TestReviewRefusesForgedRequests(t *testing.T) {
 	if out := w.airlock("show", id, "--json"); !strings.Contains(out, `"status": "discarded"`) {
 		t.Errorf("transaction not discarded:\n%s", out)
 	}
-	if readFile(t, filepath.Join(w.base, "a")) != "a" {
+	if testbin.ReadFile(t, filepath.Join(w.base, "a")) != "a" {
 		t.Error("discard changed the base")
 	}
 }
@@ -86,11 +87,9 @@ func TestReviewPicksAndTimesOut(t *testing.T) {
 	w.unchanged()
 
 	// Over a directory with no transaction, review says so.
-	cmd := exec.Command(airlockBin, "review", "--no-browser", "--workdir", w.home)
-	cmd.Env = w.environ()
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "no open or refused transaction over "+w.home) {
-		t.Errorf("review over an empty directory: %v\n%s", err, out)
+	r := testbin.Run(t, w.cmd("", "review", "--no-browser", "--workdir", w.home))
+	if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "no open or refused transaction over "+w.home) {
+		t.Errorf("review over an empty directory: %v", r)
 	}
 }
 
@@ -101,7 +100,7 @@ func TestReviewPicksAndTimesOut(t *testing.T) {
 func TestReviewCannotLowerValidate(t *testing.T) {
 	w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": "validate = \"test ! -e broken\"\n"})
 	id, staged := w.open()
-	writeFiles(t, staged, map[string]string{"broken": "x"})
+	testbin.WriteFiles(t, staged, map[string]string{"broken": "x"})
 	rv := w.startReview(w.home, id, "--validate", "true", "--timeout", "1m")
 	origin := strings.Join(strings.Split(rv.url, "/")[:3], "/")
 	for _, action := range []string{"commit", "approve"} {

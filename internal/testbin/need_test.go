@@ -4,14 +4,27 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// stopTB records how a helper stopped a test, in place of a real one.
+// stopTB records how a helper stopped or failed a test, in place of a
+// real one.
 type stopTB struct {
 	testing.TB
+	mu              sync.Mutex
 	skipped, failed string
+	cleanups        []func()
 }
+
+// Errorf records the failure; any goroutine may call it, as the real one.
+func (s *stopTB) Errorf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed += fmt.Sprintf(format, args...)
+}
+
+func (s *stopTB) Cleanup(f func()) { s.cleanups = append(s.cleanups, f) }
 
 func (s *stopTB) Helper() {}
 
@@ -31,6 +44,11 @@ func stop(f func(tb testing.TB)) *stopTB {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		defer func() {
+			for i := len(s.cleanups) - 1; i >= 0; i-- {
+				s.cleanups[i]()
+			}
+		}()
 		f(s)
 	}()
 	<-done

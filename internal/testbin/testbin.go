@@ -2,7 +2,10 @@
 // drives it as a user would (real processes, real directories), so that
 // every such package runs the very program users run, with one difference:
 // the tests' binary is built with the tag airlock_faults, which makes the
-// fault and pause points live (internal/fault).
+// fault and pause points live (internal/fault). It also runs the
+// processes such tests start (Start, Run): each with one environment
+// (Environ), bounded by a timeout that makes a hang a failure, and its
+// settle block read strictly (Result.Block).
 package testbin
 
 import (

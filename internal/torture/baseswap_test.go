@@ -37,17 +37,17 @@ func TestBaseSwappedForSymlink(t *testing.T) {
 	check(t, os.Remove(w.base))
 	check(t, os.Rename(moved, w.base))
 	r = w.airlockEnv([]string{"AIRLOCK_TEST_FAULT=apply:1"}, "commit", "s1")
-	if r.code != -1 {
+	if r.Code != -1 {
 		t.Fatalf("the fault point was not reached: %v", r)
 	}
 	check(t, os.Rename(w.base, moved))
 	check(t, os.Symlink(filepath.Base(moved), w.base))
 	rr := w.airlock("recover", "--workdir", moved)
-	if rr.code == 0 && !strings.Contains(rr.stderr+rr.stdout, "nothing to recover") {
+	if rr.Code == 0 && !strings.Contains(rr.Stderr+rr.Stdout, "nothing to recover") {
 		t.Fatalf("recover through another path acted: %v", rr)
 	}
 	rr = w.airlock("recover", "--workdir", w.base)
-	if rr.code == 0 && !strings.Contains(rr.stderr+rr.stdout, "nothing to recover") {
+	if rr.Code == 0 && !strings.Contains(rr.Stderr+rr.Stdout, "nothing to recover") {
 		t.Fatalf("recover acted through a symlinked base: %v", rr)
 	}
 	check(t, os.Remove(w.base))

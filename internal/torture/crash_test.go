@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -90,15 +89,15 @@ func (c *crashRig) recover(what string) {
 	t := c.w.t
 	t.Helper()
 	r := c.w.airlock("recover", "--workdir", c.w.base)
-	if r.code != 0 {
+	if r.Code != 0 {
 		t.Fatalf("%s: recover failed: %v", what, r)
 	}
 	switch {
-	case strings.Contains(r.stderr, "nothing to recover"):
+	case strings.Contains(r.Stderr, "nothing to recover"):
 		c.tally["recover: nothing"]++
-	case strings.Contains(r.stderr, "rolled"):
+	case strings.Contains(r.Stderr, "rolled"):
 		c.tally["recover: rolled back"]++
-	case strings.Contains(r.stderr, "had committed"):
+	case strings.Contains(r.Stderr, "had committed"):
 		c.tally["recover: rolled forward"]++
 	default:
 		t.Fatalf("%s: recover said something unexpected: %v", what, r)
@@ -109,10 +108,10 @@ func (c *crashRig) recover(what string) {
 // ended first. It reports whether the kill landed.
 func (c *crashRig) killAfter(d time.Duration, env []string, args ...string) (bool, result) {
 	p := c.w.start(env, args...)
-	timer := time.AfterFunc(d, func() { p.cmd.Process.Signal(syscall.SIGKILL) })
-	r := p.wait()
+	timer := time.AfterFunc(d, func() { p.Signal(syscall.SIGKILL) })
+	r := p.WaitSettled()
 	timer.Stop()
-	return r.signal == syscall.SIGKILL, r
+	return r.Signal == syscall.SIGKILL, r
 }
 
 // timeCommit commits a prepared transaction cleanly and returns how long
@@ -123,7 +122,7 @@ func (c *crashRig) timeCommit() time.Duration {
 	start := time.Now()
 	r := c.w.airlock("commit", id)
 	d := time.Since(start)
-	if r.code != 0 || r.block()["outcome"] != "committed" {
+	if r.Code != 0 || r.Settle["outcome"] != "committed" {
 		c.w.t.Fatalf("clean commit: %v", r)
 	}
 	c.settle("clean commit " + id)
@@ -241,7 +240,7 @@ func crashTorture(t *testing.T, w *world, seed uint64, iters int) {
 			c.tally["fault point reached"]++
 		case killed:
 			c.tally["commit killed"]++
-		case r.code == 0 && r.block()["outcome"] == "committed":
+		case r.Code == 0 && r.Settle["outcome"] == "committed":
 			c.tally["commit finished"]++
 		default:
 			t.Fatalf("%s: %v", what, r)
@@ -251,7 +250,7 @@ func crashTorture(t *testing.T, w *world, seed uint64, iters int) {
 			k, rr := c.killAfter(time.Duration(rng.Int64N(int64(rd)*13/10)), nil, "recover", "--workdir", c.w.base)
 			if k {
 				c.tally["recover killed"]++
-			} else if rr.code != 0 {
+			} else if rr.Code != 0 {
 				t.Fatalf("%s: recover: %v", what, rr)
 			}
 		}
@@ -280,7 +279,7 @@ func (c *crashRig) checkLog() {
 			Tx string `json:"tx"`
 		} `json:"entries"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &l); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &l); err != nil {
 		t.Fatalf("log --json: %v", err)
 	}
 	var got []string
@@ -339,19 +338,18 @@ func TestKillAfterCommittedEvent(t *testing.T) {
 				target = filepath.Join(bases[0], "receipts")
 				calls = "mkdir,mkdirat"
 			}
-			cmd := exec.Command("strace", "-f", "-qq", "-o", "/dev/null", "-P", target, "-e", "trace="+calls, "-e", "inject="+calls+":signal=KILL", bin, "commit", "k1")
-			cmd.Env = w.environ()
-			out, err := cmd.CombinedOutput()
-			if err == nil {
-				t.Fatalf("the commit was not killed at %s: %s", target, out)
+			c := w.cmd(nil, "commit", "k1")
+			c.Bin, c.Args = "strace", append([]string{"-f", "-qq", "-o", "/dev/null", "-P", target, "-e", "trace=" + calls, "-e", "inject=" + calls + ":signal=KILL", bin}, c.Args...)
+			if r := testbin.Run(t, c); r.Code == 0 {
+				t.Fatalf("the commit was not killed at %s: %v", target, r)
 			}
 			if s := w.status("k1"); s != "committed" {
 				t.Fatalf("killed after the committed event, the transaction says %s", s)
 			}
 			w.must("recover", "--workdir", w.base)
 			r := w.must("log", "--workdir", w.base, "--json")
-			if !strings.Contains(r.stdout, `"tx": "k1"`) {
-				t.Fatalf("airlock log does not list the commit that recover rolled forward:\n%s", r.stdout)
+			if !strings.Contains(r.Stdout, `"tx": "k1"`) {
+				t.Fatalf("airlock log does not list the commit that recover rolled forward:\n%s", r.Stdout)
 			}
 		})
 	}

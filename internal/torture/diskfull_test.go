@@ -78,7 +78,7 @@ func TestDiskFull(t *testing.T) {
 			before, after = snapshot(t, w.base), snapshot(t, staged)
 			r := w.airlock("commit", "full")
 			wantRefusal(t, r, "ApplyFailed")
-			if !strings.Contains(r.stderr, "no space") {
+			if !strings.Contains(r.Stderr, "no space") {
 				t.Errorf("the refusal does not say the disk was full: %v", r)
 			}
 			if got := w.beforeOrAfter(before, after); got != "before" {
@@ -150,13 +150,13 @@ func TestPermissionErrorOnNthFile(t *testing.T) {
 				check(t, exec.Command("umount", filepath.Join(w.base, "m", "sub")).Run())
 			}
 			r = w.airlock("commit", "perm")
-			if name == "immutable-file" && r.code == 75 && r.block()["refusal"] == "BaseDrift" && r.block()["refused_paths"] == "m/f5" {
+			if name == "immutable-file" && r.Code == 75 && r.Settle["refusal"] == "BaseDrift" && r.Settle["refused_paths"] == "m/f5" {
 				// chattr -i moved the file's ctime: by its stat, the file
 				// changed since open, though its bytes did not.
 				t.Logf("after chattr -i the kept transaction is refused BaseDrift on m/f5 (its ctime moved); a new transaction is needed")
 				return
 			}
-			if r.code != 0 {
+			if r.Code != 0 {
 				t.Fatalf("the kept transaction does not commit once the cause is fixed: %v", r)
 			}
 			if got := w.beforeOrAfter(before, after); got != "after" {

@@ -59,11 +59,11 @@ func TestHostileNames(t *testing.T) {
 		check(t, os.WriteFile(filepath.Join(w.base, "dir", n), []byte("theirs, meanwhile\n"), 0o644))
 	}
 	r := w.airlock("commit", "n2")
-	if r.code != 75 {
+	if r.Code != 75 {
 		t.Fatalf("want a refusal: %v", r)
 	}
 	got := map[string]bool{}
-	for _, v := range strings.Split(r.block()["refused_paths"], ",") {
+	for _, v := range strings.Split(r.Settle["refused_paths"], ",") {
 		d, err := url.PathUnescape(v)
 		if err != nil {
 			t.Fatalf("refused_paths value %q does not decode: %v", v, err)
@@ -72,7 +72,7 @@ func TestHostileNames(t *testing.T) {
 	}
 	for _, n := range names[:6] {
 		if !got["dir/"+n] {
-			t.Errorf("refused_paths %q does not name %q", r.block()["refused_paths"], "dir/"+n)
+			t.Errorf("refused_paths %q does not name %q", r.Settle["refused_paths"], "dir/"+n)
 		}
 	}
 }
@@ -130,15 +130,15 @@ func TestHostilePermissions(t *testing.T) {
 		after["a"] = node{Kind: kFile, Mode: 0o644, Data: "new a\n"}
 		r := w.airlock("commit", "p1")
 		switch {
-		case r.code == 0:
+		case r.Code == 0:
 			if got := w.beforeOrAfter(before, after); got != "after" {
 				t.Fatalf("committed, but the base is %s", got)
 			}
-		case (r.code == 125 || r.code == 75) && strings.Contains(r.stderr, "secret"):
+		case (r.Code == 125 || r.Code == 75) && strings.Contains(r.Stderr, "secret"):
 			if got := w.beforeOrAfter(before, after); got != "before" {
 				t.Fatalf("refused, but the base is %s", got)
 			}
-			t.Logf("refused clearly: %s", lastLine(r.stderr))
+			t.Logf("refused clearly: %s", lastLine(r.Stderr))
 		default:
 			t.Fatalf("want a commit or a refusal naming the file: %v", r)
 		}
@@ -165,15 +165,15 @@ func TestHostilePermissions(t *testing.T) {
 				}
 				r := w.airlock("commit", "p2")
 				switch {
-				case r.code == 0:
+				case r.Code == 0:
 					if got := w.beforeOrAfter(before, after); got != "after" {
 						t.Fatalf("committed, but the base is %s", got)
 					}
-				case r.code == 75 && r.block()["refusal"] == "ApplyFailed":
+				case r.Code == 75 && r.Settle["refusal"] == "ApplyFailed":
 					if got := w.beforeOrAfter(before, after); got != "before" {
 						t.Fatalf("refused, but the base is %s", got)
 					}
-					t.Logf("refused clearly: %s", lastLine(r.stderr))
+					t.Logf("refused clearly: %s", lastLine(r.Stderr))
 				default:
 					t.Fatalf("want a commit or an ApplyFailed refusal: %v", r)
 				}
@@ -258,7 +258,7 @@ func TestHostileManyFiles(t *testing.T) {
 	after := snapshot(t, staged)
 	start := time.Now()
 	r := w.must("commit", "f1")
-	t.Logf("commit of %d added files took %v: %s added", n, time.Since(start), r.block()["added"])
+	t.Logf("commit of %d added files took %v: %s added", n, time.Since(start), r.Settle["added"])
 	if got := w.beforeOrAfter(before, after); got != "after" {
 		t.Fatalf("the base is %s", got)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // hostileBase is a small base for the attacks: a directory d with files, a
@@ -71,7 +73,7 @@ func TestHostileSymlinkOutside(t *testing.T) {
 		after["link/secret"] = node{Kind: kFile, Mode: 0o644, Data: "overwritten?\n"}
 		materialize(t, staged, after)
 		r := w.airlock("commit", "h2")
-		if r.code != 0 && r.code != 75 {
+		if r.Code != 0 && r.Code != 75 {
 			t.Fatalf("want a commit or a refusal: %v", r)
 		}
 		w.beforeOrAfter(before, after)
@@ -92,7 +94,7 @@ func TestHostileSymlinkOutside(t *testing.T) {
 		check(t, os.Symlink(out, filepath.Join(w.base, "d")))
 		swapped := snapshot(t, w.base)
 		r := w.airlock("commit", "h3")
-		if r.code != 75 || (r.block()["refusal"] != "BaseDrift" && r.block()["refusal"] != "BoundaryEscape") {
+		if r.Code != 75 || (r.Settle["refusal"] != "BaseDrift" && r.Settle["refusal"] != "BoundaryEscape") {
 			t.Fatalf("want a BaseDrift or BoundaryEscape refusal: %v", r)
 		}
 		w.beforeOrAfter(swapped, nil)
@@ -135,10 +137,10 @@ func TestHostileSwapDuringCommit(t *testing.T) {
 				waitFile(t, filepath.Join(pause, "reached"), p)
 				swap()
 				check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-				r = p.wait()
+				r = p.WaitSettled()
 			} else {
 				r = w.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + h.fault}, "commit", "s1")
-				if r.signal != syscall.SIGKILL {
+				if r.Signal != syscall.SIGKILL {
 					t.Fatalf("the fault point was not reached: %v", r)
 				}
 				swap()
@@ -146,22 +148,22 @@ func TestHostileSwapDuringCommit(t *testing.T) {
 			swapped := snapshot(t, w.base)
 			failedClosed := false
 			switch {
-			case r.code == 75:
-				k := r.block()["refusal"]
+			case r.Code == 75:
+				k := r.Settle["refusal"]
 				if k != "BoundaryEscape" && k != "ApplyFailed" && k != "BaseDrift" {
 					t.Fatalf("refused with %s: %v", k, r)
 				}
 				// Refused: nothing of the change set is in the base.
 				w.beforeOrAfter(swapped, nil)
-			case r.code == 125 || r.signal == syscall.SIGKILL:
+			case r.Code == 125 || r.Signal == syscall.SIGKILL:
 				rr := w.airlock("recover", "--workdir", w.base)
-				if rr.code != 0 && !(rr.code == 125 && strings.Contains(rr.stderr, "d/")) {
+				if rr.Code != 0 && !(rr.Code == 125 && strings.Contains(rr.Stderr, "d/")) {
 					t.Fatalf("recover over the swapped tree must restore or fail closed naming the unreachable paths: %v", rr)
 				}
 				// Failed closed: the files the killed apply had moved
 				// aside stay beside their paths (in the directory the
 				// user moved away) until recover can reach them.
-				failedClosed = rr.code != 0
+				failedClosed = rr.Code != 0
 			default:
 				t.Fatalf("want a refusal or a failure: %v", r)
 			}
@@ -181,7 +183,7 @@ func TestHostileSwapDuringCommit(t *testing.T) {
 			// the base is exactly as before the commit.
 			check(t, os.Remove(d))
 			check(t, os.Rename(moved, d))
-			if rr := w.airlock("recover", "--workdir", w.base); rr.code != 0 {
+			if rr := w.airlock("recover", "--workdir", w.base); rr.Code != 0 {
 				t.Fatalf("recover with the directory back: %v", rr)
 			}
 			if got := w.beforeOrAfter(before, nil); got != "before" {
@@ -204,27 +206,27 @@ func TestPauseMidApply(t *testing.T) {
 	p := w.start([]string{"AIRLOCK_TEST_PAUSE=apply:1:" + pause}, "commit", "p1")
 	waitFile(t, filepath.Join(pause, "reached"), p)
 	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	if r := p.wait(); r.code != 0 {
+	if r := p.WaitSettled(); r.Code != 0 {
 		t.Fatal(r)
 	}
 }
 
 // waitFile waits until file exists, failing if p ends first.
-func waitFile(t *testing.T, file string, p *proc) {
+func waitFile(t *testing.T, file string, p *testbin.Proc) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if _, err := os.Stat(file); err == nil {
 			return
 		}
-		if p != nil && p.ended() {
+		if p != nil && p.Ended() {
 			break
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	if p != nil {
-		p.cmd.Process.Kill()
-		t.Fatalf("%s never appeared: %v", file, p.wait())
+		p.Signal(syscall.SIGKILL)
+		t.Fatalf("%s never appeared: %v", file, p.WaitSettled())
 	}
 	t.Fatalf("%s never appeared", file)
 }
@@ -256,8 +258,8 @@ func TestHostileTamperedBaseManifest(t *testing.T) {
 			check(t, os.WriteFile(mf, data, 0o600))
 			r := w.airlock("commit", "m1")
 			switch {
-			case r.code == 75 && r.block()["refusal"] == "BoundaryEscape":
-			case r.code == 125 && strings.Contains(r.stderr, mf):
+			case r.Code == 75 && r.Settle["refusal"] == "BoundaryEscape":
+			case r.Code == 125 && strings.Contains(r.Stderr, mf):
 			default:
 				t.Fatalf("want a BoundaryEscape refusal or a failure naming %s: %v", mf, r)
 			}
@@ -307,7 +309,7 @@ func TestHostileTamperedJournal(t *testing.T) {
 			check(t, os.WriteFile(jf, b, 0o600))
 			r := w.airlock("recover", "--workdir", w.base)
 			wantFailure(t, r, jf)
-			if !strings.Contains(r.stderr, bad) {
+			if !strings.Contains(r.Stderr, bad) {
 				t.Fatalf("the refusal does not name the path %q: %v", bad, r)
 			}
 			w.beforeOrAfter(before, nil)
@@ -322,7 +324,7 @@ func TestHostileTamperedJournal(t *testing.T) {
 func pausedJournal(t *testing.T, w *world, id string) string {
 	t.Helper()
 	r := w.airlockEnv([]string{"AIRLOCK_TEST_FAULT=journal-synced"}, "commit", id)
-	if r.signal != syscall.SIGKILL {
+	if r.Signal != syscall.SIGKILL {
 		t.Fatalf("the commit did not stop at journal-synced: %v", r)
 	}
 	return filepath.Join(w.txDir(id), "journal", "journal.json")
@@ -356,7 +358,7 @@ func TestHostileUnsupportedEntries(t *testing.T) {
 			mk(t, filepath.Join(staged, "d", "sub", "odd"))
 			r := w.airlock("commit", "u1")
 			wantRefusal(t, r, "UnsupportedEntry")
-			if !strings.Contains(r.block()["refused_paths"], "d/sub/odd") {
+			if !strings.Contains(r.Settle["refused_paths"], "d/sub/odd") {
 				t.Fatalf("the refusal does not name d/sub/odd: %v", r)
 			}
 			w.beforeOrAfter(before, nil)
@@ -426,7 +428,7 @@ func TestSymlinkBecomesDirectory(t *testing.T) {
 	staged := w.open("k1")
 	materialize(t, staged, after)
 	r := w.airlock("commit", "k1")
-	if r.code != 0 {
+	if r.Code != 0 {
 		t.Fatalf("a symlink replaced by a directory with a file is refused: %v", r)
 	}
 	if got := w.beforeOrAfter(before, after); got != "after" {
@@ -446,7 +448,7 @@ func TestDirectoryBecomesSymlink(t *testing.T) {
 	staged := w.open("k2")
 	materialize(t, staged, after)
 	r := w.airlock("commit", "k2")
-	if r.code != 0 {
+	if r.Code != 0 {
 		t.Fatalf("a directory replaced by a symlink is refused: %v", r)
 	}
 	if got := w.beforeOrAfter(before, after); got != "after" {
@@ -479,10 +481,10 @@ func TestHostileTamperedFrozenObject(t *testing.T) {
 		t.Fatalf("no frozen object holds the staged bytes among %v", objs)
 	}
 	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.wait()
+	r := p.WaitSettled()
 	switch {
-	case r.code == 75 && r.block()["refusal"] == "ApplyFailed":
-	case r.code == 125:
+	case r.Code == 75 && r.Settle["refusal"] == "ApplyFailed":
+	case r.Code == 125:
 		w.must("recover", "--workdir", w.base)
 	default:
 		t.Fatalf("want ApplyFailed or a failure: %v", r)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // journalOps reads the ops of a journal file (or the applied copy of one).
@@ -79,9 +81,8 @@ func TestPowerLossOrder(t *testing.T) {
 	staged := w.open("p1")
 	materialize(t, staged, b)
 	tr := filepath.Join(w.root, "commit.trace")
-	out, err := straceCmd(w, tr, nil, "commit", "p1").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "airlock.outcome=committed") {
-		t.Fatalf("traced commit: %v\n%s", err, out)
+	if r := testbin.Run(t, straceCmd(w, tr, nil, "commit", "p1")); r.Code != 0 || !strings.Contains(r.Stdout+r.Stderr, "airlock.outcome=committed") {
+		t.Fatalf("traced commit: %v", r)
 	}
 	if got := snapshot(t, w.base); !got.equal(b) {
 		t.Fatalf("the traced commit did not produce the change set:\n%s", b.diff(got, 10))
@@ -271,16 +272,15 @@ func TestPowerLossOrderRecover(t *testing.T) {
 	staged := w.open("p2")
 	materialize(t, staged, b)
 	r := w.airlockEnv([]string{"AIRLOCK_TEST_FAULT=apply:40"}, "commit", "p2")
-	if r.signal == 0 {
+	if r.Signal == 0 {
 		t.Fatalf("the apply:40 fault point was not reached: %v", r)
 	}
 	if snapshot(t, w.base).equal(a) {
 		t.Fatal("the killed apply changed nothing: the test needs a half-applied base")
 	}
 	tr := filepath.Join(w.root, "recover.trace")
-	out, err := straceCmd(w, tr, nil, "recover", "--workdir", w.base).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "rolled") {
-		t.Fatalf("traced recover: %v\n%s", err, out)
+	if r := testbin.Run(t, straceCmd(w, tr, nil, "recover", "--workdir", w.base)); r.Code != 0 || !strings.Contains(r.Stdout+r.Stderr, "rolled") {
+		t.Fatalf("traced recover: %v", r)
 	}
 	if got := snapshot(t, w.base); !got.equal(a) {
 		t.Fatalf("recover did not restore the base:\n%s", a.diff(got, 10))

@@ -166,13 +166,13 @@ func TestRacingEditorWhileOpen(t *testing.T) {
 			close(stop)
 			<-done
 			r := w.airlock("commit", "r1")
-			if r.code != 0 && r.code != 75 {
+			if r.Code != 0 && r.Code != 75 {
 				t.Fatalf("want a commit or a refusal: %v", r)
 			}
 			if lost := ed.lost(t); len(lost) > 0 {
-				t.Fatalf("%d of %d edits made while the transaction was open were lost (commit: %s %s):\n%s", len(lost), ed.count(), r.block()["outcome"], r.block()["refusal"], strings.Join(lost, "\n"))
+				t.Fatalf("%d of %d edits made while the transaction was open were lost (commit: %s %s):\n%s", len(lost), ed.count(), r.Settle["outcome"], r.Settle["refusal"], strings.Join(lost, "\n"))
 			}
-			t.Logf("%d edits, commit %s %s", ed.count(), r.block()["outcome"], r.block()["refusal"])
+			t.Logf("%d edits, commit %s %s", ed.count(), r.Settle["outcome"], r.Settle["refusal"])
 		})
 	}
 }
@@ -209,26 +209,26 @@ func TestRacingEditorDuringCommit(t *testing.T) {
 			time.Sleep(delay)
 			ed.run(stop, done)
 		}()
-		r := p.wait()
+		r := p.WaitSettled()
 		time.Sleep(5 * time.Millisecond)
 		close(stop)
 		<-done
-		switch r.code {
+		switch r.Code {
 		case 0:
 			commits++
 		case 75:
 		case 125:
 			// The apply and its rollback both met the editor's writes:
 			// airlock kept the journal and said to recover.
-			if !strings.Contains(r.stderr, "airlock recover") {
+			if !strings.Contains(r.Stderr, "airlock recover") {
 				t.Fatalf("failed without saying what to do: %v", r)
 			}
-			if rr := w.airlock("recover", "--workdir", w.base); rr.code != 0 {
+			if rr := w.airlock("recover", "--workdir", w.base); rr.Code != 0 {
 				t.Fatalf("recover after a failed commit and rollback: %v", rr)
 			}
 			failures++
 			if failures == 1 {
-				t.Logf("first commit that failed and was recovered: %s", r.stderr)
+				t.Logf("first commit that failed and was recovered: %s", r.Stderr)
 			}
 		default:
 			t.Fatalf("want a commit, a refusal or a failure that keeps the journal: %v", r)
@@ -246,7 +246,7 @@ func TestRacingEditorDuringCommit(t *testing.T) {
 			}
 			lostChanged++
 			if len(examples) < 5 {
-				examples = append(examples, fmt.Sprintf("%s (commit exit %d %s %s, began %v after the commit started)", l, r.code, r.block()["outcome"], r.block()["refusal"], delay))
+				examples = append(examples, fmt.Sprintf("%s (commit exit %d %s %s, began %v after the commit started)", l, r.Code, r.Settle["outcome"], r.Settle["refusal"], delay))
 			}
 		}
 	}
@@ -277,11 +277,11 @@ func TestEditAfterJournalIsLost(t *testing.T) {
 		check(t, fh.Close())
 	}
 	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.wait()
+	r := p.WaitSettled()
 	for _, f := range []string{"same/f05", "del/f05"} {
 		b, err := os.ReadFile(filepath.Join(w.base, f))
 		if err != nil || !strings.Contains(string(b), "after the journal") {
-			t.Errorf("the edit to %s is gone (commit %s %s, exit %d): %q %v", f, r.block()["outcome"], r.block()["refusal"], r.code, b, err)
+			t.Errorf("the edit to %s is gone (commit %s %s, exit %d): %q %v", f, r.Settle["outcome"], r.Settle["refusal"], r.Code, b, err)
 		}
 	}
 }
@@ -326,8 +326,8 @@ func TestEditDuringApplyIsKept(t *testing.T) {
 	check(t, err)
 	check(t, fh.Close())
 	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.wait()
-	if r.code == 125 {
+	r := p.WaitSettled()
+	if r.Code == 125 {
 		w.must("recover", "--workdir", w.base)
 	}
 	if b, _ := os.ReadFile(filepath.Join(w.base, "same/f00")); strings.Contains(string(b), edit) {
@@ -343,9 +343,9 @@ func TestEditDuringApplyIsKept(t *testing.T) {
 		return nil
 	})
 	if found == "" {
-		t.Fatalf("the edit to same/f00 is in neither the base nor the transaction's state (commit exit %d %s %s): lost", r.code, r.block()["outcome"], r.block()["refusal"])
+		t.Fatalf("the edit to same/f00 is in neither the base nor the transaction's state (commit exit %d %s %s): lost", r.Code, r.Settle["outcome"], r.Settle["refusal"])
 	}
-	if !strings.Contains(r.stderr, found) && !strings.Contains(r.stderr, filepath.Dir(found)) {
+	if !strings.Contains(r.Stderr, found) && !strings.Contains(r.Stderr, filepath.Dir(found)) {
 		t.Errorf("the edit was kept in %s, but the commit's report does not say where: %v", found, r)
 	}
 }

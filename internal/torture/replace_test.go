@@ -48,7 +48,7 @@ func TestEditBetweenRecheckAndReplace(t *testing.T) {
 			check(t, err)
 			check(t, fh.Close())
 			check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-			r := p.wait()
+			r := p.WaitSettled()
 			wantRefusal(t, r, "BaseDrift")
 			b, _ := os.ReadFile(filepath.Join(w.base, "f"))
 			if strings.Contains(string(b), edit) {
@@ -61,7 +61,7 @@ func TestEditBetweenRecheckAndReplace(t *testing.T) {
 			if kept == "" {
 				t.Fatalf("the edit is in neither the base nor the transaction's state: lost (%v)", r)
 			}
-			if !strings.Contains(r.stderr, filepath.Dir(kept)) && !strings.Contains(r.stderr, kept) {
+			if !strings.Contains(r.Stderr, filepath.Dir(kept)) && !strings.Contains(r.Stderr, kept) {
 				t.Errorf("the edit was kept in %s, but the refusal does not say where: %v", kept, r)
 			}
 			// Nothing of the commit is left in the base.
@@ -109,7 +109,7 @@ func TestWriterHoldingFileAcrossCommit(t *testing.T) {
 			check(t, syscall.Fstat(int(fh.Fd()), &held))
 			r := w.airlock("commit", "x")
 			wantRefusal(t, r, "BaseDrift")
-			if !strings.Contains(r.stderr, "process "+strconv.Itoa(os.Getpid())) {
+			if !strings.Contains(r.Stderr, "process "+strconv.Itoa(os.Getpid())) {
 				t.Errorf("the refusal does not name the writing process %d: %v", os.Getpid(), r)
 			}
 			var now syscall.Stat_t
@@ -132,12 +132,12 @@ func TestWriterHoldingFileAcrossCommit(t *testing.T) {
 			// merge or drift, never a silent overwrite; without the
 			// writer the commit is decided on content alone.
 			r = w.airlock("commit", "x")
-			if r.code == 0 {
+			if r.Code == 0 {
 				b, _ := os.ReadFile(full)
 				if del || !strings.Contains(string(b), "agent") {
 					t.Fatalf("commit after the writer closed: %q, %v", b, r)
 				}
-			} else if r.code != 75 {
+			} else if r.Code != 75 {
 				t.Fatalf("commit after the writer closed: %v", r)
 			}
 		})
@@ -173,7 +173,7 @@ func TestWriterKeepsWritingAcrossRefusedCommit(t *testing.T) {
 	_, err = fh.WriteString("during\n")
 	check(t, err)
 	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.wait()
+	r := p.WaitSettled()
 	wantRefusal(t, r, "BaseDrift")
 	_, err = fh.WriteString("after\n")
 	check(t, err)
@@ -186,7 +186,7 @@ func TestWriterKeepsWritingAcrossRefusedCommit(t *testing.T) {
 	if b, _ := os.ReadFile(full); string(b) != "base\nduring\nafter\n" {
 		t.Fatalf("f holds %q, want every line the logger wrote", b)
 	}
-	if !strings.Contains(r.stderr, "the very file is back in place") {
+	if !strings.Contains(r.Stderr, "the very file is back in place") {
 		t.Errorf("the refusal does not say the file was kept with the other process's writes: %v", r)
 	}
 }
@@ -202,7 +202,7 @@ func TestChmodDuringCommitSurvives(t *testing.T) {
 	waitFile(t, filepath.Join(pause, "reached"), p)
 	check(t, os.Chmod(full, 0o755))
 	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	wantRefusal(t, p.wait(), "BaseDrift")
+	wantRefusal(t, p.WaitSettled(), "BaseDrift")
 	fi, err := os.Stat(full)
 	check(t, err)
 	if fi.Mode().Perm() != 0o755 {
@@ -235,8 +235,8 @@ func TestModeOnlyRollbackKeepsTheFile(t *testing.T) {
 	waitFile(t, filepath.Join(pause, "reached"), p)
 	check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("human\n"), 0o644))
 	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.wait()
-	if r.code != 75 {
+	r := p.WaitSettled()
+	if r.Code != 75 {
 		t.Fatalf("want a refusal: %v", r)
 	}
 	var held, now syscall.Stat_t
@@ -273,7 +273,7 @@ func TestFileAddedInNewDirectoryDuringApply(t *testing.T) {
 	check(t, os.WriteFile(filepath.Join(w.base, "d", "notes"), []byte("mine\n"), 0o644))
 	check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("human z\n"), 0o644))
 	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.wait()
+	r := p.WaitSettled()
 	wantRefusal(t, r, "BaseDrift")
 	for f, want := range map[string]string{"a": "a\n", "z": "human z\n", "d/notes": "mine\n"} {
 		if b, _ := os.ReadFile(filepath.Join(w.base, f)); string(b) != want {

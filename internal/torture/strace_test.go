@@ -268,17 +268,16 @@ func (tl *traceLog) checkRenamedSynced(t *testing.T) int {
 	return n
 }
 
-// straceCmd runs airlock under strace, the log written to out.
-func straceCmd(w *world, out string, env []string, args ...string) *exec.Cmd {
+// straceCmd is airlock under strace, the log written to out.
+func straceCmd(w *world, out string, env []string, args ...string) testbin.Cmd {
 	sargs := []string{"-f", "-qq", "-y", "-s", "256", "-o", out,
 		// Every call but the runtime's noise: strace 6.1 cannot name
 		// fchmodat2 in a -e trace= list, so the list is inverted.
 		"-e", "trace=!futex,nanosleep,rt_sigaction,rt_sigprocmask,rt_sigreturn,mmap,munmap,madvise,sched_yield,getpid,gettid,tgkill,clock_gettime,epoll_pwait,epoll_ctl,epoll_create1,sigaltstack,clone,clone3,mprotect,getrandom,prlimit64,sched_getaffinity,arch_prctl,set_tid_address,set_robust_list,rseq,pipe2,eventfd2,getuid,geteuid,getgid,getegid,uname,brk,access,execve,close,fstat,newfstatat,lseek,read,pread64,getdents64,readlinkat,fcntl,flock,ioctl,wait4,waitid",
 		bin}
-	cmd := exec.Command("strace", append(sargs, args...)...)
-	cmd.Dir = w.home
-	cmd.Env = w.environ(env...)
-	return cmd
+	c := w.cmd(env, args...)
+	c.Bin, c.Args = "strace", append(sargs, c.Args...)
+	return c
 }
 
 func needStrace(t *testing.T) {

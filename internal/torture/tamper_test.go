@@ -67,7 +67,7 @@ func TestTamperedState(t *testing.T) {
 				check(t, os.Remove(filepath.Join(staged, "d/b")))
 				if tg.midApply {
 					r := w.airlockEnv([]string{"AIRLOCK_TEST_FAULT=apply:2"}, "commit", "t1")
-					if r.signal != syscall.SIGKILL {
+					if r.Signal != syscall.SIGKILL {
 						t.Fatalf("the commit did not stop at apply:2: %v", r)
 					}
 				}
@@ -75,7 +75,7 @@ func TestTamperedState(t *testing.T) {
 				file := tg.file(w)
 				tamper(t, file, how)
 				r := w.airlock(tg.cmd(w)...)
-				if tname == "event-log-mid-apply" && hname == "empty" && r.code == 0 {
+				if tname == "event-log-mid-apply" && hname == "empty" && r.Code == 0 {
 					// The journal and the in-flight marker are intact and
 					// name the transaction: rolling back is right too.
 					w.beforeOrAfter(orig, nil)
@@ -102,7 +102,7 @@ func TestTamperedBackup(t *testing.T) {
 				check(t, os.WriteFile(filepath.Join(staged, f), []byte("new "+f+"\n"), 0o644))
 			}
 			r := w.airlockEnv([]string{"AIRLOCK_TEST_FAULT=apply:3"}, "commit", "t1")
-			if r.signal != syscall.SIGKILL {
+			if r.Signal != syscall.SIGKILL {
 				t.Fatalf("the commit did not stop at apply:3: %v", r)
 			}
 			backups, _ := filepath.Glob(filepath.Join(w.txDir("t1"), "journal", "backup", "*"))
@@ -162,7 +162,7 @@ func TestTamperedReceipt(t *testing.T) {
 			}
 			check(t, os.WriteFile(rf, e, 0o600))
 			r := w.airlock("receipt", "verify", "t1")
-			if r.code == 0 || !strings.Contains(r.stderr+r.stdout, rf) {
+			if r.Code == 0 || !strings.Contains(r.Stderr+r.Stdout, rf) {
 				t.Fatalf("receipt verify accepted an edited receipt or did not name it: %v", r)
 			}
 			r = w.airlock("commit", "t1")
@@ -189,10 +189,10 @@ func TestHandEditedOpenRecord(t *testing.T) {
 	check(t, os.WriteFile(rec, e, 0o600))
 	before := snapshot(t, w.base)
 	r := w.airlock("commit", "t1")
-	if r.code == 0 {
+	if r.Code == 0 {
 		t.Errorf("a commit of .envrc went through after its protection was edited out of %s", rec)
 	}
-	if r.code != 125 || !strings.Contains(r.stderr, rec) {
+	if r.Code != 125 || !strings.Contains(r.Stderr, rec) {
 		t.Errorf("want a failure naming %s: %v", rec, r)
 	}
 	if got := snapshot(t, w.base); !got.equal(before) {

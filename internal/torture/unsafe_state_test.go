@@ -74,7 +74,7 @@ func TestUnsafeJournal(t *testing.T) {
 				check(t, os.WriteFile(filepath.Join(staged, f), []byte("new "+f+"\n"), 0o644))
 			}
 			r := w.airlockEnv([]string{"AIRLOCK_TEST_FAULT=apply:3"}, "commit", "t1")
-			if r.signal != syscall.SIGKILL {
+			if r.Signal != syscall.SIGKILL {
 				t.Fatalf("the commit did not stop at apply:3: %v", r)
 			}
 			victim := c.victim(filepath.Join(w.txDir("t1"), "journal"))
@@ -82,8 +82,8 @@ func TestUnsafeJournal(t *testing.T) {
 			before := snapshot(t, w.base)
 			r = w.airlock("recover", "--workdir", w.base)
 			wantFailure(t, r, victim)
-			if !strings.Contains(r.stderr, "do not remove it") || !strings.Contains(r.stderr, "airlock recover") {
-				t.Fatalf("the refusal should say to put the journal right, not remove it, and run recover again: %s", r.stderr)
+			if !strings.Contains(r.Stderr, "do not remove it") || !strings.Contains(r.Stderr, "airlock recover") {
+				t.Fatalf("the refusal should say to put the journal right, not remove it, and run recover again: %s", r.Stderr)
 			}
 			if got := snapshot(t, w.base); !got.equal(before) {
 				t.Fatalf("recover acted on an unsafe journal: the base changed:\n%s", before.diff(got, 10))

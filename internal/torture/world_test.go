@@ -1,25 +1,15 @@
 package torture
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/testbin"
-)
-
-// Shared test helpers (internal/testbin).
-var (
-	realDir = testbin.RealDir
 )
 
 // world is one test's setting: a base, a state root beside it (never
@@ -36,7 +26,7 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	return newWorldIn(t, realDir(t))
+	return newWorldIn(t, testbin.RealDir(t))
 }
 
 // newWorldIn lays a world out in root, an empty directory.
@@ -57,126 +47,45 @@ func (w *world) environ(extra ...string) []string {
 	return testbin.Environ(w.state, w.home, append(append([]string(nil), w.env...), extra...)...)
 }
 
-// result is how one airlock process ended.
-type result struct {
-	args   []string
-	stdout string
-	stderr string
-	code   int // -1 when killed by a signal
-	signal syscall.Signal
-}
-
-func (r result) String() string {
-	return "airlock " + strings.Join(r.args, " ") + ": exit " + strconv.Itoa(r.code) + " (signal " + r.signal.String() + ")\nstdout:\n" + r.stdout + "\nstderr:\n" + r.stderr
-}
-
-// block is the airlock.* key=value block of stderr.
-func (r result) block() map[string]string {
-	m := map[string]string{}
-	for _, l := range strings.Split(r.stderr, "\n") {
-		k, v, ok := strings.Cut(l, "=")
-		if ok && strings.HasPrefix(k, "airlock.") {
-			m[strings.TrimPrefix(k, "airlock.")] = v
-		}
-	}
-	return m
-}
-
-// proc is an airlock process started and not yet waited for.
-type proc struct {
-	cmd    *exec.Cmd
-	out    bytes.Buffer
-	err    bytes.Buffer
-	args   []string
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the process has ended
-	res    result
-}
+// result is how one airlock process ended, with its settle block.
+type result = testbin.Settled
 
 // processTimeout bounds every process a test starts (times the soak
 // multiplier): a hang is a failure, not a stuck run.
 const processTimeout = 2 * time.Minute
 
-func (w *world) start(env []string, args ...string) *proc {
-	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), processTimeout*time.Duration(soak()))
-	p := &proc{args: args, cancel: cancel}
+// cmd is airlock with args as the world runs it: from the home directory,
+// under the world's wrap if any.
+func (w *world) cmd(env []string, args ...string) testbin.Cmd {
+	c := testbin.Cmd{Bin: bin, Args: args, Dir: w.home, Env: w.environ(env...), Timeout: processTimeout * time.Duration(soak())}
 	if len(w.wrap) > 0 {
-		p.cmd = exec.CommandContext(ctx, w.wrap[0], append(append(w.wrap[1:], bin), args...)...)
-	} else {
-		p.cmd = exec.CommandContext(ctx, bin, args...)
+		c.Bin, c.Args = w.wrap[0], append(append(w.wrap[1:len(w.wrap):len(w.wrap)], bin), args...)
 	}
-	p.cmd.Dir = w.home
-	p.cmd.Env = w.environ(env...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.err
-	if err := p.cmd.Start(); err != nil {
-		cancel()
-		w.t.Fatalf("start airlock %q: %v", args, err)
-	}
-	p.done = make(chan struct{})
-	go func() {
-		p.res = p.reap()
-		close(p.done)
-	}()
-	w.t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-	})
-	return p
+	return c
 }
 
-// wait waits for the process to end.
-func (p *proc) wait() result {
-	<-p.done
-	return p.res
-}
-
-// ended reports whether the process has ended.
-func (p *proc) ended() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (p *proc) reap() result {
-	err := p.cmd.Wait()
-	p.cancel()
-	r := result{args: p.args, stdout: p.out.String(), stderr: p.err.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			r.signal = ws.Signal()
-		}
-	default:
-		r.code = -2
-		r.stderr += "\n(wait: " + err.Error() + ")"
-	}
-	return r
+func (w *world) start(env []string, args ...string) *testbin.Proc {
+	w.t.Helper()
+	return testbin.Start(w.t, w.cmd(env, args...))
 }
 
 // airlock runs airlock to completion.
 func (w *world) airlock(args ...string) result {
 	w.t.Helper()
-	return w.start(nil, args...).wait()
+	return w.start(nil, args...).WaitSettled()
 }
 
 // airlockEnv runs airlock with extra environment variables.
 func (w *world) airlockEnv(env []string, args ...string) result {
 	w.t.Helper()
-	return w.start(env, args...).wait()
+	return w.start(env, args...).WaitSettled()
 }
 
 // must runs airlock and fails the test unless it exits 0.
 func (w *world) must(args ...string) result {
 	w.t.Helper()
 	r := w.airlock(args...)
-	if r.code != 0 {
+	if r.Code != 0 {
 		w.t.Fatalf("%v", r)
 	}
 	return r
@@ -187,9 +96,9 @@ func (w *world) must(args ...string) result {
 func (w *world) open(id string, flags ...string) string {
 	w.t.Helper()
 	r := w.must(append([]string{"open", "--workdir", w.base, "--id", id}, flags...)...)
-	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
 	if len(lines) != 2 || lines[0] != id {
-		w.t.Fatalf("open printed %q, want the id and the staged path", r.stdout)
+		w.t.Fatalf("open printed %q, want the id and the staged path", r.Stdout)
 	}
 	return lines[1]
 }
@@ -204,8 +113,8 @@ func (w *world) status(id string) string {
 	var v struct {
 		Status string `json:"status"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
-		w.t.Fatalf("show %s --json: %v\n%s", id, err, r.stdout)
+	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
+		w.t.Fatalf("show %s --json: %v\n%s", id, err, r.Stdout)
 	}
 	return v.Status
 }
@@ -213,7 +122,7 @@ func (w *world) status(id string) string {
 // wantRefusal fails unless r is a refusal (exit 75) of the given kind.
 func wantRefusal(t *testing.T, r result, kind string) {
 	t.Helper()
-	if r.code != 75 || r.block()["refusal"] != kind {
+	if r.Code != 75 || r.Settle["refusal"] != kind {
 		t.Fatalf("want a %s refusal (exit 75), got %v", kind, r)
 	}
 }
@@ -222,7 +131,7 @@ func wantRefusal(t *testing.T, r result, kind string) {
 // that names want.
 func wantFailure(t *testing.T, r result, want string) {
 	t.Helper()
-	if r.code != 125 || !strings.Contains(r.stderr, want) {
+	if r.Code != 125 || !strings.Contains(r.Stderr, want) {
 		t.Fatalf("want exit 125 naming %q, got %v", want, r)
 	}
 }
