@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // Schema names the receipt format this package writes and reads.
@@ -278,7 +278,7 @@ func Load(path string) (*Receipt, []byte, error) {
 		return nil, nil, fmt.Errorf("read receipt: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("read receipt %s: it is a %s, not a regular file", path, fileType(fi.Mode()))
+		return nil, nil, fmt.Errorf("read receipt %s: it is %s, not a regular file", path, safefs.TypeName(fi.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
 	if err != nil {
@@ -292,20 +292,6 @@ func Load(path string) (*Receipt, []byte, error) {
 		return nil, nil, fmt.Errorf("receipt %s is invalid: %w", path, err)
 	}
 	return r, data, nil
-}
-
-func fileType(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 // errInvalid marks every error Verify returns, for callers that want to
