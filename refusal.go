@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// RefusalKind names why a commit did not happen. The values are SPEC.md's
-// refusal kinds and appear verbatim in receipts and on stderr.
+// RefusalKind names why a commit did not happen. The values are the refusal
+// kinds of docs/reference.md and appear verbatim in receipts and on stderr.
 type RefusalKind string
 
 const (

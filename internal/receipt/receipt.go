@@ -25,7 +25,7 @@ var NotTransactional = []string{"network", "databases", "processes", "outside_su
 // Outcomes are the ways a transaction settles.
 var Outcomes = []string{"committed", "discarded", "refused", "no_changes"}
 
-// RefusalKinds are SPEC.md's refusal kinds, the values a refused receipt's
+// RefusalKinds are the refusal kinds of docs/reference.md, the values a refused receipt's
 // refusal may take.
 var RefusalKinds = []string{
 	"BaseDrift", "MergeConflict", "ProtectedPathNotApproved", "BoundaryEscape",
