@@ -8,7 +8,6 @@ import (
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/journal"
-	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // eventChecked records a Check and what it found.
@@ -160,21 +159,15 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 		r, err := t.checkLimited(ctx, o, set)
 		return r, digest, err
 	}
-	if t.baseRead() == t.Base() {
-		if r := t.checkIdentity(); r != nil {
-			return r, digest, nil
-		}
-	}
-	root, err := safefs.OpenRoot(t.baseRead())
-	if err != nil {
-		return refuse(BaseDrift, []string{"."}, "the base %s cannot be opened any more: %v", t.Base(), err), digest, nil
+	root, r, err := t.openBase(t.baseRead())
+	if err != nil || r != nil {
+		return r, digest, err
 	}
 	defer root.Close()
 	ops, drifted, escapes, err := checkDrift(root, set)
 	if err != nil {
 		return nil, "", err
 	}
-	var r *Refusal
 	if len(drifted) > 0 {
 		var merged []journal.Op
 		merged, _, r, err = t.mergeDrifted(ctx, root, set, drifted)

@@ -144,20 +144,19 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	} else if ok {
 		return t.settle(ctx, Refused, interrupted(t.Base(), id), set, o)
 	}
-	root, err := safefs.OpenRoot(t.Base())
+	root, r, err := t.openBase(t.Base())
 	if err != nil {
-		return t.settle(ctx, Refused, refuse(BaseDrift, []string{"."}, "the base %s cannot be opened any more: %v", t.Base(), err), set, o)
+		return nil, err
 	}
-	defer root.Close()
-	if r := t.checkIdentity(); r != nil {
+	if r != nil {
 		return t.settle(ctx, Refused, r, set, o)
 	}
+	defer root.Close()
 	ops, drifted, escapes, err := checkDrift(root, set)
 	if err != nil {
 		return nil, err
 	}
 	prepared := set
-	var r *Refusal
 	if len(drifted) > 0 {
 		var merged []journal.Op
 		merged, prepared, r, err = t.mergeDrifted(ctx, root, set, drifted)
@@ -241,7 +240,7 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		}
 		kept := ""
 		if len(displaced) > 0 {
-			kept = "; content another process wrote meanwhile to a path the commit had applied was saved: " + strings.Join(displaced, "; ")
+			kept = "; what another process wrote meanwhile was kept: " + strings.Join(displaced, "; ")
 		}
 		var d *journal.DriftError
 		if errors.As(err, &d) {
@@ -321,6 +320,7 @@ func (t *Tx) rollBack(ctx context.Context, root *safefs.Root, base *state.Base, 
 	if err != nil {
 		return nil, keep(err)
 	}
+	displaced = append(displaced, restored.Notes()...)
 	if err := t.event(eventRecovered, map[string]any{"digest": restored.Digest, "cause": cause.Error(), "displaced": displaced}); err != nil {
 		return nil, keep(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/patch"
+	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // DiffFormat selects what Diff writes.
@@ -101,8 +102,15 @@ func (t *Tx) openAtOpen(orig interface {
 	Open(string) (*os.File, error)
 }, e manifest.Entry) (io.ReadCloser, error) {
 	p := filepath.Join(t.Base(), filepath.FromSlash(e.Path))
-	if now, err := manifest.Lstat(p); err == nil && manifest.SameStat(now, e) {
-		return os.Open(p)
+	// Beneath the base, no symlink followed, and only the very file
+	// measured at open: never a file outside the base, a FIFO or a device
+	// swapped in on the way.
+	if root, err := safefs.OpenRootNoFollow(t.Base()); err == nil {
+		f, err := changeset.OpenOriginal(root, e)
+		root.Close()
+		if err == nil {
+			return f, nil
+		}
 	}
 	if d, ok := orig.Lookup(e); ok {
 		return orig.Open(d)

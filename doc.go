@@ -5,7 +5,9 @@
 //
 // The command-line tool is a thin shell over this package; an agent harness
 // can drive the same steps: Store.Open, Tx.Path, Tx.Changes, Tx.Commit,
-// Tx.Discard and Store.Recover.
+// Tx.Discard and Store.Recover, or let Store.Run open a transaction, run a
+// command in it and settle it by the command's exit code, as `airlock run`
+// does.
 //
 // # Base
 //

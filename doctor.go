@@ -1,10 +1,11 @@
 package airlock
 
 import (
+	"context"
+	"errors"
 	"os"
-	"os/exec"
-	"strings"
 
+	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/stage"
 )
@@ -54,13 +55,12 @@ func (s *Store) Doctor(base string) []Check {
 }
 
 func gitVersion() (bool, string) {
-	p, err := exec.LookPath("git")
-	if err != nil {
+	v, err := git.Installed(context.Background())
+	if errors.Is(err, git.ErrNotFound) {
 		return false, "git is not on PATH: git bases work, but no merge base from git history and no worktree backend"
 	}
-	v, err := exec.Command(p, "--version").Output()
 	if err != nil {
-		return false, p + " --version failed: " + err.Error()
+		return false, err.Error()
 	}
-	return true, strings.TrimSpace(string(v)) + " at " + p
+	return true, v.Text + " at " + v.Path
 }

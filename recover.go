@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -133,9 +134,12 @@ func (s *Store) Recover(ctx context.Context, dir string) (_ *RecoverResult, err 
 	if j.TxID != id || string(j.Base) != base {
 		return nil, fmt.Errorf("journal %s belongs to transaction %s over %s, not %s over %s: it is not acted on", jdir, j.TxID, j.Base, id, base)
 	}
-	root, err := safefs.OpenRoot(base)
+	root, r, err := t.openBase(base)
 	if err != nil {
 		return nil, err
+	}
+	if r != nil {
+		return nil, fmt.Errorf("recover %s: %s; nothing was done: put the directory the transaction opened back at that path and run recover again", base, r.Reason)
 	}
 	defer root.Close()
 	rr, err := journal.Restore(ctx, root, j, jdir)
@@ -160,8 +164,8 @@ func (s *Store) Recover(ctx context.Context, dir string) (_ *RecoverResult, err 
 		set = &changeset.Set{}
 	}
 	digest := rr.Digest
-	r := refuse(InterruptedApply, nil, "the apply was interrupted and recover rolled the base back; commit the transaction again to retry")
-	res, err := t.record(Refused, r, set, SettleOptions{}, digest, digest, nil)
+	refusal := refuse(InterruptedApply, nil, "the apply was interrupted and recover rolled the base back; commit the transaction again to retry")
+	res, err := t.record(Refused, refusal, set, SettleOptions{}, digest, digest, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -205,11 +209,18 @@ func (t *Tx) keepDisplaced(jdir string, rr *journal.RestoreResult) ([]string, er
 		return nil, nil
 	}
 	keep := t.st.Path(fmt.Sprintf("displaced-%d", time.Now().UnixNano()))
-	if err := os.Rename(filepath.Join(jdir, "displaced"), keep); err != nil {
+	from := filepath.Join(jdir, "displaced")
+	if err := os.Rename(from, keep); err != nil {
 		return nil, fmt.Errorf("keep displaced files: %w", err)
 	}
 	if err := safefs.SyncDir(t.st.Dir()); err != nil {
 		return nil, err
 	}
-	return append(append([]string(nil), rr.Displaced...), "saved under "+keep), nil
+	// Each line names the file where it now is, not where the restore
+	// first saved it.
+	out := make([]string, len(rr.Displaced))
+	for i, d := range rr.Displaced {
+		out[i] = strings.Replace(d, from+string(filepath.Separator), keep+string(filepath.Separator), 1)
+	}
+	return out, nil
 }

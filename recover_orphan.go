@@ -46,7 +46,7 @@ func (s *Store) recoverOrphan(ctx context.Context, b *state.Base, out *RecoverRe
 	} else if n := keptOriginals(b, id); n > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("the base's originals store kept %d file(s) %s replaced, which it does only once its apply had finished: the base most likely holds its whole change set, but no receipt records it", n, id))
 	}
-	root, err := safefs.OpenRoot(base)
+	root, err := safefs.OpenRootNoFollow(base)
 	if err != nil {
 		return nil, fmt.Errorf("recover %s: %w; nothing was done", base, err)
 	}
@@ -180,7 +180,7 @@ func (s *Store) recoverOrphanJournal(ctx context.Context, b *state.Base, out *Re
 		out.RolledForward = true
 		out.Notes = append(out.Notes, fmt.Sprintf("the base's receipt chain ends with the committed receipt of %s: its commit had been recorded after the apply was verified, so the base holds its result; its journal was retired", id))
 	} else {
-		root, err := safefs.OpenRoot(base)
+		root, err := safefs.OpenRootNoFollow(base)
 		if err != nil {
 			return nil, fmt.Errorf("recover %s: %w; nothing was done", base, err)
 		}

@@ -55,26 +55,10 @@ func newH(t *testing.T) *h {
 	return x
 }
 
-// environ is the environment of every process a scenario starts: the
-// test's own, without anything that could point airlock or git elsewhere.
+// environ is the environment of every process a scenario starts
+// (testbin.Environ), with the scenario's own extra variables.
 func (x *h) environ(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AIRLOCK_") || strings.HasPrefix(k, "GIT_") || k == "HOME" || k == "XDG_STATE_HOME" || k == "PWD" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env,
-		"AIRLOCK_STATE_DIR="+x.state,
-		"HOME="+x.home,
-		"GIT_AUTHOR_NAME=Airlock Test", "GIT_AUTHOR_EMAIL=test@airlock.invalid",
-		"GIT_COMMITTER_NAME=Airlock Test", "GIT_COMMITTER_EMAIL=test@airlock.invalid",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-	)
-	env = append(env, x.env...)
-	return append(env, extra...)
+	return testbin.Environ(x.state, x.home, append(append([]string(nil), x.env...), extra...)...)
 }
 
 // result is how one airlock invocation ended.
@@ -98,6 +82,9 @@ type run struct {
 	env  []string // extra environment
 	args []string
 	bin  string // the airlock binary; "" means airlockBin
+	// newSession starts airlock in a session of its own, without a
+	// controlling terminal, as a supervisor or agent harness would.
+	newSession bool
 }
 
 // airlock runs the binary from the scenario's home directory.
@@ -141,6 +128,9 @@ func (x *h) start(r run) *proc {
 		cmd.Dir = x.home
 	}
 	cmd.Env = x.environ(r.env...)
+	if r.newSession {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	// A command airlock started may outlive a killed airlock and hold the
 	// output pipes: do not wait for it forever.
 	cmd.WaitDelay = 5 * time.Second

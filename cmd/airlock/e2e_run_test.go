@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airlockdev/airlock/internal/testbin"
 )
@@ -234,5 +236,36 @@ func TestE2EEnv(t *testing.T) {
 		if st, err := os.Stat(o.Path); err != nil || !st.IsDir() {
 			t.Errorf("open %s: staged path %s is not a directory", o.ID, o.Path)
 		}
+	}
+}
+
+// TestE2ESignalReachesTheCommandAtOnce: SIGTERM sent to airlock reaches
+// the command's whole process group at once, not only the command's own
+// process: the shell's background child dies with it, so the run settles
+// by the command's exit code (its TERM trap) within moments instead of
+// when the child would have finished on its own.
+func TestE2ESignalReachesTheCommandAtOnce(t *testing.T) {
+	for _, mode := range [][]string{nil, {"--no-same-path"}} {
+		t.Run(strings.Join(append([]string{"run"}, mode...), " "), func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"f": F(0o644, "f\n")})
+			before := snapshot(t, x.base, nil)
+			sync := realDir(t)
+			args := append(append([]string{"run", "--workdir", x.base}, mode...),
+				"--", "sh", "-c", `trap "exit 7" TERM; printf 'changed\n' > f; sleep 30 & : > "$SYNC/ready"; wait`)
+			p := x.start(run{env: []string{"SYNC=" + sync}, args: args, newSession: true})
+			waitFile(t, filepath.Join(sync, "ready"))
+			sent := time.Now()
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			r := p.wait()
+			if took := time.Since(sent); took > 2*time.Second {
+				t.Errorf("airlock ended %v after SIGTERM, want within 2s: the signal did not reach the command's process group", took.Round(time.Millisecond))
+			}
+			wantCode(t, r, 7)
+			wantBlock(t, r, map[string]string{"outcome": "discarded", "modified": "1"})
+			wantTree(t, "base after a signalled command", before, snapshot(t, x.base, nil))
+		})
 	}
 }

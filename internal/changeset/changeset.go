@@ -145,6 +145,8 @@ func Diff(ctx context.Context, in Input) (*Set, error) {
 	set := &Set{}
 	staged := &lazyRoot{dir: in.StagedDir}
 	defer staged.close()
+	based := &lazyRoot{dir: in.BaseDir}
+	defer based.close()
 	bi, si := 0, 0
 	be, se := in.Base.Entries, in.Staged.Entries
 	for bi < len(be) || si < len(se) {
@@ -169,7 +171,7 @@ func Diff(ctx context.Context, in Input) (*Set, error) {
 			changed := b == nil || s == nil
 			if !changed {
 				var err error
-				if changed, err = modified(in, staged, b, s); err != nil {
+				if changed, err = modified(in, staged, based, b, s); err != nil {
 					return nil, err
 				}
 			}
@@ -197,7 +199,7 @@ func Diff(ctx context.Context, in Input) (*Set, error) {
 		case s == nil:
 			set.Changes = append(set.Changes, Change{Path: path, Op: Delete, Base: *b})
 		default:
-			changed, err := modified(in, staged, b, s)
+			changed, err := modified(in, staged, based, b, s)
 			if err != nil {
 				return nil, err
 			}
@@ -238,7 +240,7 @@ func Racy(o manifest.Entry) bool {
 // Where it reads the staged file, it reads the file s measured, through the
 // staged tree's root: a staged file that is not that file any more counts
 // as changed, and the freeze then refuses it.
-func modified(in Input, staged *lazyRoot, b, s *manifest.Entry) (bool, error) {
+func modified(in Input, staged, based *lazyRoot, b, s *manifest.Entry) (bool, error) {
 	if sameStaged(in.StagedOpen, s) {
 		return false, nil
 	}
@@ -270,16 +272,15 @@ func modified(in Input, staged *lazyRoot, b, s *manifest.Entry) (bool, error) {
 	// Same size, stat moved: only the bytes can tell. The base file holds
 	// the original bytes only while it is itself unchanged since open;
 	// otherwise the path counts as changed and the drift check decides.
-	bpath := filepath.Join(in.BaseDir, filepath.FromSlash(b.Path))
-	now, err := manifest.Lstat(bpath)
-	if err != nil || !manifest.SameStat(now, *b) {
-		return true, nil
-	}
 	root, err := staged.get()
 	if err != nil {
 		return false, err
 	}
-	return DifferStaged(bpath, root, *s)
+	broot, err := based.get()
+	if err != nil {
+		return true, nil // the original cannot be read: a change, the checks decide
+	}
+	return DifferStaged(broot, *b, root, *s)
 }
 
 // stagedErr turns a failed read of a staged file into Diff's answer: a
@@ -304,7 +305,7 @@ func (l *lazyRoot) get() (*safefs.Root, error) {
 	if l.root == nil {
 		r, err := safefs.OpenRoot(l.dir)
 		if err != nil {
-			return nil, fmt.Errorf("open the staged tree: %w", err)
+			return nil, fmt.Errorf("open %s: %w", l.dir, err)
 		}
 		l.root = r
 	}
@@ -317,14 +318,35 @@ func (l *lazyRoot) close() {
 	}
 }
 
-// DifferStaged compares an original file a with the staged file the entry
+// OpenOriginal opens the base file the entry b measured, beneath base and
+// without following a symlink on the way, and only if it is still that very
+// file, unchanged since (a regular file with the same stat facts): its
+// bytes are then the original's. Anything else — a directory on the way
+// swapped for a symlink, a FIFO or device put there, a file written since —
+// fails, and the caller counts the path as changed; nothing outside the
+// base is read, and no open can block.
+func OpenOriginal(base *safefs.Root, b manifest.Entry) (*os.File, error) {
+	f, info, err := base.OpenRegular(b.Path)
+	if err != nil {
+		return nil, err
+	}
+	now := manifest.Entry{Path: b.Path, Kind: manifest.KindFile, Mode: info.Mode & manifest.ModeMask, Size: info.Size,
+		MtimeNs: info.MtimeNs, CtimeNs: info.CtimeNs, Ino: info.Ino, Dev: info.Dev}
+	if !manifest.SameStat(now, b) {
+		f.Close()
+		return nil, fmt.Errorf("%s changed in the base since it was measured", b.Path)
+	}
+	return f, nil
+}
+
+// DifferStaged compares the original file b of base with the staged file the entry
 // e measured beneath staged, byte by byte, stopping at the first
 // difference. An original that cannot be read counts as different (the
 // path is then a change, and the checks decide); so does a staged file
 // that is no longer the one e measured (the freeze refuses it). A staged
 // file that cannot be read is an error.
-func DifferStaged(a string, staged *safefs.Root, e manifest.Entry) (bool, error) {
-	fa, err := os.OpenFile(a, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+func DifferStaged(base *safefs.Root, b manifest.Entry, staged *safefs.Root, e manifest.Entry) (bool, error) {
+	fa, err := OpenOriginal(base, b)
 	if err != nil {
 		return true, nil
 	}

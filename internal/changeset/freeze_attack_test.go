@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // The attacks below are an agent rearranging its staged tree after the
@@ -260,4 +261,57 @@ func TestDiffReadsOnlyTheStagedTree(t *testing.T) {
 	}
 	objects := filepath.Join(t.TempDir(), "objects")
 	wantStagedChanged(t, Freeze(context.Background(), set, f.staged, objects), "d/a", objects, "")
+}
+
+// TestOpenOriginalReadsOnlyTheMeasuredFile: the base side of a byte
+// comparison or of a patch is opened beneath the base, following no
+// symlink, never a FIFO (an open that would block) or a device, and only
+// while it is the file measured.
+func TestOpenOriginalReadsOnlyTheMeasuredFile(t *testing.T) {
+	f := newFixture(t, []node{dir("d", 0o755), file("d/f", "original", 0o644)})
+	e, err := manifest.Lstat(f.b("d/f"))
+	must(t, err)
+	e.Path = "d/f"
+	root := openRoot(t, f.base)
+	fh, err := OpenOriginal(root, e)
+	if err != nil {
+		t.Fatalf("the measured file: %v", err)
+	}
+	fh.Close()
+
+	outside := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(outside, "f"), []byte("SECRET"), 0o600))
+	must(t, os.Rename(f.b("d"), f.b("d.moved")))
+	must(t, os.Symlink(outside, f.b("d")))
+	if fh, err := OpenOriginal(root, e); err == nil {
+		fh.Close()
+		t.Fatal("read through a directory swapped for a symlink")
+	}
+	must(t, os.Remove(f.b("d")))
+	must(t, os.Mkdir(f.b("d"), 0o755))
+	must(t, unix.Mkfifo(f.b("d/f"), 0o644))
+	done := make(chan error, 1)
+	go func() {
+		fh, err := OpenOriginal(root, e)
+		if err == nil {
+			fh.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a FIFO was opened as the original")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("opening a FIFO in the base blocked")
+	}
+}
+
+func openRoot(t *testing.T, dir string) *safefs.Root {
+	t.Helper()
+	r, err := safefs.OpenRoot(dir)
+	must(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
 }

@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
-	"github.com/airlockdev/airlock/internal/launch"
 )
 
 func newRunCmd(io IO) *cobra.Command {
@@ -62,78 +57,31 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []stri
 	for _, w := range tx.Record().Warnings {
 		fmt.Fprintf(io.Err, "airlock: warning: %s\n", w)
 	}
-	env := append(os.Environ(),
-		"AIRLOCK_TX="+tx.ID(),
-		"AIRLOCK_PORT_BASE="+strconv.Itoa(tx.Record().PortBase))
-	samePath := !noSamePath && !worktreeOff(io, tx, f.quiet)
-	started := time.Now()
-	res, runErr := launch.Run(ctx, launch.Spec{
-		Argv: argv, Staged: tx.Path(), Base: tx.Base(), Dir: startDir(tx.Base()),
-		Env: env, SamePath: samePath,
+	if why := tx.SamePathOff(); why != "" && !noSamePath && !f.quiet {
+		fmt.Fprintf(io.Err, "airlock: %s; running at %s\n", why, tx.Path())
+	}
+	res, err := tx.Run(ctx, airlock.RunOptions{
+		Argv: argv, SamePath: !noSamePath,
 		Stdin: io.In, Stdout: io.Out, Stderr: io.Err,
+		Settle: airlock.SettleOptions{Approve: f.approve, ReceiptCopy: rpath, Validate: f.validate},
+		Ended: func(r *airlock.RunResult) {
+			if r.Fallback != "" {
+				fmt.Fprintf(io.Err, "airlock: same-path mode unavailable (%s); running at %s\n", r.Fallback, tx.Path())
+			}
+			if r.Succeeded && io.ErrTerminal && !f.quiet {
+				fmt.Fprintln(io.Err, "airlock: committing")
+			}
+		},
 	})
-	if res.Fallback != "" && samePath {
-		fmt.Fprintf(io.Err, "airlock: same-path mode unavailable (%s); running at %s\n", res.Fallback, tx.Path())
-	}
-	code := res.ExitCode
-	so := airlock.SettleOptions{Approve: f.approve, ExitCode: &code, StartedAt: started, ReceiptCopy: rpath, Validate: f.validate}
-	// Settling must finish even when airlock itself was interrupted while
-	// the command ran: the signal was the command's to handle.
-	sctx := context.WithoutCancel(ctx)
-	var settled *airlock.Result
-	var settleErr error
-	if runErr == nil && code == 0 {
-		if io.ErrTerminal && !f.quiet {
-			fmt.Fprintln(io.Err, "airlock: committing")
+	if res != nil && res.Settled != nil {
+		if !f.quiet {
+			writeBlock(io.Err, res.Settled)
+			noteBranch(context.WithoutCancel(ctx), io, tx)
+		} else {
+			writeWarnings(io.Err, res.Settled)
 		}
-		settled, settleErr = tx.Commit(sctx, so)
-	} else {
-		if code < 0 {
-			code = -1
-			so.ExitCode = nil
-		}
-		settled, settleErr = tx.Discard(sctx, so)
 	}
-	if settled != nil && !f.quiet {
-		writeBlock(io.Err, settled)
-		noteBranch(sctx, io, tx)
-	} else if settled != nil {
-		writeWarnings(io.Err, settled)
-	}
-	var refusal *airlock.Refusal
-	switch {
-	case errors.As(settleErr, &refusal):
-		return &exitError{code: exitRefused, msg: refusal.Error()}
-	case settleErr != nil:
-		return settleErr
-	}
-	var execErr *launch.ExecError
-	switch {
-	case errors.As(runErr, &execErr):
-		return runErr
-	case runErr != nil:
-		return fmt.Errorf("run %s: %w", argv[0], runErr)
-	case code != 0:
-		return &exitError{code: code}
-	}
-	return nil
-}
-
-// startDir is the directory, relative to the base, where the command starts:
-// the counterpart of the current directory when it lies inside the base.
-func startDir(base string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	if real, err := filepath.EvalSymlinks(wd); err == nil {
-		wd = real
-	}
-	rel, err := filepath.Rel(base, wd)
-	if err != nil || !filepath.IsLocal(rel) {
-		return ""
-	}
-	return filepath.ToSlash(rel)
+	return err
 }
 
 func displayDir(d string) string {

@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/airlockdev/airlock"
-	"github.com/airlockdev/airlock/internal/launch"
 )
 
 // Exit codes of docs/reference.md.
@@ -14,8 +13,8 @@ const (
 	exitInternal = 125
 )
 
-// exitError carries an exit code decided by a command (the command's own
-// code for `run`, 1 for an invalid receipt) without a message to print.
+// exitError carries an exit code decided by a command (1 for an invalid
+// receipt), with a message to print or none.
 type exitError struct {
 	code int
 	msg  string
@@ -36,9 +35,20 @@ func ExitCode(err error) int {
 	if errors.As(err, &r) {
 		return exitRefused
 	}
-	var e *launch.ExecError
-	if errors.As(err, &e) {
-		return e.ExitCode()
+	var c *airlock.CommandError
+	if errors.As(err, &c) {
+		return c.ExitCode()
 	}
 	return exitInternal
+}
+
+// silent reports whether err's exit code says it all: a command that ran
+// and failed has already spoken on its own stderr.
+func silent(err error) bool {
+	var x *exitError
+	if errors.As(err, &x) {
+		return x.msg == ""
+	}
+	var c *airlock.CommandError
+	return errors.As(err, &c) && c.Err == nil
 }

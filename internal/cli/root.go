@@ -44,11 +44,8 @@ func Main(ctx context.Context, args []string, io IO) int {
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(ctx)
-	if err != nil {
-		var x *exitError
-		if !errors.As(err, &x) || x.msg != "" {
-			fmt.Fprintf(io.Err, "airlock: %v\n", err)
-		}
+	if err != nil && !silent(err) {
+		fmt.Fprintf(io.Err, "airlock: %v\n", err)
 	}
 	return ExitCode(err)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/airlockdev/airlock"
-	"github.com/airlockdev/airlock/internal/stage"
 )
 
 // noteBranch says on stderr that a settled worktree transaction's branch
@@ -19,22 +18,6 @@ func noteBranch(ctx context.Context, io IO, tx *airlock.Tx) {
 	if n := b.KeptNote(); n != "" {
 		fmt.Fprintf(io.Err, "airlock: %s\n", n)
 	}
-}
-
-// worktreeOff reports (and says once) that run does not use same-path mode
-// for a worktree transaction: git in the staged worktree reads the
-// repository through the base's path, which the bind mount would hide (a
-// base at the repository's top) or stand in for with the base's own
-// repository (a base in a subdirectory).
-func worktreeOff(io IO, tx *airlock.Tx, quiet bool) bool {
-	if tx.Record().Backend != stage.Worktree {
-		return false
-	}
-	if quiet {
-		return true
-	}
-	fmt.Fprintf(io.Err, "airlock: same-path mode is off for --backend worktree (git in the staged worktree reaches its repository through the base's path); running at %s\n", tx.Path())
-	return true
 }
 
 // branchLine is show's line for a worktree transaction's branch.

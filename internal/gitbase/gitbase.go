@@ -5,17 +5,18 @@
 // common ancestor of a three-way merge even when airlock never saw the
 // bytes.
 //
-// It runs the git command; a base outside a repository, or a machine
-// without git, simply has no such knowledge (Open returns nil, nil).
+// It runs git through package git, so that what it reads is the base's own
+// repository whatever GIT_DIR or GIT_INDEX_FILE airlock inherited; a base
+// outside a repository, or a machine without git, simply has no such
+// knowledge (Take returns nil, nil).
 package gitbase
 
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"os/exec"
 	"strings"
+
+	"github.com/airlockdev/airlock/internal/git"
 )
 
 // Snapshot is what git said about the base when a transaction opened.
@@ -34,12 +35,9 @@ type Snapshot struct {
 // base. It returns nil, nil when base is not in a git work tree or git is
 // not installed.
 func Take(ctx context.Context, base string) (*Snapshot, error) {
-	if _, err := exec.LookPath("git"); err != nil {
-		return nil, nil
-	}
-	out, err := git(ctx, base, "rev-parse", "--is-inside-work-tree", "--show-prefix")
+	out, err := read(ctx, base, "rev-parse", "--is-inside-work-tree", "--show-prefix")
 	if err != nil {
-		return nil, nil // not a repository: nothing to know
+		return nil, nil // not a repository, or no git: nothing to know
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	if len(lines) < 1 || lines[0] != "true" {
@@ -49,15 +47,15 @@ func Take(ctx context.Context, base string) (*Snapshot, error) {
 	if len(lines) > 1 {
 		s.Prefix = lines[1]
 	}
-	head, err := git(ctx, base, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	head, err := read(ctx, base, "rev-parse", "--verify", "-q", "HEAD^{commit}")
 	if err != nil {
 		return nil, nil // no commit yet: no ancestors to offer
 	}
 	s.Head = strings.TrimSpace(string(head))
 	// -z keeps names exact; --no-renames reports both sides of a rename.
-	st, err := git(ctx, base, "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", "--ignore-submodules=all", "--", ".")
+	st, err := read(ctx, base, "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", "--ignore-submodules=all", "--", ".")
 	if err != nil {
-		return nil, fmt.Errorf("git status in %s: %w", base, err)
+		return nil, err
 	}
 	for _, rec := range bytes.Split(st, []byte{0}) {
 		if len(rec) < 4 {
@@ -92,34 +90,23 @@ func (s *Snapshot) Blob(ctx context.Context, base, path string) ([]byte, bool, e
 		return nil, false, nil
 	}
 	spec := s.Head + ":" + s.Prefix + path
-	typ, err := git(ctx, base, "cat-file", "-t", spec)
+	typ, err := read(ctx, base, "cat-file", "-t", spec)
 	if err != nil || strings.TrimSpace(string(typ)) != "blob" {
 		return nil, false, nil
 	}
-	mode, err := git(ctx, base, "ls-tree", "--full-tree", "-z", s.Head, "--", s.Prefix+path)
+	mode, err := read(ctx, base, "ls-tree", "--full-tree", "-z", s.Head, "--", s.Prefix+path)
 	if err != nil || !bytes.HasPrefix(mode, []byte("100")) {
 		return nil, false, nil // a symlink (120000) or submodule is no text ancestor
 	}
-	b, err := git(ctx, base, "cat-file", "blob", spec)
+	b, err := read(ctx, base, "cat-file", "blob", spec)
 	if err != nil {
 		return nil, false, err
 	}
 	return b, true, nil
 }
 
-// git runs git in dir. --no-optional-locks: reading must never take the
+// read runs git in dir. --no-optional-locks: reading must never take the
 // index lock a user's own git command may need at the same moment.
-func git(ctx context.Context, dir string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"--no-optional-locks", "-C", dir, "-c", "core.quotePath=false"}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("git %s: %s", strings.Join(args, " "), strings.TrimSpace(stderr.String()))
-		}
-		return nil, err
-	}
-	return out, nil
+func read(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return git.In(dir).Run(ctx, append([]string{"--no-optional-locks", "-c", "core.quotePath=false"}, args...)...)
 }

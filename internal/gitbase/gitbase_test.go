@@ -86,3 +86,52 @@ func TestNotARepository(t *testing.T) {
 		t.Fatalf("Take outside a repository = %v, %v; want nil, nil", s, err)
 	}
 }
+
+// A GIT_DIR or GIT_INDEX_FILE left in airlock's environment (by a git hook
+// or an editor that started it) names another repository or index than the
+// base's: the snapshot must still be the base's own, or a merge would take
+// its ancestor from the wrong history.
+func TestSnapshotIgnoresHostileGitEnvironment(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		testbin.Missing(t, "git is not installed: gitbase has nothing to read")
+	}
+	repo := t.TempDir()
+	run(t, repo, "init", "-q")
+	write(t, filepath.Join(repo, "a.txt"), "base v1\n")
+	write(t, filepath.Join(repo, "b.txt"), "b\n")
+	run(t, repo, "add", ".")
+	run(t, repo, "commit", "-q", "-m", "init")
+	write(t, filepath.Join(repo, "b.txt"), "b changed\n")
+
+	other := t.TempDir()
+	run(t, other, "init", "-q")
+	write(t, filepath.Join(other, "a.txt"), "other history\n")
+	run(t, other, "add", ".")
+	run(t, other, "commit", "-q", "-m", "other")
+
+	ctx := context.Background()
+	want, err := Take(ctx, repo)
+	if err != nil || want == nil {
+		t.Fatalf("Take: %v, %v", want, err)
+	}
+	for _, env := range [][2]string{
+		{"GIT_DIR", filepath.Join(other, ".git")},
+		{"GIT_INDEX_FILE", filepath.Join(other, ".git", "index")},
+		{"GIT_WORK_TREE", other},
+	} {
+		t.Run(env[0], func(t *testing.T) {
+			t.Setenv(env[0], env[1])
+			got, err := Take(ctx, repo)
+			if err != nil || got == nil {
+				t.Fatalf("Take with %s=%s: %v, %v; want the base's snapshot", env[0], env[1], got, err)
+			}
+			if got.Head != want.Head || got.Prefix != want.Prefix || !slices.Equal(got.Dirty, want.Dirty) {
+				t.Errorf("Take with %s=%s = %+v; want the base's own %+v", env[0], env[1], got, want)
+			}
+			b, ok, err := got.Blob(ctx, repo, "a.txt")
+			if err != nil || !ok || string(b) != "base v1\n" {
+				t.Errorf("Blob(a.txt) with %s=%s = %q, %v, %v; want the base's HEAD %q", env[0], env[1], b, ok, err, "base v1\n")
+			}
+		})
+	}
+}

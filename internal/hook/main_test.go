@@ -48,21 +48,12 @@ func newWorld(t *testing.T, files map[string]string) *world {
 	return w
 }
 
-// environ is the environment of every process a test starts: the test's
-// own, without anything that could point airlock or an agent elsewhere,
-// with the binary first on PATH as an installed airlock would be.
+// environ is the environment of every process a test starts
+// (testbin.Environ), with the binary first on PATH as an installed airlock
+// would be.
 func (w *world) environ(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AIRLOCK_") || strings.HasPrefix(k, "CLAUDE_") || k == "HOME" || k == "XDG_STATE_HOME" || k == "PATH" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "AIRLOCK_STATE_DIR="+w.state, "HOME="+w.home,
-		"PATH="+filepath.Dir(w.bin)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	return append(env, extra...)
+	path := "PATH=" + filepath.Dir(w.bin) + string(os.PathListSeparator) + os.Getenv("PATH")
+	return testbin.Environ(w.state, w.home, append([]string{path}, extra...)...)
 }
 
 // result is how one process ended.

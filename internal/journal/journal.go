@@ -582,7 +582,11 @@ func create(root *safefs.Root, j *Journal, i int, open func(string) (*os.File, e
 		if op.Before.Kind == manifest.KindDir {
 			return nil // mode set with the other directories
 		}
-		return root.Mkdir(op.Path, 0o700)
+		err := root.Mkdir(op.Path, 0o700)
+		if errors.Is(err, fs.ErrExist) && pl.onBase {
+			return &DriftError{Path: op.Path} // someone made it meanwhile
+		}
+		return err
 	case manifest.KindSymlink:
 		if err := root.Symlink(op.After.Target, tmp); err != nil {
 			return err
@@ -780,8 +784,13 @@ func verify(root *safefs.Root, j *Journal, kept map[string]bool) error {
 		if op.After.Kind == manifest.KindNone && Shadowed(op.Path, after) {
 			continue // beneath what is now a symlink or file: absent by construction
 		}
-		if err := matches(root, op.Path, op.After); err != nil {
+		if _, err := measure(root, op.Path); err != nil {
 			return fmt.Errorf("verify %s after apply: %w", filepath.Join(root.Path(), op.Path), err)
+		}
+		if err := matches(root, op.Path, op.After); err != nil {
+			// What the apply just wrote is not there: another process
+			// changed the path meanwhile.
+			return &DriftError{Path: op.Path}
 		}
 	}
 	return nil

@@ -32,6 +32,28 @@ type RestoreResult struct {
 	// after the crash). It was saved in the journal's displaced directory
 	// before the path was restored.
 	Displaced []string
+	// Edited lists journaled paths put back as the very file they held
+	// before the apply (same inode) that another process wrote to or
+	// chmod'ed during the commit: what it wrote stays in place. The digest
+	// proof covers every other path.
+	Edited []string
+	// KeptDirs lists directories the apply created that now hold entries
+	// airlock did not write: they stay, with those entries, and are left
+	// out of the proof.
+	KeptDirs []string
+}
+
+// Notes says, one line each, what a restore kept of others' writes in the
+// base itself (Displaced lists what it saved aside).
+func (r *RestoreResult) Notes() []string {
+	var n []string
+	for _, p := range r.Edited {
+		n = append(n, p+": the very file is back in place, with what another process wrote to it during the commit")
+	}
+	for _, p := range r.KeptDirs {
+		n = append(n, p+"/: kept, with the entries another process put in it during the commit")
+	}
+	return n
 }
 
 // Restore puts every journaled path back to its state before the apply,
@@ -66,6 +88,8 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 	if err != nil {
 		return nil, err
 	}
+	kept := map[int]bool{}   // directories left for what others put in them
+	edited := map[int]bool{} // originals back in place with others' writes
 	// Deepest first: take away what the apply created where something of
 	// another kind, or nothing, was before.
 	for i := len(j.Ops) - 1; i >= 0; i-- {
@@ -91,10 +115,17 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 		}
 		if cur.Kind == manifest.KindDir {
 			if err := root.RemoveDir(op.Path); err != nil {
-				if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
-					return nil, fmt.Errorf("restore %s: the directory holds paths airlock did not write; move them out and run recover again", filepath.Join(root.Path(), op.Path))
+				if !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+					return nil, err
 				}
-				return nil, err
+				if op.Before.Kind != manifest.KindNone {
+					return nil, fmt.Errorf("restore %s: the directory holds paths airlock did not write, and a %s must go back in its place; move them out and run recover again", filepath.Join(root.Path(), op.Path), op.Before.Kind)
+				}
+				// Someone put their own files in a directory the apply
+				// made: the directory stays for them.
+				kept[i] = true
+				res.KeptDirs = append(res.KeptDirs, op.Path)
+				continue
 			}
 		} else {
 			// Moved out by rename, then examined: an edit that reaches
@@ -122,15 +153,29 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 		if op.Before.Kind == manifest.KindNone {
 			continue
 		}
-		if matches(root, op.Path, op.Before) == nil {
-			continue
-		}
 		cur, err := measure(root, op.Path)
 		if escaped(err) {
 			continue // reported by the verification below
 		}
 		if err != nil {
 			return nil, err
+		}
+		if isOriginal(cur, op.Before) {
+			// The very file (or symlink) the path held before: never
+			// replaced by a copy, so that a process holding it open
+			// keeps writing into the tree. Only airlock's own change to
+			// it, a mode set in place, is undone.
+			if err := undoInPlace(root, op, cur); err != nil {
+				return nil, err
+			}
+			if matches(root, op.Path, op.Before) != nil {
+				edited[i] = true
+			}
+			touched[parent(op.Path)] = true
+			continue
+		}
+		if matches(root, op.Path, op.Before) == nil {
+			continue
 		}
 		touched[parent(op.Path)] = true
 		switch op.Before.Kind {
@@ -160,6 +205,9 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 				if err := settleOut(root, j, i, out, dir, res); err != nil {
 					return nil, err
 				}
+			}
+			if matches(root, op.Path, op.Before) != nil {
+				edited[i] = true // the original, written to while aside
 			}
 		}
 	}
@@ -200,6 +248,21 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 		if !in(i) {
 			continue
 		}
+		if kept[i] {
+			continue
+		}
+		if edited[i] {
+			// Proved by identity instead: the very file is back.
+			cur, err := measure(root, op.Path)
+			if err != nil {
+				return nil, err
+			}
+			if !isOriginal(cur, op.Before) {
+				return nil, fmt.Errorf("verify %s after restore: it is no longer the file it was before the apply", filepath.Join(root.Path(), op.Path))
+			}
+			res.Edited = append(res.Edited, op.Path)
+			continue
+		}
 		if op.Before.Kind == manifest.KindNone && Shadowed(op.Path, kinds) {
 			// Absent by construction: its parent is a symlink or file again.
 			continue
@@ -229,6 +292,29 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 		return nil, fmt.Errorf("restore of %s: digest %s after restore differs from the journal's %s", root.Path(), res.Digest, res.BeforeDigest)
 	}
 	return res, nil
+}
+
+// isOriginal reports whether cur is the very file or symlink before
+// measured (same device and inode): the entry the apply moved aside or left
+// in place, whatever was written to it since.
+func isOriginal(cur, before manifest.Entry) bool {
+	if before.Kind != manifest.KindFile && before.Kind != manifest.KindSymlink {
+		return false
+	}
+	return cur.Kind == before.Kind && cur.Ino == before.Ino && cur.Dev == before.Dev && before.Ino != 0
+}
+
+// undoInPlace undoes the one change an apply makes to a file in place: a
+// mode set on it (a change of mode alone). A mode that is neither the one
+// before nor the one the apply set was set by someone else, and stays.
+func undoInPlace(root *safefs.Root, op *Op, cur manifest.Entry) error {
+	if cur.Kind != manifest.KindFile || cur.Mode == op.Before.Mode || cur.Mode != op.After.Mode || op.After.Kind != manifest.KindFile {
+		return nil
+	}
+	if err := root.Chmod(op.Path, op.Before.Mode); err != nil {
+		return err
+	}
+	return syncFile(root, op.Path)
 }
 
 // recreate writes op's before entry at the temporary name tmp: a symlink,
@@ -340,6 +426,10 @@ func save(root *safefs.Root, rel, name string, cur manifest.Entry, dir string, r
 		defer src.Close()
 		_, err = io.Copy(out, src)
 		if err == nil {
+			// The mode is part of what they wrote (a chmod +x).
+			err = out.Chmod(cur.Mode & fs.ModePerm)
+		}
+		if err == nil {
 			err = out.Sync()
 		}
 		out.Close()
@@ -432,7 +522,11 @@ func sweepTemps(root *safefs.Root, j *Journal, dir string, res *RestoreResult, i
 				continue
 			}
 			op := &j.Ops[i]
-			isOrig := (op.Before.Kind == manifest.KindFile || op.Before.Kind == manifest.KindSymlink) && matches(root, rel, op.Before) == nil
+			cur, err := measure(root, rel)
+			if err != nil {
+				return nil, err
+			}
+			isOrig := isOriginal(cur, op.Before) || ((op.Before.Kind == manifest.KindFile || op.Before.Kind == manifest.KindSymlink) && matches(root, rel, op.Before) == nil)
 			if isOrig && orig[i] == "" {
 				if in(i) {
 					orig[i] = rel

@@ -5,11 +5,12 @@
 // It guarantees that the command starts in the staged counterpart of the
 // directory airlock was started in, with the caller's environment and
 // airlock's own standard streams; that SIGINT and SIGTERM sent to airlock
-// reach the command instead of killing airlock; and that every way the
-// command can end is told apart: its own exit code, death by a signal
-// (reported as 128+N, the shell's convention), a command that was not found
-// (127) or could not be executed (126), and an exit that could not be
-// observed (an error).
+// reach the command instead of killing airlock (without a controlling
+// terminal the command leads a process group of its own, and they reach
+// all of it at once); and that every way the command can end is told
+// apart: its own exit code, death by a signal (reported as 128+N, the
+// shell's convention), a command that was not found (127) or could not be
+// executed (126), and an exit that could not be observed (an error).
 //
 // # Same path
 //

@@ -188,7 +188,8 @@ func runDirect(ctx context.Context, spec Spec, fw *forwarder) (Result, error) {
 	cmd.Dir = cwd
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = spec.Stdin, spec.Stdout, spec.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: fw.group}
+	cmd.Cancel = func() error { return signalCommand(cmd.Process, fw.group, syscall.SIGTERM) }
 	cmd.WaitDelay = killGrace
 	if err := cmd.Start(); err != nil {
 		var pe *os.PathError

@@ -170,8 +170,10 @@ func nsAttempts() []nsAttempt {
 }
 
 // startHelper starts the helper in the first kind of namespace that can be
-// had. A non-empty fallback says why none could; err is any other failure.
-func startHelper(ctx context.Context, mode, staged, base, dir string, argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (h *helper, fallback string, err error) {
+// had; group makes it (and so the command it becomes) the leader of a
+// process group of its own. A non-empty fallback says why no namespace
+// could be had; err is any other failure.
+func startHelper(ctx context.Context, mode, staged, base, dir string, group bool, argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (h *helper, fallback string, err error) {
 	args := append([]string{helperArg0, mode, staged, base, dir, "--"}, argv...)
 	var whyNot []string
 	for _, at := range nsAttempts() {
@@ -185,7 +187,8 @@ func startHelper(ctx context.Context, mode, staged, base, dir string, argv, env 
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 		cmd.ExtraFiles = []*os.File{errW}
 		cmd.SysProcAttr = at.attr()
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.SysProcAttr.Setpgid = group
+		cmd.Cancel = func() error { return signalCommand(cmd.Process, group, syscall.SIGTERM) }
 		cmd.WaitDelay = killGrace
 		err = cmd.Start()
 		errW.Close()
@@ -241,7 +244,7 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 		}
 	}
 
-	h, fallback, err := startHelper(ctx, modeRun, spec.Staged, spec.Base, spec.relDir(), spec.Argv, env, stdin, spec.Stdout, spec.Stderr)
+	h, fallback, err := startHelper(ctx, modeRun, spec.Staged, spec.Base, spec.relDir(), fw.group, spec.Argv, env, stdin, spec.Stdout, spec.Stderr)
 	if stdinR != nil {
 		// Only the child may hold the read end, or the copy below would
 		// block on a full pipe instead of failing once the command exits.
@@ -313,7 +316,7 @@ func SamePathSupport() (ok bool, reason string) {
 		return false, "probe directory: " + err.Error()
 	}
 	defer os.Remove(d)
-	h, fallback, err := startHelper(context.Background(), modeProbe, d, d, "", nil, os.Environ(), nil, nil, nil)
+	h, fallback, err := startHelper(context.Background(), modeProbe, d, d, "", false, nil, os.Environ(), nil, nil, nil)
 	if fallback != "" {
 		return false, fallback
 	}

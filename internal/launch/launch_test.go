@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 		countInts()
 	case "runcountint":
 		runCountInt()
+	case "runterm":
+		runTerm()
 	default:
 		playPart()
 	}
@@ -84,6 +86,35 @@ func runCountInt() {
 		Stdin:  os.Stdin,
 		Stdout: w,
 		Stderr: os.Stderr,
+	})
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+	}
+	os.Exit(res.ExitCode)
+}
+
+// runTerm runs a shell whose TERM trap can only run once its foreground
+// child has ended, sends itself SIGTERM once the shell is ready, as a
+// supervisor stopping airlock would, and exits with the shell's code.
+func runTerm() {
+	r, w, _ := os.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				syscall.Kill(os.Getpid(), syscall.SIGTERM)
+			}
+		}
+	}()
+	wd, _ := os.Getwd()
+	res, err := launch.Run(context.Background(), launch.Spec{
+		Argv:     []string{"sh", "-c", `trap "exit 7" TERM; echo ready; sleep 30; exit 3`},
+		Staged:   wd,
+		Base:     os.Getenv("LAUNCH_TEST_BASE"),
+		SamePath: os.Getenv("LAUNCH_TEST_BASE") != "",
+		Env:      []string{"PATH=" + os.Getenv("PATH")},
+		Stdout:   w,
+		Stderr:   os.Stderr,
 	})
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
@@ -338,6 +369,46 @@ func TestForwardSIGINT(t *testing.T) {
 	}
 	if got := ee.ExitCode() - 10; got != 1 {
 		t.Errorf("command saw %d SIGINTs, want 1 (exit %d, output %q)", got, ee.ExitCode(), out)
+	}
+}
+
+// TestForwardSIGTERMToGroup: without a controlling terminal, SIGTERM sent
+// to airlock reaches the command's whole process group at once, so a shell
+// waiting for its child runs its trap now, not when the child ends.
+func TestForwardSIGTERMToGroup(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sp := range modes(t) {
+		t.Run(modeName(sp), func(t *testing.T) {
+			base, staged := roots(t)
+			cmd := exec.Command(exe)
+			cmd.Dir = staged
+			cmd.Env = append(os.Environ(), testMode+"=runterm")
+			if sp {
+				cmd.Env = append(cmd.Env, "LAUNCH_TEST_BASE="+base)
+			}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			// The orphaned sleep would hold a pipe open; a file does not.
+			out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			cmd.Stdout, cmd.Stderr = out, out
+			start := time.Now()
+			err = cmd.Run()
+			took := time.Since(start)
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+				b, _ := os.ReadFile(out.Name())
+				t.Fatalf("runner: %v, want exit 7 (the command's TERM trap); output %q", err, b)
+			}
+			if took > 5*time.Second {
+				t.Errorf("the runner took %v: SIGTERM reached the shell but not its child", took.Round(time.Millisecond))
+			}
+		})
 	}
 }
 

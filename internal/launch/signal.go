@@ -17,6 +17,9 @@ type forwarder struct {
 	wg   sync.WaitGroup
 	// tty is the controlling terminal, nil without one.
 	tty *os.File
+	// group says the command is started as the leader of a process group
+	// of its own, and signals go to that whole group (see ownGroup).
+	group bool
 
 	mu      sync.Mutex
 	proc    *os.Process
@@ -40,6 +43,7 @@ func startForwarding() *forwarder {
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDONLY|syscall.O_NOCTTY, 0); err == nil {
 		f.tty = tty
 	}
+	f.group = f.tty == nil
 	f.wg.Add(1)
 	go f.loop()
 	return f
@@ -74,7 +78,26 @@ func (f *forwarder) send(s os.Signal) {
 	}
 	// An error means the command has just exited; there is nobody left to
 	// tell.
-	_ = f.proc.Signal(s)
+	_ = signalCommand(f.proc, f.group, s)
+}
+
+// signalCommand sends s to the command p, and to its whole process group
+// when it leads one: a shell's children (`sleep 30 & wait`, a build's
+// compilers) then stop at once too, instead of holding the run open until
+// they finish on their own.
+//
+// The command gets a group of its own only where there is no controlling
+// terminal, so no job control to disturb. Under a terminal it stays in
+// airlock's group: the terminal sends Ctrl-C and Ctrl-Z to that whole
+// group already, and a shell that brings airlock to the foreground (fg)
+// brings the command with it. The price of a group of its own is that a
+// signal sent to airlock's group does not reach the command directly; for
+// SIGINT and SIGTERM airlock forwards it, SIGKILL it cannot see.
+func signalCommand(p *os.Process, group bool, s os.Signal) error {
+	if !group {
+		return p.Signal(s)
+	}
+	return unix.Kill(-p.Pid, s.(syscall.Signal))
 }
 
 // deliveredByTerminal reports whether s is a SIGINT the command has

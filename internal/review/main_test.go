@@ -43,17 +43,9 @@ func newWorld(t *testing.T, files map[string]string) *world {
 	return w
 }
 
-func (w *world) environ() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AIRLOCK_") && k != "AIRLOCK_TEST_ARTIFACTS" || k == "HOME" || k == "XDG_STATE_HOME" || k == "DISPLAY" || k == "WAYLAND_DISPLAY" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "AIRLOCK_STATE_DIR="+w.state, "HOME="+w.home)
-}
+// environ is the environment of every process a test starts
+// (testbin.Environ).
+func (w *world) environ() []string { return testbin.Environ(w.state, w.home) }
 
 // airlock runs the binary and returns its stdout; it fails the test on a
 // non-zero exit.

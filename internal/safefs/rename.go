@@ -5,7 +5,10 @@ package safefs
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -82,4 +85,36 @@ func (r *Root) CreateExcl(rel string) (*os.File, error) {
 		return nil
 	})
 	return f, err
+}
+
+// OpenRootNoFollow opens the absolute path dir as a Root without following
+// a symlink in any of its components: dir must be as filepath.EvalSymlinks
+// returns it. It is how airlock opens a base it resolved when the
+// transaction opened: whoever can rename entries on the way to the base
+// (its parent's owner) could otherwise swap a component for a symlink
+// between the resolve and the open, and every write through the root would
+// land in the other directory. A symlink on the way fails with an error
+// matching ErrSymlink. The caller still compares the opened directory's
+// identity (Lstat("")) with the one it expects: a directory renamed into
+// the base's place is no symlink.
+func OpenRootNoFollow(dir string) (*Root, error) {
+	if !strings.HasPrefix(dir, "/") {
+		return nil, &fs.PathError{Op: "openroot", Path: dir, Err: errors.New("not an absolute path")}
+	}
+	top, err := ignoringEINTR2(func() (int, error) {
+		return unix.Open("/", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return nil, &fs.PathError{Op: "openroot", Path: "/", Err: err}
+	}
+	comps := splitRel(strings.Trim(path.Clean(dir), "/"))
+	if len(comps) == 0 {
+		return &Root{path: dir, fd: top}, nil
+	}
+	fd, err := resolveDir(top, comps, true)
+	unix.Close(top)
+	if err != nil {
+		return nil, &fs.PathError{Op: "openroot", Path: dir, Err: err}
+	}
+	return &Root{path: dir, fd: fd}, nil
 }

@@ -306,6 +306,12 @@ func (overlayBackend) Changes(ctx context.Context, req DiffRequest) (*changeset.
 	}
 	defer upper.Close()
 	d.upperRoot = upper
+	lower, err := safefs.OpenRoot(d.base)
+	if err != nil {
+		return nil, fmt.Errorf("overlay lower layer (the base) %s: %w", quote(d.base), unwrapPath(err))
+	}
+	defer lower.Close()
+	d.lowerRoot = lower
 	if err := d.dir("", false); err != nil {
 		return nil, err
 	}
@@ -328,6 +334,9 @@ type overlayDiff struct {
 	// upperRoot is where a changed file's bytes are read: beneath the
 	// upper layer, never through a symlink the command put on the way.
 	upperRoot *safefs.Root
+	// lowerRoot is where a base file's bytes are compared from, the same
+	// way: beneath the base, never a FIFO or device.
+	lowerRoot *safefs.Root
 }
 
 func join(rel, name string) string {
@@ -507,7 +516,7 @@ func (d *overlayDiff) differs(l, u manifest.Entry) (bool, error) {
 	if l.Size != u.Size {
 		return true, nil
 	}
-	return changeset.DifferStaged(d.lower(l.Path), d.upperRoot, u)
+	return changeset.DifferStaged(d.lowerRoot, l, d.upperRoot, u)
 }
 
 // deleteTree records the deletion of the base's rel and everything in it.

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/fault"
+	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
@@ -127,7 +128,7 @@ func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err
 		return nil, fmt.Errorf("staged workspace %s already exists; choose another transaction id or remove it", quote(dir))
 	}
 	branch := "airlock/" + filepath.Base(parent)
-	if _, err := git(ctx, nil, "check-ref-format", "--branch", branch); err != nil {
+	if _, err := git.Run(ctx, "check-ref-format", "--branch", branch); err != nil {
 		return nil, fmt.Errorf("transaction id %s cannot name the git branch %s (git's rules for branch names); choose another id or another backend", quote(filepath.Base(parent)), quote(branch))
 	}
 	rec := &worktreeRecord{PID: os.Getpid(), Base: base, Repo: r.common, Top: dir, Prefix: r.prefix, Branch: branch, Start: r.head}
@@ -226,11 +227,11 @@ func addWorktree(ctx context.Context, rec *worktreeRecord) error {
 	if commitOf(ctx, rec.Repo, "refs/heads/"+rec.Branch) != "" {
 		return fmt.Errorf("git branch %s already exists in %s (kept from an earlier transaction with this id?); delete it with `git branch -D %s` or choose another id", rec.Branch, quote(rec.Repo), rec.Branch)
 	}
-	if _, err := git(ctx, nil, "--git-dir="+rec.Repo, "worktree", "add", "--no-checkout", "-b", rec.Branch, rec.Top, rec.Start); err != nil {
+	if _, err := git.At(rec.Repo).Run(ctx, "worktree", "add", "--no-checkout", "-b", rec.Branch, "--", rec.Top, rec.Start); err != nil {
 		// git may have made the branch before it failed; it was not there
 		// before, so it is this call's to take back.
 		if unregister(ctx, rec.Repo, rec.Top) == nil && commitOf(ctx, rec.Repo, "refs/heads/"+rec.Branch) == rec.Start {
-			git(ctx, nil, "--git-dir="+rec.Repo, "update-ref", "-d", "refs/heads/"+rec.Branch, rec.Start)
+			git.At(rec.Repo).Run(ctx, "update-ref", "-d", "refs/heads/"+rec.Branch, rec.Start)
 		}
 		return fmt.Errorf("create git worktree %s: %w", quote(rec.Top), err)
 	}
@@ -268,10 +269,10 @@ func addGitEntries(res *Result, base, top string) error {
 func setIndex(ctx context.Context, r *repo, top string) error {
 	var info bytes.Buffer
 	if r.prefix != "" {
-		if _, err := git(ctx, nil, "-C", top, "read-tree", r.head); err != nil {
+		if _, err := git.In(top).Run(ctx, "read-tree", r.head); err != nil {
 			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
 		}
-		out, err := git(ctx, nil, "-C", top, "ls-files", "-z")
+		out, err := git.In(top).Run(ctx, "ls-files", "-z")
 		if err != nil {
 			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
 		}
@@ -289,23 +290,23 @@ func setIndex(ctx context.Context, r *repo, top string) error {
 			}
 		}
 		if outside.Len() > 0 {
-			if _, err := git(ctx, outside.Bytes(), "-C", top, "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
+			if _, err := git.In(top).RunInput(ctx, outside.Bytes(), "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
 				return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
 			}
 		}
 	}
-	out, err := git(ctx, nil, "-C", r.dir, "ls-files", "-s", "-z", "--full-name")
+	out, err := git.In(r.dir).Run(ctx, "ls-files", "-s", "-z", "--full-name")
 	if err != nil {
 		return fmt.Errorf("read the git index of %s: %w", quote(r.dir), err)
 	}
 	info.Write(out)
 	if info.Len() > 0 {
-		if _, err := git(ctx, info.Bytes(), "-C", top, "update-index", "-z", "--index-info"); err != nil {
+		if _, err := git.In(top).RunInput(ctx, info.Bytes(), "update-index", "-z", "--index-info"); err != nil {
 			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
 		}
 	}
 	// -q: paths that differ from the index stay unrefreshed, as they should.
-	if _, err := git(ctx, nil, "-C", top, "update-index", "-q", "--refresh"); err != nil {
+	if _, err := git.In(top).Run(ctx, "update-index", "-q", "--refresh"); err != nil {
 		return fmt.Errorf("refresh the index of worktree %s: %w", quote(top), err)
 	}
 	return nil
@@ -397,7 +398,7 @@ func removeWorktree(ctx context.Context, dir string, rec *worktreeRecord) error 
 			}
 		}
 		if ok {
-			if _, err := git(ctx, nil, "--git-dir="+rec.Repo, "update-ref", "-d", ref, head); err != nil {
+			if _, err := git.At(rec.Repo).Run(ctx, "update-ref", "-d", ref, head); err != nil {
 				return fmt.Errorf("delete branch %s: %w", rec.Branch, err)
 			}
 		} else {
@@ -439,10 +440,10 @@ func keepDetached(ctx context.Context, rec *worktreeRecord, ref string) error {
 	if _, err := os.Lstat(filepath.Join(rec.Top, ".git")); err != nil {
 		return nil
 	}
-	if _, err := git(ctx, nil, "-C", rec.Top, "symbolic-ref", "-q", "HEAD"); err == nil {
+	if _, err := git.In(rec.Top).Run(ctx, "symbolic-ref", "-q", "HEAD"); err == nil {
 		return nil // on a branch: branches are refs
 	}
-	out, err := git(ctx, nil, "-C", rec.Top, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	out, err := git.In(rec.Top).Run(ctx, "rev-parse", "--verify", "-q", "HEAD^{commit}")
 	if err != nil {
 		return nil
 	}
@@ -451,7 +452,7 @@ func keepDetached(ctx context.Context, rec *worktreeRecord, ref string) error {
 		return nil
 	}
 	// --single-worktree: this worktree's own HEAD must not count.
-	rl, err := git(ctx, nil, "--git-dir="+rec.Repo, "rev-list", "-n1", detached, "--not", "--single-worktree", "--all")
+	rl, err := git.At(rec.Repo).Run(ctx, "rev-list", "-n1", detached, "--not", "--single-worktree", "--all")
 	if err != nil {
 		return fmt.Errorf("check the detached HEAD of worktree %s: %w", quote(rec.Top), err)
 	}
@@ -460,13 +461,13 @@ func keepDetached(ctx context.Context, rec *worktreeRecord, ref string) error {
 	}
 	head := commitOf(ctx, rec.Repo, ref)
 	if head == "" || head == rec.Start || isAncestor(ctx, rec.Repo, head, detached) {
-		if _, err := git(ctx, nil, "--git-dir="+rec.Repo, "update-ref", ref, detached); err != nil {
+		if _, err := git.At(rec.Repo).Run(ctx, "update-ref", ref, detached); err != nil {
 			return fmt.Errorf("keep the detached HEAD of worktree %s on branch %s: %w", quote(rec.Top), rec.Branch, err)
 		}
 		return nil
 	}
 	name := rec.Branch + "-detached"
-	if _, err := git(ctx, nil, "--git-dir="+rec.Repo, "update-ref", "refs/heads/"+name, detached, ""); err != nil {
+	if _, err := git.At(rec.Repo).Run(ctx, "update-ref", "refs/heads/"+name, detached, ""); err != nil {
 		return fmt.Errorf("keep the detached HEAD of worktree %s on branch %s: %w", quote(rec.Top), name, err)
 	}
 	rec.Detached = name
@@ -474,7 +475,7 @@ func keepDetached(ctx context.Context, rec *worktreeRecord, ref string) error {
 }
 
 func isAncestor(ctx context.Context, common, a, b string) bool {
-	_, err := git(ctx, nil, "--git-dir="+common, "merge-base", "--is-ancestor", a, b)
+	_, err := git.At(common).Run(ctx, "merge-base", "--is-ancestor", a, b)
 	return err == nil
 }
 
@@ -485,7 +486,7 @@ func unregister(ctx context.Context, common, top string) error {
 	if _, err := os.Stat(common); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	_, err := git(ctx, nil, "--git-dir="+common, "worktree", "remove", "--force", "--force", top)
+	_, err := git.At(common).Run(ctx, "worktree", "remove", "--force", "--force", "--", top)
 	if err == nil {
 		return nil
 	}
@@ -508,7 +509,7 @@ type worktreeEntry struct {
 }
 
 func listWorktrees(ctx context.Context, common string) ([]worktreeEntry, error) {
-	out, err := git(ctx, nil, "--git-dir="+common, "worktree", "list", "--porcelain")
+	out, err := git.At(common).Run(ctx, "worktree", "list", "--porcelain")
 	if err != nil {
 		return nil, err
 	}

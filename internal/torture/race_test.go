@@ -227,6 +227,9 @@ func TestRacingEditorDuringCommit(t *testing.T) {
 				t.Fatalf("recover after a failed commit and rollback: %v", rr)
 			}
 			failures++
+			if failures == 1 {
+				t.Logf("first commit that failed and was recovered: %s", r.stderr)
+			}
 		default:
 			t.Fatalf("want a commit, a refusal or a failure that keeps the journal: %v", r)
 		}

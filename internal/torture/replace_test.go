@@ -154,3 +154,140 @@ func mustReadDir(t *testing.T, dir string) []string {
 	}
 	return names
 }
+
+// TestWriterKeepsWritingAcrossRefusedCommit: a logger holds a base file
+// open for appending and writes to it between the commit's last look at
+// the path and its replacement, and again after the commit has ended. The
+// commit refuses; the rollback puts the very file the logger holds back at
+// its path (it is never replaced by a copy), so every line it wrote, before
+// and after, is in the base.
+func TestWriterKeepsWritingAcrossRefusedCommit(t *testing.T) {
+	w, _ := replaceWorld(t, false)
+	full := filepath.Join(w.base, "f")
+	fh, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND, 0)
+	check(t, err)
+	defer fh.Close()
+	pause := t.TempDir()
+	p := w.start([]string{"AIRLOCK_TEST_PAUSE=guard:1:" + pause}, "commit", "x")
+	waitFile(t, filepath.Join(pause, "reached"), p)
+	_, err = fh.WriteString("during\n")
+	check(t, err)
+	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
+	r := p.wait()
+	wantRefusal(t, r, "BaseDrift")
+	_, err = fh.WriteString("after\n")
+	check(t, err)
+	var held, now syscall.Stat_t
+	check(t, syscall.Fstat(int(fh.Fd()), &held))
+	check(t, syscall.Lstat(full, &now))
+	if now.Ino != held.Ino {
+		t.Fatalf("f is another file after the rollback (inode %d, the logger holds %d): its writes go nowhere", now.Ino, held.Ino)
+	}
+	if b, _ := os.ReadFile(full); string(b) != "base\nduring\nafter\n" {
+		t.Fatalf("f holds %q, want every line the logger wrote", b)
+	}
+	if !strings.Contains(r.stderr, "the very file is back in place") {
+		t.Errorf("the refusal does not say the file was kept with the other process's writes: %v", r)
+	}
+}
+
+// TestChmodDuringCommitSurvives: someone makes a base file executable
+// between the commit's last look and its replacement. The commit refuses
+// and their chmod is still there, on the file, with its content.
+func TestChmodDuringCommitSurvives(t *testing.T) {
+	w, _ := replaceWorld(t, false)
+	full := filepath.Join(w.base, "f")
+	pause := t.TempDir()
+	p := w.start([]string{"AIRLOCK_TEST_PAUSE=guard:1:" + pause}, "commit", "x")
+	waitFile(t, filepath.Join(pause, "reached"), p)
+	check(t, os.Chmod(full, 0o755))
+	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
+	wantRefusal(t, p.wait(), "BaseDrift")
+	fi, err := os.Stat(full)
+	check(t, err)
+	if fi.Mode().Perm() != 0o755 {
+		t.Fatalf("f has mode %v after the refused commit, want the 0755 someone set during it", fi.Mode().Perm())
+	}
+	if b, _ := os.ReadFile(full); string(b) != "base\n" {
+		t.Fatalf("f holds %q", b)
+	}
+}
+
+// TestModeOnlyRollbackKeepsTheFile: a commit that changes only a file's
+// mode does so in place; when the commit then rolls back (another path
+// drifted), the mode is set back on that very file — a process holding it
+// open keeps writing into the tree.
+func TestModeOnlyRollbackKeepsTheFile(t *testing.T) {
+	w := newWorld(t)
+	check(t, os.WriteFile(filepath.Join(w.base, "a.log"), []byte("log\n"), 0o644))
+	check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("z\n"), 0o644))
+	staged := w.open("m")
+	check(t, os.Chmod(filepath.Join(staged, "a.log"), 0o600))
+	check(t, os.WriteFile(filepath.Join(staged, "z"), []byte("agent\n"), 0o644))
+	full := filepath.Join(w.base, "a.log")
+	fh, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND, 0)
+	check(t, err)
+	defer fh.Close()
+	// The mode change is applied before z is re-checked: drift on z then
+	// rolls the mode change back.
+	pause := t.TempDir()
+	p := w.start([]string{"AIRLOCK_TEST_PAUSE=guard:2:" + pause}, "commit", "m")
+	waitFile(t, filepath.Join(pause, "reached"), p)
+	check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("human\n"), 0o644))
+	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
+	r := p.wait()
+	if r.code != 75 {
+		t.Fatalf("want a refusal: %v", r)
+	}
+	var held, now syscall.Stat_t
+	check(t, syscall.Fstat(int(fh.Fd()), &held))
+	check(t, syscall.Lstat(full, &now))
+	if now.Ino != held.Ino {
+		t.Fatalf("a.log was replaced by a copy in the rollback (inode %d, held %d)", now.Ino, held.Ino)
+	}
+	if now.Mode&0o777 != 0o644 {
+		t.Fatalf("a.log has mode %o after the rollback, want 0644", now.Mode&0o777)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.base, "z")); string(b) != "human\n" {
+		t.Fatalf("z holds %q, want the human's edit", b)
+	}
+}
+
+// TestFileAddedInNewDirectoryDuringApply: someone saves a file inside a
+// directory the apply has just created, and edits another path; the
+// commit refuses BaseDrift (never exit 125), the directory stays with
+// their file, everything else is as before, and no temporary entry is left.
+func TestFileAddedInNewDirectoryDuringApply(t *testing.T) {
+	w := newWorld(t)
+	check(t, os.WriteFile(filepath.Join(w.base, "a"), []byte("a\n"), 0o644))
+	check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("z\n"), 0o644))
+	staged := w.open("d")
+	check(t, os.MkdirAll(filepath.Join(staged, "d"), 0o755))
+	check(t, os.WriteFile(filepath.Join(staged, "d", "f"), []byte("f\n"), 0o644))
+	check(t, os.WriteFile(filepath.Join(staged, "a"), []byte("agent a\n"), 0o644))
+	check(t, os.WriteFile(filepath.Join(staged, "z"), []byte("agent z\n"), 0o644))
+	pause := t.TempDir()
+	// Order of creation: a, d, d/f, z: pause once d/f is there.
+	p := w.start([]string{"AIRLOCK_TEST_PAUSE=apply:3:" + pause}, "commit", "d")
+	waitFile(t, filepath.Join(pause, "reached"), p)
+	check(t, os.WriteFile(filepath.Join(w.base, "d", "notes"), []byte("mine\n"), 0o644))
+	check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("human z\n"), 0o644))
+	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
+	r := p.wait()
+	wantRefusal(t, r, "BaseDrift")
+	for f, want := range map[string]string{"a": "a\n", "z": "human z\n", "d/notes": "mine\n"} {
+		if b, _ := os.ReadFile(filepath.Join(w.base, f)); string(b) != want {
+			t.Errorf("%s holds %q, want %q", f, b, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(w.base, "d", "f")); err == nil {
+		t.Error("d/f, the refused commit's, is in the base")
+	}
+	for _, dir := range []string{w.base, filepath.Join(w.base, "d")} {
+		for _, n := range mustReadDir(t, dir) {
+			if strings.HasPrefix(n, ".airlock-") {
+				t.Errorf("temporary entry %s left in %s", n, dir)
+			}
+		}
+	}
+}

@@ -51,20 +51,10 @@ func newWorldIn(t *testing.T, root string) *world {
 	return w
 }
 
-// environ is the environment of every airlock process: the test's own
-// less anything that could point airlock elsewhere or arm a fault.
+// environ is the environment of every airlock process (testbin.Environ),
+// with the world's own extra variables.
 func (w *world) environ(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "AIRLOCK_") || k == "HOME" || k == "XDG_STATE_HOME" {
-			continue
-		}
-		env = append(env, kv)
-	}
-	env = append(env, "AIRLOCK_STATE_DIR="+w.state, "HOME="+w.home)
-	env = append(env, w.env...)
-	return append(env, extra...)
+	return testbin.Environ(w.state, w.home, append(append([]string(nil), w.env...), extra...)...)
 }
 
 // result is how one airlock process ended.

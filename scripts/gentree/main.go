@@ -14,13 +14,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/airlockdev/airlock/internal/git"
 )
 
 func main() {
@@ -197,11 +199,8 @@ func gitInit(dir string) error {
 		{"-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "commit", "-q", "-m", "synthetic tree"},
 		{"gc", "-q"},
 	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
+		if _, err := git.In(dir).Run(context.Background(), args...); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,0 +1,100 @@
+package main_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/airlockdev/airlock/internal/testbin"
+)
+
+// TestScript runs the scripts in testdata/script, as cmd/go runs its own:
+// each is a user's session at a shell — files to start from, the airlock
+// commands they type, the exit codes and the output lines they see — so
+// that what the README promises of every command, flag, exit code and
+// output line is pinned where it reads like the README itself. Races,
+// crashes and fault points, which a script cannot say, stay in Go tests.
+//
+// Beyond testscript's own commands, a script has:
+//
+//	airlock [exit=N] ARGS...   run the airlock under test (on PATH first);
+//	                           it must exit N (default 0)
+//
+// and the conditions [root] and [git]. Every script gets a fresh $HOME
+// ($WORK/home), its own state root ($AIRLOCK_STATE_DIR, $WORK/state),
+// git's identity without any system or global git config, and nothing of
+// the caller's environment beyond PATH.
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script"),
+		Setup: func(env *testscript.Env) error {
+			home := filepath.Join(env.WorkDir, "home")
+			if err := os.MkdirAll(home, 0o700); err != nil {
+				return err
+			}
+			env.Setenv("HOME", home)
+			env.Setenv("AIRLOCK_STATE_DIR", filepath.Join(env.WorkDir, "state"))
+			env.Setenv("PATH", filepath.Dir(airlockBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+			for _, kv := range testbin.GitIdentity {
+				k, v, _ := strings.Cut(kv, "=")
+				env.Setenv(k, v)
+			}
+			return nil
+		},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"airlock": scriptAirlock,
+		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "root":
+				return os.Geteuid() == 0, nil
+			case "git":
+				_, err := exec.LookPath("git")
+				if err != nil && testbin.InCI() {
+					// CI installs git: a script must not skip its git half there.
+					return false, fmt.Errorf("git is not installed, and CI=true: %w", err)
+				}
+				return err == nil, nil
+			}
+			return false, errors.New("unknown condition " + cond)
+		},
+	})
+}
+
+// scriptAirlock is the script command `airlock [exit=N] ARGS...`.
+func scriptAirlock(ts *testscript.TestScript, neg bool, args []string) {
+	want := 0
+	if len(args) > 0 {
+		if v, ok := strings.CutPrefix(args[0], "exit="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				ts.Fatalf("airlock %s: want exit=N with N a number", args[0])
+			}
+			if neg {
+				ts.Fatalf("airlock: give ! or exit=N, not both")
+			}
+			want, args = n, args[1:]
+		}
+	}
+	err := ts.Exec("airlock", args...)
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("airlock %s: %v", strings.Join(args, " "), err)
+	}
+	switch {
+	case neg && code == 0:
+		ts.Fatalf("airlock %s: exit 0, want a failure", strings.Join(args, " "))
+	case !neg && code != want:
+		ts.Fatalf("airlock %s: exit %d, want %d", strings.Join(args, " "), code, want)
+	}
+}

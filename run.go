@@ -1,0 +1,212 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/launch"
+	"github.com/airlockdev/airlock/internal/stage"
+)
+
+// RunOptions says how Tx.Run runs a command and settles its transaction.
+type RunOptions struct {
+	// Argv is the command and its arguments; Argv[0] is looked up like a
+	// shell would, against the PATH in Env.
+	Argv []string
+	// Dir is the directory whose counterpart in the staged workspace the
+	// command starts in, when it lies inside the base; elsewhere the command
+	// starts at the workspace's root. "" means the current directory.
+	Dir string
+	// Env is the command's environment; nil means this process's own. Run
+	// adds AIRLOCK_TX and AIRLOCK_PORT_BASE to it.
+	Env []string
+	// SamePath asks that the command see the staged workspace at the base's
+	// own path (Linux, where a mount namespace can be had). Run falls back
+	// to the staged path, saying why in RunResult.Fallback, where it cannot,
+	// and does not ask for a transaction whose workspace cannot have it
+	// (see Tx.SamePathOff).
+	SamePath bool
+	// Stdin, Stdout and Stderr are the command's streams; nil connects the
+	// null device.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Settle is how a successful command's change set is committed (and
+	// what a discard records). ExitCode and StartedAt are Run's to set.
+	Settle SettleOptions
+	// Ended, if set, is called once the command has ended and before the
+	// transaction settles, so that a caller can say how it ended.
+	Ended func(*RunResult)
+}
+
+// RunResult is how a command run by Tx.Run ended and how its transaction
+// settled.
+type RunResult struct {
+	Tx *Tx
+	// ExitCode is the command's exit code: 128+N after death by signal N,
+	// 127 when it was not found, 126 when it could not be executed, and -1
+	// when its end could not be observed.
+	ExitCode int
+	// Signal, when not zero, is the signal that killed the command.
+	Signal syscall.Signal
+	// Succeeded says the command exited 0 on its own, so Run commits; every
+	// other end discards.
+	Succeeded bool
+	// SamePath says the command saw the staged workspace at the base's path.
+	SamePath bool
+	// Fallback, when same-path mode was asked for but could not be had,
+	// says why in one line.
+	Fallback string
+	// Settled is the transaction's outcome; nil when settling failed before
+	// one was recorded.
+	Settled *Result
+}
+
+// CommandError is the error Tx.Run returns when its command did not
+// succeed, and so its transaction was discarded: the command exited
+// non-zero, was killed by a signal, or could not be started.
+type CommandError struct {
+	Name string // the command as given
+	// Code is the command's exit code, as in RunResult.ExitCode: 127 or
+	// 126 when it could not be started.
+	Code int
+	// Err, for a command that could not be started, says why; nil for one
+	// that ran.
+	Err error
+}
+
+func (e *CommandError) Error() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%s exited with code %d; its changes were discarded", e.Name, e.Code)
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// ExitCode is the code a shell around the command would report.
+func (e *CommandError) ExitCode() int { return e.Code }
+
+// Run opens a transaction as Open does and runs a command in it as Tx.Run
+// does. An error that leaves no transaction returns a nil RunResult.
+func (s *Store) Run(ctx context.Context, open OpenOptions, o RunOptions) (*RunResult, error) {
+	if open.Command == nil {
+		open.Command = o.Argv
+	}
+	tx, err := s.Open(ctx, open)
+	if err != nil {
+		return nil, err
+	}
+	return tx.Run(ctx, o)
+}
+
+// Run runs a command in the transaction's staged workspace and settles the
+// transaction by the command's exit code alone: exit 0 commits; any other
+// exit, a death by signal, a command that could not be started, or an exit
+// that could not be observed discards.
+//
+// The command's environment gains AIRLOCK_TX (the transaction's id) and
+// AIRLOCK_PORT_BASE (the first of the ports no other open transaction
+// holds). While it runs, SIGINT and SIGTERM sent to this process are
+// forwarded to it rather than acted on; without a controlling terminal they
+// reach its whole process group at once. The transaction settles even when
+// ctx is cancelled, which only stops the command.
+//
+// The error is nil only when the command succeeded and the commit did too
+// (committed or no changes). A refused commit returns a *Refusal, a command
+// that did not succeed a *CommandError, and anything else means airlock
+// itself failed. The RunResult is returned in every case.
+func (t *Tx) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
+	if len(o.Argv) == 0 || o.Argv[0] == "" {
+		return nil, errors.New("run: no command given")
+	}
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append(env[:len(env):len(env)],
+		"AIRLOCK_TX="+t.ID(),
+		"AIRLOCK_PORT_BASE="+strconv.Itoa(t.rec.PortBase))
+	started := time.Now()
+	lr, runErr := launch.Run(ctx, launch.Spec{
+		Argv: o.Argv, Staged: t.Path(), Base: t.Base(), Dir: startDir(t.Base(), o.Dir),
+		Env: env, SamePath: o.SamePath && t.SamePathOff() == "",
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
+	})
+	res := &RunResult{Tx: t, ExitCode: lr.ExitCode, Signal: lr.Signal,
+		Succeeded: runErr == nil && lr.ExitCode == 0, SamePath: lr.SamePath, Fallback: lr.Fallback}
+	if o.Ended != nil {
+		o.Ended(res)
+	}
+
+	so := o.Settle
+	code := res.ExitCode
+	so.ExitCode, so.StartedAt = &code, started
+	if code < 0 {
+		so.ExitCode = nil
+	}
+	// Settling must finish even when the run was interrupted: a signal was
+	// the command's to handle, and a cancelled ctx stopped only the command.
+	sctx := context.WithoutCancel(ctx)
+	var settleErr error
+	if res.Succeeded {
+		res.Settled, settleErr = t.Commit(sctx, so)
+	} else {
+		res.Settled, settleErr = t.Discard(sctx, so)
+	}
+
+	var refusal *Refusal
+	var execErr *launch.ExecError
+	switch {
+	case errors.As(settleErr, &refusal):
+		return res, refusal
+	case settleErr != nil:
+		return res, settleErr
+	case errors.As(runErr, &execErr):
+		return res, &CommandError{Name: o.Argv[0], Code: res.ExitCode, Err: runErr}
+	case runErr != nil:
+		return res, fmt.Errorf("run %s: %w", o.Argv[0], runErr)
+	case !res.Succeeded:
+		return res, &CommandError{Name: o.Argv[0], Code: res.ExitCode}
+	}
+	return res, nil
+}
+
+// SamePathOff says why the command of this transaction must not see its
+// workspace at the base's path, or "" when it may. git in a worktree
+// workspace reaches its repository through the base's path, which the bind
+// mount would hide (a base at the repository's top) or stand in for with
+// the base's own repository (a base in a subdirectory).
+func (t *Tx) SamePathOff() string {
+	if t.rec.Backend == stage.Worktree {
+		return "same-path mode is off for --backend worktree (git in the staged worktree reaches its repository through the base's path)"
+	}
+	return ""
+}
+
+// startDir is the directory, relative to the base, where the command starts:
+// the counterpart of dir ("" for the current directory) when it lies inside
+// the base, else the root.
+func startDir(base, dir string) string {
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return ""
+		}
+		dir = wd
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	rel, err := filepath.Rel(base, dir)
+	if err != nil || !filepath.IsLocal(rel) {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}
