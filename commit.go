@@ -82,7 +82,8 @@ type SettleOptions struct {
 // shared inodes; validate the candidate); then, under the same lock,
 // journal and back up; apply; fsync; verify; record the receipt; retire the
 // journal.
-func (t *Tx) Commit(ctx context.Context, o SettleOptions) (*Result, error) {
+func (t *Tx) Commit(ctx context.Context, o SettleOptions) (_ *Result, err error) {
+	defer exported(&err)
 	res, err := t.commit(ctx, o)
 	t.copyReceipt(res, o)
 	return res, err

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/airlockdev/airlock/internal/config"
-	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
@@ -220,7 +219,7 @@ func TestConfigValidate(t *testing.T) {
 		if res.Outcome != Committed || !exists(filepath.Join(base, "good")) || exists(filepath.Join(base, "project-ran")) {
 			t.Errorf("commit with both validators passing: %s", res.Outcome)
 		}
-		want := []manifest.Bytes{"touch project-ran", manifest.Bytes(added)}
+		want := []string{"touch project-ran", added}
 		if !slices.Equal(res.Receipt.Validators, want) {
 			t.Errorf("receipt validators %q, want %q", res.Receipt.Validators, want)
 		}

@@ -26,7 +26,8 @@ const (
 // settled it is the staged workspace against the base as it was at open;
 // for a committed one, what the commit applied. It returns notes on what a
 // git patch cannot carry (directories, permission bits other than x).
-func (t *Tx) Diff(ctx context.Context, w io.Writer, format DiffFormat) ([]string, error) {
+func (t *Tx) Diff(ctx context.Context, w io.Writer, format DiffFormat) (_ []string, err error) {
+	defer exported(&err)
 	files, err := t.patchFiles(ctx)
 	if err != nil {
 		return nil, err

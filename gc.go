@@ -45,7 +45,8 @@ type GCItem struct {
 // one only when named by id. Every item carries the bytes its state holds,
 // kept ones too; freed is what removal frees (in a dry run, would free),
 // originals included.
-func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
+func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err error) {
+	defer exported(&err)
 	if err := s.ensure(); err != nil {
 		return nil, 0, err
 	}
@@ -141,7 +142,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) ([]GCItem, int64, error) {
 		}
 		items = append(items, it)
 	}
-	items, err := s.gcWorktrees(ctx, o, bases, items)
+	items, err = s.gcWorktrees(ctx, o, bases, items)
 	if err != nil {
 		return items, freed, err
 	}

@@ -28,7 +28,7 @@ func chainPath(b *state.Base, digest string) string {
 }
 
 // chain files a committed receipt under the base's chain.
-func chain(b *state.Base, rc *Receipt, data []byte) error {
+func chain(b *state.Base, rc *receipt.Receipt, data []byte) error {
 	dir := filepath.Join(b.Dir(), receiptsDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("receipt chain %s: %w", dir, err)
@@ -47,7 +47,8 @@ type Log struct {
 
 // Log walks the base's receipt chain from its newest commit back,
 // verifying each receipt and each link.
-func (s *Store) Log(dir string) (*Log, error) {
+func (s *Store) Log(dir string) (_ *Log, err error) {
+	defer exported(&err)
 	base, err := resolveBase(dir)
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func (s *Store) Log(dir string) (*Log, error) {
 			out.Broken = fmt.Sprintf("receipt %s has digest %s, but the chain names %s", p, rc.Digest, d)
 			break
 		}
-		out.Entries = append(out.Entries, rc)
+		out.Entries = append(out.Entries, publicReceipt(rc))
 		d = rc.Previous
 	}
 	return out, nil
@@ -103,7 +104,8 @@ type UndoOptions struct {
 // same commit pipeline: every path it changed is put back to its state
 // before that commit, from the originals airlock kept. It is refused, not
 // forced, when a path it would restore has changed since the commit.
-func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
+func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) {
+	defer exported(&err)
 	base, err := resolveBase(o.Base)
 	if err != nil {
 		return nil, err

@@ -4,33 +4,30 @@ import (
 	"context"
 	"sort"
 	"time"
-
-	"github.com/airlockdev/airlock/internal/manifest"
-	"github.com/airlockdev/airlock/internal/state"
 )
 
 // Info summarises a transaction for `list` and `show`. Its JSON form is
 // part of airlock's interface (docs/json.md). RefusedPaths are
-// manifest.Bytes, as in the receipt, so that a path that is not valid
-// UTF-8 keeps its bytes.
+// Bytes, as in the receipt, so that a path that is not valid UTF-8 keeps
+// its bytes.
 type Info struct {
-	ID           string           `json:"id"`
-	Status       Status           `json:"status"`
-	Base         string           `json:"base"`
-	Backend      string           `json:"backend"`
-	Path         string           `json:"path"`
-	CreatedAt    time.Time        `json:"created_at"`
-	PID          int              `json:"pid"`
-	OwnerAlive   bool             `json:"owner_alive"`
-	StagedBytes  int64            `json:"staged_bytes"`
-	Added        int              `json:"added"`
-	Modified     int              `json:"modified"`
-	Deleted      int              `json:"deleted"`
-	GitMeta      int              `json:"git_meta"`
-	Refusal      string           `json:"refusal,omitempty"`
-	RefusedPaths []manifest.Bytes `json:"refused_paths,omitempty"`
-	PortBase     int              `json:"port_base"`
-	Receipt      string           `json:"receipt,omitempty"`
+	ID           string    `json:"id"`
+	Status       Status    `json:"status"`
+	Base         string    `json:"base"`
+	Backend      string    `json:"backend"`
+	Path         string    `json:"path"`
+	CreatedAt    time.Time `json:"created_at"`
+	PID          int       `json:"pid"`
+	OwnerAlive   bool      `json:"owner_alive"`
+	StagedBytes  int64     `json:"staged_bytes"`
+	Added        int       `json:"added"`
+	Modified     int       `json:"modified"`
+	Deleted      int       `json:"deleted"`
+	GitMeta      int       `json:"git_meta"`
+	Refusal      string    `json:"refusal,omitempty"`
+	RefusedPaths []Bytes   `json:"refused_paths,omitempty"`
+	PortBase     int       `json:"port_base"`
+	Receipt      string    `json:"receipt,omitempty"`
 	// Branch and BranchHead: the git branch of a worktree transaction and
 	// the commit it names (now, or when the staged worktree was removed);
 	// BranchKept: it outlived the transaction, holding commits no other
@@ -44,7 +41,8 @@ type Info struct {
 
 // Info reads a transaction's summary. For a transaction that has not
 // settled the counts are those of its change set now.
-func (t *Tx) Info(ctx context.Context) (*Info, error) {
+func (t *Tx) Info(ctx context.Context) (_ *Info, err error) {
+	defer exported(&err)
 	st, err := t.Status()
 	if err != nil {
 		return nil, err
@@ -71,7 +69,7 @@ func (t *Tx) Info(ctx context.Context) (*Info, error) {
 		}
 		if st == StatusRefused {
 			in.Refusal = rc.Refusal
-			in.RefusedPaths = rc.RefusedPaths
+			in.RefusedPaths = rawPaths(rc.RefusedPaths)
 		}
 	}
 	return in, nil
@@ -108,4 +106,8 @@ func (s *Store) List(ctx context.Context, all bool) ([]*Info, error) {
 }
 
 // Event is one line of a transaction's event log.
-type Event = state.Event
+type Event struct {
+	Time   time.Time      `json:"time"`
+	Event  string         `json:"event"` // opened, checked, applying, committed, refused, ...
+	Detail map[string]any `json:"detail,omitempty"`
+}

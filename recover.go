@@ -47,7 +47,8 @@ type RecoverResult struct {
 // began (or, if the commit had already been recorded, finishes retiring its
 // journal). The transaction is kept, refused with InterruptedApply, and can
 // be committed again.
-func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error) {
+func (s *Store) Recover(ctx context.Context, dir string) (_ *RecoverResult, err error) {
+	defer exported(&err)
 	base, err := resolveBase(dir)
 	if err != nil {
 		return nil, err

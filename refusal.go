@@ -3,12 +3,10 @@ package airlock
 import (
 	"fmt"
 	"strings"
-
-	"github.com/airlockdev/airlock/internal/manifest"
 )
 
-// RefusalKind names why a commit did not happen. The values are SPEC.md's
-// refusal kinds and appear verbatim in receipts and on stderr.
+// RefusalKind names why a commit did not happen. The values are the refusal
+// kinds of docs/reference.md and appear verbatim in receipts and on stderr.
 type RefusalKind string
 
 const (
@@ -66,12 +64,12 @@ func refuse(kind RefusalKind, paths []string, format string, args ...any) *Refus
 	return &Refusal{Kind: kind, Paths: paths, Reason: fmt.Sprintf(format, args...)}
 }
 
-// rawPaths keeps paths' exact bytes in JSON state (an event's detail): a
+// rawPaths keeps paths' exact bytes in JSON (an event's detail, Info): a
 // name that is not valid UTF-8 would otherwise come back as U+FFFD.
-func rawPaths(paths []string) []manifest.Bytes {
-	out := make([]manifest.Bytes, len(paths))
+func rawPaths(paths []string) []Bytes {
+	out := make([]Bytes, len(paths))
 	for i, p := range paths {
-		out[i] = manifest.Bytes(p)
+		out[i] = Bytes(p)
 	}
 	return out
 }

@@ -95,7 +95,8 @@ func (e *CommandError) ExitCode() int { return e.Code }
 
 // Run opens a transaction as Open does and runs a command in it as Tx.Run
 // does. An error that leaves no transaction returns a nil RunResult.
-func (s *Store) Run(ctx context.Context, open OpenOptions, o RunOptions) (*RunResult, error) {
+func (s *Store) Run(ctx context.Context, open OpenOptions, o RunOptions) (_ *RunResult, err error) {
+	defer exported(&err)
 	if open.Command == nil {
 		open.Command = o.Argv
 	}
@@ -122,7 +123,8 @@ func (s *Store) Run(ctx context.Context, open OpenOptions, o RunOptions) (*RunRe
 // (committed or no changes). A refused commit returns a *Refusal, a command
 // that did not succeed a *CommandError, and anything else means airlock
 // itself failed. The RunResult is returned in every case.
-func (t *Tx) Run(ctx context.Context, o RunOptions) (*RunResult, error) {
+func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
+	defer exported(&err)
 	if len(o.Argv) == 0 || o.Argv[0] == "" {
 		return nil, errors.New("run: no command given")
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
-	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/selector"
@@ -36,14 +35,13 @@ func (t *Tx) settledAlready() (*Result, bool, error) {
 	}
 	res := &Result{TxID: t.ID(), Outcome: Outcome(r.Outcome), Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
 		Receipt: r, ReceiptPath: t.st.Path(receiptFile), Repeat: true}
-	for _, v := range r.Validators {
-		res.Validators = append(res.Validators, string(v))
-	}
+	res.Validators = append(res.Validators, r.Validators...)
 	return res, true, nil
 }
 
 // Discard drops the transaction's changes. The base is not touched.
-func (t *Tx) Discard(ctx context.Context, o SettleOptions) (*Result, error) {
+func (t *Tx) Discard(ctx context.Context, o SettleOptions) (_ *Result, err error) {
+	defer exported(&err)
 	res, err := t.discard(ctx, o)
 	t.copyReceipt(res, o)
 	return res, err
@@ -120,9 +118,9 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	}
 	excl, _ := selector.New(t.rec.Exclude)
 	prot, _ := selector.New(t.rec.Protect)
-	rc := &Receipt{
-		TxID: t.ID(), Base: manifest.Bytes(t.Base()), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode,
-		Backend: t.rec.Backend, Command: t.rec.Command,
+	rc := &receipt.Receipt{
+		TxID: t.ID(), Base: t.Base(), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode,
+		Backend: t.rec.Backend, Command: plain(t.rec.Command),
 		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: o.ExitCode,
 		Outcome: string(out), Added: a, Modified: m, Deleted: d,
 		ExcludedSelectors: excl.Len(), ProtectedSelectors: prot.Len(), Approved: o.Approve,
@@ -130,16 +128,14 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 		Previous: prev,
 	}
 	for _, v := range o.validated {
-		rc.Validators = append(rc.Validators, manifest.Bytes(v))
+		rc.Validators = append(rc.Validators, v)
 	}
 	if br, err := t.Branch(context.Background()); err == nil && br != nil && br.Head != "" {
 		rc.Branch, rc.BranchHead = br.Name, br.Head
 	}
 	if r != nil {
 		rc.Refusal = string(r.Kind)
-		for _, p := range r.Paths {
-			rc.RefusedPaths = append(rc.RefusedPaths, manifest.Bytes(p))
-		}
+		rc.RefusedPaths = append(rc.RefusedPaths, r.Paths...)
 	}
 	data, err := rc.Seal()
 	if err != nil {
@@ -149,7 +145,7 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	if err := safefs.WriteFile(path, data, 0o600); err != nil {
 		return nil, err
 	}
-	res.Receipt, res.ReceiptPath = rc, path
+	res.Receipt, res.ReceiptPath = publicReceipt(rc), path
 	detail := map[string]any{"receipt": rc.Digest, "added": a, "modified": m, "deleted": d}
 	if r != nil {
 		detail["refusal"] = string(r.Kind)

@@ -124,25 +124,25 @@ type OpenOptions struct {
 
 // Record is a transaction's immutable open record.
 type Record struct {
-	ID         string         `json:"id"`
-	Base       manifest.Bytes `json:"base"`
-	BaseDevice uint64         `json:"base_device"`
-	BaseInode  uint64         `json:"base_inode"`
-	Backend    string         `json:"backend"`
-	Staged     manifest.Bytes `json:"staged"`
-	Exclude    Selectors      `json:"exclude"`
+	ID         string    `json:"id"`
+	Base       Bytes     `json:"base"`
+	BaseDevice uint64    `json:"base_device"`
+	BaseInode  uint64    `json:"base_inode"`
+	Backend    string    `json:"backend"`
+	Staged     Bytes     `json:"staged"`
+	Exclude    Selectors `json:"exclude"`
 	// Noise are the default excludes for agent noise in effect. Unlike
 	// other excludes they work both ways: what an agent writes there
 	// (aider's history, Claude's local settings) is not staged and never
 	// part of the change set, so it neither lands in the base nor makes the
 	// next run over the same base refuse.
-	Noise     Selectors        `json:"noise,omitempty"`
-	Protect   Selectors        `json:"protect"`
-	Command   []manifest.Bytes `json:"command,omitempty"`
-	CreatedAt time.Time        `json:"created_at"`
-	PID       int              `json:"pid"`
-	PortBase  int              `json:"port_base"`
-	Warnings  []string         `json:"warnings,omitempty"`
+	Noise     Selectors `json:"noise,omitempty"`
+	Protect   Selectors `json:"protect"`
+	Command   []Bytes   `json:"command,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	PID       int       `json:"pid"`
+	PortBase  int       `json:"port_base"`
+	Warnings  []string  `json:"warnings,omitempty"`
 	// The project config in effect at open (.airlock.toml, read from the
 	// base): its path ("" when none), its validate command (the default of
 	// a commit that names none) and what the stop hooks do.
@@ -166,22 +166,22 @@ func (r Record) seal() (string, error) {
 }
 
 // Selectors are exclude or protect selectors as the open record keeps
-// them: each in manifest.Bytes' JSON form, so that one that is not valid
+// them: each in Bytes' JSON form, so that one that is not valid
 // UTF-8 (a literal file name) reads back as the same bytes. As plain
 // strings it came back as U+FFFD, and a commit in another process than the
 // open no longer protected the path.
 type Selectors []string
 
 func (s Selectors) MarshalJSON() ([]byte, error) {
-	out := make([]manifest.Bytes, len(s))
+	out := make([]Bytes, len(s))
 	for i, sel := range s {
-		out[i] = manifest.Bytes(sel)
+		out[i] = Bytes(sel)
 	}
 	return json.Marshal(out)
 }
 
 func (s *Selectors) UnmarshalJSON(data []byte) error {
-	var in []manifest.Bytes
+	var in []Bytes
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
 	}
@@ -223,7 +223,8 @@ const (
 // Open opens a transaction: it checks the preconditions, measures the base
 // and stages the workspace. On any failure nothing is left behind and the
 // base is untouched.
-func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
+func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
+	defer exported(&err)
 	base, err := resolveBase(o.Base)
 	if err != nil {
 		return nil, err
@@ -350,14 +351,14 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (*Tx, error) {
 		return nil, err
 	}
 	rec := Record{
-		ID: id, Base: manifest.Bytes(base), BaseDevice: dev, BaseInode: ino,
-		Backend: backend.Name(), Staged: manifest.Bytes(staged),
+		ID: id, Base: Bytes(base), BaseDevice: dev, BaseInode: ino,
+		Backend: backend.Name(), Staged: Bytes(staged),
 		Exclude: excl, Noise: noise, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
 		PortBase: port, Warnings: res.Warnings,
 		Config: cfg.Path, Validate: cfg.Validate, StopHook: string(cfg.Hooks.Stop),
 	}
 	for _, a := range o.Command {
-		rec.Command = append(rec.Command, manifest.Bytes(a))
+		rec.Command = append(rec.Command, Bytes(a))
 	}
 	if rec.Digest, err = rec.seal(); err != nil {
 		return nil, err
@@ -399,7 +400,8 @@ func (s *Store) portsTaken() ([]int, error) {
 }
 
 // Tx loads a transaction by id.
-func (s *Store) Tx(id string) (*Tx, error) {
+func (s *Store) Tx(id string) (_ *Tx, err error) {
+	defer exported(&err)
 	if err := state.ValidID(id); err != nil {
 		return nil, err
 	}

@@ -16,9 +16,6 @@ import (
 	"github.com/airlockdev/airlock/internal/state"
 )
 
-// Receipt is the JSON record of a settled transaction.
-type Receipt = receipt.Receipt
-
 // Tx is one transaction.
 type Tx struct {
 	store *Store
@@ -63,7 +60,8 @@ func (s Status) Settled() bool {
 }
 
 // Status reads the transaction's status from its event log.
-func (t *Tx) Status() (Status, error) {
+func (t *Tx) Status() (_ Status, err error) {
+	defer exported(&err)
 	evs, err := t.st.Events()
 	if err != nil {
 		return "", err
@@ -71,7 +69,7 @@ func (t *Tx) Status() (Status, error) {
 	if len(evs) == 0 || evs[0].Event != eventOpened {
 		// Open writes the opened event before it returns: a log without
 		// it was truncated or replaced, and nothing in it can be trusted.
-		return "", fmt.Errorf("corrupt state file %s: the event log does not start with the transaction's %q event; the transaction cannot be trusted", t.st.Path(state.EventsFile), eventOpened)
+		return "", &state.CorruptError{Path: t.st.Path(state.EventsFile), Err: fmt.Errorf("the event log does not start with the transaction's %q event", eventOpened)}
 	}
 	s := StatusOpen
 	for _, e := range evs {
@@ -92,7 +90,18 @@ func (t *Tx) Status() (Status, error) {
 }
 
 // Events returns the transaction's event log.
-func (t *Tx) Events() ([]Event, error) { return t.st.Events() }
+func (t *Tx) Events() (_ []Event, err error) {
+	defer exported(&err)
+	evs, err := t.st.Events()
+	if err != nil || evs == nil {
+		return nil, err
+	}
+	out := make([]Event, len(evs))
+	for i, e := range evs {
+		out[i] = Event(e)
+	}
+	return out, nil
+}
 
 func (t *Tx) event(name string, detail map[string]any) error {
 	return t.st.Append(state.Event{Time: time.Now().UTC(), Event: name, Detail: detail})
@@ -139,7 +148,8 @@ func (c *ChangeSet) Unsupported() []string {
 // Changes computes the change set of the staged workspace against the base
 // as it was at open. It does not freeze it: the command may still be
 // writing.
-func (t *Tx) Changes(ctx context.Context) (*ChangeSet, error) {
+func (t *Tx) Changes(ctx context.Context) (_ *ChangeSet, err error) {
+	defer exported(&err)
 	set, err := t.diff(ctx)
 	if err != nil {
 		return nil, err
@@ -225,5 +235,5 @@ func (t *Tx) ReceiptPath() string { return t.st.Path(receiptFile) }
 // Receipt loads the transaction's receipt, if it has one.
 func (t *Tx) Receipt() (*Receipt, error) {
 	r, _, err := receipt.Load(t.st.Path(receiptFile))
-	return r, err
+	return publicReceipt(r), err
 }

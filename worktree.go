@@ -33,7 +33,8 @@ type Branch struct {
 
 // Branch reports the transaction's git branch; nil when it was not opened
 // with the worktree backend.
-func (t *Tx) Branch(ctx context.Context) (*Branch, error) {
+func (t *Tx) Branch(ctx context.Context) (_ *Branch, err error) {
+	defer exported(&err)
 	if t.rec.Backend != stage.Worktree {
 		return nil, nil
 	}

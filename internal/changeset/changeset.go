@@ -459,12 +459,11 @@ func freezeFile(root *safefs.Root, rel string, want manifest.Entry, objects stri
 	if testHookOpened != nil {
 		testHookOpened(rel)
 	}
-	tmp, err := os.CreateTemp(objects, ".freeze-*")
+	tmp, err := safefs.CreateTemp(objects, ".freeze-*")
 	if err != nil {
 		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	defer tmp.Cleanup()
 	h := sha256.New()
 	// One byte past the measured size tells a file that grew; nothing
 	// more is read, whatever the file has become.
@@ -486,11 +485,8 @@ func freezeFile(root *safefs.Root, rel string, want manifest.Entry, objects stri
 	if what := notSameFile(manifest.FromFileInfo(fi), want); what != "" {
 		return "", &StagedChangedError{Path: rel, File: in.Name(), What: what + " while it was being read"}
 	}
-	if err := tmp.Sync(); err != nil {
-		return "", fmt.Errorf("freeze %s: fsync: %w", in.Name(), err)
-	}
 	d := manifest.Sum(h)
-	if err := os.Rename(tmp.Name(), ObjectPath(objects, d)); err != nil {
+	if err := tmp.Rename(ObjectPath(objects, d)); err != nil {
 		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
 	return d, nil

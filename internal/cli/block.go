@@ -10,7 +10,7 @@ import (
 )
 
 // writeBlock prints the settle block: one airlock.key=value line each, in
-// SPEC.md's order. Values never span lines: see escapeValue.
+// docs/reference.md's order. Values never span lines: see escapeValue.
 func writeBlock(w io.Writer, res *airlock.Result) {
 	rc := res.Receipt
 	var refusal, paths string

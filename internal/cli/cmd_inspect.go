@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
-	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 func newListCmd(io IO) *cobra.Command {
@@ -86,12 +85,12 @@ func newShowCmd(io IO) *cobra.Command {
 				}
 				return writeJSON(io, struct {
 					*airlock.Info
-					Exclude  []manifest.Bytes `json:"exclude"`
-					Protect  []manifest.Bytes `json:"protect"`
-					Command  []manifest.Bytes `json:"command"`
-					Warnings []string         `json:"warnings"`
-					Events   []airlock.Event  `json:"events"`
-				}{in, rawPaths(rec.Exclude), rawPaths(rec.Protect), append([]manifest.Bytes{}, rec.Command...), nonNil(rec.Warnings), evs})
+					Exclude  []airlock.Bytes `json:"exclude"`
+					Protect  []airlock.Bytes `json:"protect"`
+					Command  []airlock.Bytes `json:"command"`
+					Warnings []string        `json:"warnings"`
+					Events   []airlock.Event `json:"events"`
+				}{in, rawPaths(rec.Exclude), rawPaths(rec.Protect), append([]airlock.Bytes{}, rec.Command...), nonNil(rec.Warnings), evs})
 			}
 			w := io.Out
 			fmt.Fprintf(w, "id:        %s\n", in.ID)

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
-	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 func newOpenCmd(io IO) *cobra.Command {
@@ -150,10 +149,10 @@ func resultJSON(res *airlock.Result) map[string]any {
 // rawPaths gives paths the receipt's JSON form, in which a path that is
 // not valid UTF-8 keeps its bytes ({"base64": ...}) instead of turning
 // into U+FFFD.
-func rawPaths(paths []string) []manifest.Bytes {
-	out := make([]manifest.Bytes, len(paths))
+func rawPaths(paths []string) []airlock.Bytes {
+	out := make([]airlock.Bytes, len(paths))
 	for i, p := range paths {
-		out[i] = manifest.Bytes(p)
+		out[i] = airlock.Bytes(p)
 	}
 	return out
 }

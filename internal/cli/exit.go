@@ -6,7 +6,7 @@ import (
 	"github.com/airlockdev/airlock"
 )
 
-// Exit codes of SPEC.md.
+// Exit codes of docs/reference.md.
 const (
 	exitOK       = 0
 	exitRefused  = 75
@@ -22,7 +22,7 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 
-// ExitCode maps an error to SPEC.md's exit codes.
+// ExitCode maps an error to the exit codes of docs/reference.md.
 func ExitCode(err error) int {
 	if err == nil {
 		return exitOK

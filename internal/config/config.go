@@ -13,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/selector"
 )
 
@@ -133,7 +134,7 @@ func read(path string) ([]byte, error) {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot be read: %v", unwrapPath(err)), Err: err}
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Error{File: path, Msg: fmt.Sprintf("is a %s, not a regular file; remove it or make it the config file", kindOf(fi.Mode()))}
+		return nil, &Error{File: path, Msg: fmt.Sprintf("is %s, not a regular file; remove it or make it the config file", safefs.TypeName(fi.Mode()))}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
 	if err != nil {
@@ -251,18 +252,4 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-func kindOf(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }

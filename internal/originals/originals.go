@@ -342,19 +342,15 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".in-*")
+	tmp, err := safefs.CreateTemp(filepath.Dir(dst), ".in-*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
+	defer tmp.Cleanup()
 	if _, err := io.Copy(tmp, in); err != nil {
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	return tmp.Rename(dst)
 }
 
 // Unused is what Prune with the same keep would free, in bytes, without

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // Gap is a change that the patch leaves out, or that `git apply` would not
@@ -50,7 +51,7 @@ func Gaps(files []File) []Gap {
 		case o.Kind == manifest.KindOther || n.Kind == manifest.KindOther:
 			add(f.Path, "a FIFO, socket or device node is not representable in a patch")
 		case o.Kind == manifest.KindDir && n.Kind == manifest.KindDir:
-			add(f.Path, "directory mode %s -> %s is not representable in a patch", perm(o.Mode), perm(n.Mode))
+			add(f.Path, "directory mode %s -> %s is not representable in a patch", safefs.Octal(o.Mode), safefs.Octal(n.Mode))
 		case n.Kind == manifest.KindDir && !holds(f.Path, newSide):
 			add(f.Path, "an empty directory is not representable in a patch")
 		case o.Kind == manifest.KindDir && n.Kind == manifest.KindNone && !holds(f.Path, oldSide):
@@ -62,9 +63,9 @@ func Gaps(files []File) []Gap {
 		om, nm := o.Mode&manifest.ModeMask, n.Mode&manifest.ModeMask
 		switch {
 		case !plainPerm[nm]:
-			add(f.Path, "mode %s: git apply creates files with 0666 or 0777 less its umask", perm(n.Mode))
+			add(f.Path, "mode %s: git apply creates files with 0666 or 0777 less its umask", safefs.Octal(n.Mode))
 		case o.Kind == manifest.KindFile && (om^nm)&^0o111 != 0:
-			add(f.Path, "mode %s -> %s: a patch carries only the executable bit", perm(o.Mode), perm(n.Mode))
+			add(f.Path, "mode %s -> %s: a patch carries only the executable bit", safefs.Octal(o.Mode), safefs.Octal(n.Mode))
 		}
 	}
 	return gaps
@@ -72,18 +73,3 @@ func Gaps(files []File) []Gap {
 
 // plainPerm holds the modes git apply gives a file under umask 022 or 002.
 var plainPerm = map[fs.FileMode]bool{0o644: true, 0o664: true, 0o755: true, 0o775: true}
-
-// perm prints a mode as chmod takes it, special bits included.
-func perm(m fs.FileMode) string {
-	u := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		u |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		u |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		u |= 0o1000
-	}
-	return fmt.Sprintf("%04o", u)
-}

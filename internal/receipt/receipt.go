@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"time"
 	"unicode/utf8"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // Schema names the receipt format this package writes and reads.
@@ -25,7 +25,7 @@ var NotTransactional = []string{"network", "databases", "processes", "outside_su
 // Outcomes are the ways a transaction settles.
 var Outcomes = []string{"committed", "discarded", "refused", "no_changes"}
 
-// RefusalKinds are SPEC.md's refusal kinds, the values a refused receipt's
+// RefusalKinds are the refusal kinds of docs/reference.md, the values a refused receipt's
 // refusal may take.
 var RefusalKinds = []string{
 	"BaseDrift", "MergeConflict", "ProtectedPathNotApproved", "BoundaryEscape",
@@ -37,19 +37,19 @@ var RefusalKinds = []string{
 // package documentation) is what Seal writes and Verify reads; Receipt's
 // own MarshalJSON and UnmarshalJSON use the same form.
 type Receipt struct {
-	Schema             string           // Schema; Seal fills it in when empty
-	TxID               string           // the transaction id
-	Base               manifest.Bytes   // absolute path of the base
-	BaseDevice         uint64           // device of the base directory at open
-	BaseInode          uint64           // inode of the base directory at open
-	Backend            string           // how the staged workspace was made
-	Command            []manifest.Bytes // argv; empty when no command ran
-	StartedAt          time.Time        // written in UTC
-	EndedAt            time.Time        // written in UTC
-	ExitCode           *int             // nil when no command ran
-	Outcome            string           // one of Outcomes
-	Refusal            string           // one of RefusalKinds when Outcome is "refused", else ""
-	RefusedPaths       []manifest.Bytes // paths the refusal names
+	Schema             string    // Schema; Seal fills it in when empty
+	TxID               string    // the transaction id
+	Base               string    // absolute path of the base
+	BaseDevice         uint64    // device of the base directory at open
+	BaseInode          uint64    // inode of the base directory at open
+	Backend            string    // how the staged workspace was made
+	Command            []string  // argv; empty when no command ran
+	StartedAt          time.Time // written in UTC
+	EndedAt            time.Time // written in UTC
+	ExitCode           *int      // nil when no command ran
+	Outcome            string    // one of Outcomes
+	Refusal            string    // one of RefusalKinds when Outcome is "refused", else ""
+	RefusedPaths       []string  // paths the refusal names
 	Added              int
 	Modified           int
 	Deleted            int
@@ -71,7 +71,7 @@ type Receipt struct {
 	// candidate tree, in the order they ran: the project's first, then the
 	// one the caller added; the last of a ValidationFailed refusal is the
 	// one that failed. Optional: absent when none ran.
-	Validators []manifest.Bytes
+	Validators []string
 	Digest     string // set by Seal
 }
 
@@ -130,7 +130,7 @@ func (b *fileBytes) UnmarshalJSON(data []byte) error {
 	return (*manifest.Bytes)(b).UnmarshalJSON(data)
 }
 
-func toFile(list []manifest.Bytes) []fileBytes {
+func toFile(list []string) []fileBytes {
 	// Empty lists are written as [] rather than null, so that a reader
 	// never has to tell "none" from "missing".
 	out := make([]fileBytes, len(list))
@@ -140,13 +140,13 @@ func toFile(list []manifest.Bytes) []fileBytes {
 	return out
 }
 
-func fromFile(list []fileBytes) []manifest.Bytes {
+func fromFile(list []fileBytes) []string {
 	if len(list) == 0 {
 		return nil
 	}
-	out := make([]manifest.Bytes, len(list))
+	out := make([]string, len(list))
 	for i, b := range list {
-		out[i] = manifest.Bytes(b)
+		out[i] = string(b)
 	}
 	return out
 }
@@ -172,7 +172,7 @@ func (r *Receipt) toWire() wire {
 }
 
 // optionalFile is toFile for a member that is left out when empty.
-func optionalFile(list []manifest.Bytes) []fileBytes {
+func optionalFile(list []string) []fileBytes {
 	if len(list) == 0 {
 		return nil
 	}
@@ -201,7 +201,7 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("member \"ended_at\": %w", err)
 	}
 	*r = Receipt{
-		Schema: w.Schema, TxID: w.TxID, Base: manifest.Bytes(w.Base), BaseDevice: w.BaseDevice, BaseInode: w.BaseInode,
+		Schema: w.Schema, TxID: w.TxID, Base: string(w.Base), BaseDevice: w.BaseDevice, BaseInode: w.BaseInode,
 		Backend: w.Backend, Command: fromFile(w.Command),
 		StartedAt: started.UTC(), EndedAt: ended.UTC(), ExitCode: w.ExitCode,
 		Outcome: w.Outcome, Refusal: w.Refusal, RefusedPaths: fromFile(w.RefusedPaths),
@@ -278,7 +278,7 @@ func Load(path string) (*Receipt, []byte, error) {
 		return nil, nil, fmt.Errorf("read receipt: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("read receipt %s: it is a %s, not a regular file", path, fileType(fi.Mode()))
+		return nil, nil, fmt.Errorf("read receipt %s: it is %s, not a regular file", path, safefs.TypeName(fi.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
 	if err != nil {
@@ -292,20 +292,6 @@ func Load(path string) (*Receipt, []byte, error) {
 		return nil, nil, fmt.Errorf("receipt %s is invalid: %w", path, err)
 	}
 	return r, data, nil
-}
-
-func fileType(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 // errInvalid marks every error Verify returns, for callers that want to

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/receipt.golden")
@@ -31,7 +29,7 @@ func sample() *Receipt {
 		Base:       "/home/dev/project",
 		BaseDevice: 2049, BaseInode: 131074,
 		Backend:   "copy",
-		Command:   []manifest.Bytes{"sh", "-c", "echo <hi> & make"},
+		Command:   []string{"sh", "-c", "echo <hi> & make"},
 		StartedAt: time.Date(2026, 11, 29, 19, 2, 33, 123456789, time.UTC),
 		EndedAt:   time.Date(2026, 11, 29, 19, 2, 40, 0, time.UTC),
 		ExitCode:  &code,
@@ -92,11 +90,11 @@ func reseal(t *testing.T, m map[string]any) []byte {
 func TestSealVerifyRoundTrip(t *testing.T) {
 	nonUTF8 := sample()
 	nonUTF8.Base = "/srv/caf\xe9"
-	nonUTF8.Command = []manifest.Bytes{"touch", "\xff\xfe name", ""}
+	nonUTF8.Command = []string{"touch", "\xff\xfe name", ""}
 	nonUTF8.ExitCode = nil
 	refused := sample()
 	refused.Outcome, refused.Refusal = "refused", "ProtectedPathNotApproved"
-	refused.RefusedPaths = []manifest.Bytes{".envrc", "bad\xffname"}
+	refused.RefusedPaths = []string{".envrc", "bad\xffname"}
 	refused.NotTransactional = append(append([]string{}, NotTransactional...), "clock")
 	noChanges := sample()
 	noChanges.Outcome, noChanges.Added, noChanges.Modified = "no_changes", 0, 0
@@ -454,7 +452,7 @@ func TestGolden(t *testing.T) {
 	r := sample()
 	r.Base = "/srv/caf\xe9"
 	r.Outcome, r.Refusal = "refused", "BaseDrift"
-	r.RefusedPaths = []manifest.Bytes{"src/main.go"}
+	r.RefusedPaths = []string{"src/main.go"}
 	r.Approved = true
 	data := seal(t, r)
 	golden := filepath.Join("testdata", "receipt.golden")

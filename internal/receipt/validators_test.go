@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 // A receipt names the validators the settle ran, in order; the member is
@@ -13,7 +11,7 @@ import (
 // non-empty commands in the raw-bytes form of command.
 func TestValidatorsMember(t *testing.T) {
 	r := sample()
-	r.Validators = []manifest.Bytes{"go test ./...", "make lint && echo <ok>", "caf\xe9"}
+	r.Validators = []string{"go test ./...", "make lint && echo <ok>", "caf\xe9"}
 	data := seal(t, r)
 	if !strings.Contains(string(data), `"make lint && echo <ok>"`) || !strings.Contains(string(data), `"base64": "Y2Fm6Q=="`) {
 		t.Errorf("validators not written as raw bytes, unescaped:\n%s", data)

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 // invalidError is what Verify returns; it unwraps to errInvalid.
@@ -513,12 +511,13 @@ func (c *checker) digest(member string, mayBeEmpty bool) string {
 	return s
 }
 
-// oneBytes reads a manifest.Bytes value: a string, or {"base64": ...} for
-// bytes that are not UTF-8 (only then, so that each value has one form).
-func oneBytes(v any) (manifest.Bytes, string) {
+// oneBytes reads a raw-bytes value (manifest.Bytes' form): a string, or
+// {"base64": ...} for bytes that are not UTF-8 (only then, so that each
+// value has one form).
+func oneBytes(v any) (string, string) {
 	switch v := v.(type) {
 	case string:
-		return manifest.Bytes(v), ""
+		return v, ""
 	case map[string]any:
 		b64, ok := v["base64"].(string)
 		if len(v) != 1 || !ok {
@@ -531,12 +530,12 @@ func oneBytes(v any) (manifest.Bytes, string) {
 		if utf8.Valid(raw) {
 			return "", fmt.Sprintf("base64 %q of UTF-8 text, which is written as a plain string", b64)
 		}
-		return manifest.Bytes(raw), ""
+		return string(raw), ""
 	}
 	return "", show(v)
 }
 
-func (c *checker) bytes(member string) manifest.Bytes {
+func (c *checker) bytes(member string) string {
 	b, bad := oneBytes(c.obj[member])
 	if bad != "" {
 		c.fail(member, "is %s, not a path", bad)
@@ -544,13 +543,13 @@ func (c *checker) bytes(member string) manifest.Bytes {
 	return b
 }
 
-func (c *checker) bytesList(member string, emptyOK bool) []manifest.Bytes {
+func (c *checker) bytesList(member string, emptyOK bool) []string {
 	list, ok := c.obj[member].([]any)
 	if !ok {
 		c.typed(member, "a list")
 		return nil
 	}
-	var out []manifest.Bytes
+	var out []string
 	for i, v := range list {
 		b, bad := oneBytes(v)
 		if bad != "" {

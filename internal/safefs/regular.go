@@ -68,21 +68,7 @@ func regularOnly[M uint16 | uint32](mode M) error {
 	case unix.S_IFLNK:
 		return ErrSymlink
 	}
-	return &typeError{typeName(uint32(mode))}
-}
-
-func typeName(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a FIFO"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR, unix.S_IFBLK:
-		return "a device node"
-	}
-	return "of an unknown type"
+	return &typeError{TypeName(FileMode(uint32(mode)))}
 }
 
 // typeError is ErrNotRegular naming the type found.

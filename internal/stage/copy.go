@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/progress"
+	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // copyBackend stages by copying every byte. It works on any file system;
@@ -176,7 +177,7 @@ func newCopier(ctx context.Context, src *source, dir string, m *manifest.Manifes
 		case manifest.KindSymlink:
 			c.links = append(c.links, i)
 		case manifest.KindOther:
-			c.warnings = append(c.warnings, fmt.Sprintf("skipped %s %s: FIFOs, sockets and devices are not copied", specialKind(src.abs(e.Path)), quote(e.Path)))
+			c.warnings = append(c.warnings, fmt.Sprintf("skipped %s %s: FIFOs, sockets and device nodes are not copied", specialKind(src.abs(e.Path)), quote(e.Path)))
 		}
 	}
 	c.total = len(c.files) + len(c.links)
@@ -519,19 +520,9 @@ func changedType(abs string) error {
 func specialKind(abs string) string {
 	fi, err := os.Lstat(abs)
 	if err != nil {
-		return "special file"
+		return "a special file"
 	}
-	switch m := fi.Mode(); {
-	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	}
-	return "special file"
+	return safefs.TypeName(fi.Mode())
 }
 
 // check holds the staged tree to what was staged: the same paths, kinds,
@@ -564,7 +555,7 @@ func (c *copier) check(staged *manifest.Manifest) ([]string, error) {
 		case b.Kind != manifest.KindDir && t.Dev == b.Dev && t.Ino == b.Ino:
 			return nil, unexpected(c.dst(b.Path), "shares an inode with the base")
 		case b.Kind != manifest.KindSymlink && t.Mode != b.Mode:
-			warnings = append(warnings, fmt.Sprintf("kept mode %s for %s instead of %s: the system did not allow it; a commit would apply %s", octal(t.Mode), quote(b.Path), octal(b.Mode), octal(t.Mode)))
+			warnings = append(warnings, fmt.Sprintf("kept mode %s for %s instead of %s: the system did not allow it; a commit would apply %s", safefs.Octal(t.Mode), quote(b.Path), safefs.Octal(b.Mode), safefs.Octal(t.Mode)))
 		}
 	}
 	if j < len(s) {
@@ -596,19 +587,4 @@ func settleCtimes(ctx context.Context, staged *manifest.Manifest) error {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-}
-
-// octal shows a mode as chmod takes it (04755, not Go's "urwxr-xr-x").
-func octal(m fs.FileMode) string {
-	n := uint32(m.Perm())
-	if m&fs.ModeSetuid != 0 {
-		n |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		n |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		n |= 0o1000
-	}
-	return fmt.Sprintf("%04o", n)
 }

@@ -346,8 +346,8 @@ func TestCopyStagesTree(t *testing.T) {
 	})
 	t.Run("warnings", func(t *testing.T) {
 		want := []string{
-			"skipped socket a/sock: FIFOs, sockets and devices are not copied",
-			"skipped FIFO pipe: FIFOs, sockets and devices are not copied",
+			"skipped a socket a/sock: FIFOs, sockets and device nodes are not copied",
+			"skipped a FIFO pipe: FIFOs, sockets and device nodes are not copied",
 		}
 		if !slices.Equal(res.Warnings, want) {
 			t.Errorf("Warnings = %q, want %q", res.Warnings, want)

@@ -213,7 +213,7 @@ func (overlayBackend) Stage(ctx context.Context, req Request) (res *Result, err 
 	if err := os.Lchown(upper, int(root.Uid), int(root.Gid)); err != nil {
 		return nil, fmt.Errorf("overlay layer %s: %w", quote(upper), unwrapPath(err))
 	}
-	if err := os.Chmod(upper, fileModeOf(root.Mode)); err != nil {
+	if err := os.Chmod(upper, safefs.FileMode(root.Mode)); err != nil {
 		return nil, fmt.Errorf("overlay layer %s: %w", quote(upper), unwrapPath(err))
 	}
 	if err := setTimes(upper, root.Mtim.Nano(), root.Mtim.Nano()); err != nil {
@@ -239,21 +239,6 @@ func (overlayBackend) Stage(ctx context.Context, req Request) (res *Result, err 
 	// Nothing is measured: the diff reads the upper layer and the base as
 	// they are then.
 	return &Result{Base: &manifest.Manifest{}, Staged: &manifest.Manifest{}}, nil
-}
-
-// fileModeOf converts a raw st_mode's permission bits for os.Chmod.
-func fileModeOf(raw uint32) fs.FileMode {
-	m := fs.FileMode(raw & 0o777)
-	if raw&unix.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if raw&unix.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if raw&unix.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
 }
 
 // Remove unmounts the staged path, then removes the empty mount point

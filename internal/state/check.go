@@ -16,7 +16,7 @@ import (
 // type want (fs.ModeDir for a directory, 0 for a regular file).
 func checkInfo(path string, fi fs.FileInfo, want fs.FileMode) error {
 	if typ := fi.Mode().Type(); typ != want {
-		return &UnsafeError{Path: path, Reason: fmt.Sprintf("is %s, not %s", typeName(typ), typeName(want))}
+		return &UnsafeError{Path: path, Reason: fmt.Sprintf("is %s, not %s", safefs.TypeName(typ), safefs.TypeName(want))}
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
@@ -29,24 +29,6 @@ func checkInfo(path string, fi fs.FileInfo, want fs.FileMode) error {
 		return &UnsafeError{Path: path, Reason: fmt.Sprintf("is writable by group or others (mode %04o)", perm)}
 	}
 	return nil
-}
-
-func typeName(t fs.FileMode) string {
-	switch {
-	case t == 0:
-		return "a regular file"
-	case t&fs.ModeDir != 0:
-		return "a directory"
-	case t&fs.ModeSymlink != 0:
-		return "a symlink"
-	case t&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case t&fs.ModeSocket != 0:
-		return "a socket"
-	case t&fs.ModeDevice != 0:
-		return "a device node"
-	}
-	return "an irregular file"
 }
 
 // checkDir refuses path unless it is a trustworthy directory. A missing

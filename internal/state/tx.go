@@ -98,32 +98,20 @@ func (t *Tx) WriteOnce(name string, v any) error {
 		return err
 	}
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := safefs.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	defer tmp.Cleanup()
+	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	err = os.Link(tmp.Name(), path)
+	err = tmp.Link(path)
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("state file %s already exists and is written only once: %w", path, fs.ErrExist)
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// Drop the temporary name before the directory fsync, so that a crash
-	// cannot resurrect it beside the record.
-	if err := os.Remove(tmp.Name()); err != nil {
-		return fmt.Errorf("write %s: remove temporary file: %w", path, err)
 	}
 	return safefs.SyncDir(dir)
 }

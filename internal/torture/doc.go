@@ -3,7 +3,7 @@
 // at random moments and at named fault points, tracing its syscalls,
 // feeding it hostile trees and tampered state, racing it with other
 // writers and running it out of disk space. It holds no code of its own;
-// every guarantee of SPEC.md has a test here whose job is to fail.
+// every guarantee of docs/reference.md has a test here whose job is to fail.
 //
 // # Modes
 //

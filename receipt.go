@@ -1,0 +1,58 @@
+package airlock
+
+import (
+	"time"
+
+	"github.com/airlockdev/airlock/internal/receipt"
+)
+
+// Receipt is the record of a settled transaction. Its JSON form is the
+// receipt file's (schema airlock.receipt/v1, docs/json.md), which `airlock
+// receipt verify` checks; Digest seals every other member.
+type Receipt struct {
+	Schema             string    // "airlock.receipt/v1"
+	TxID               string    // the transaction id
+	Base               string    // absolute path of the base
+	BaseDevice         uint64    // device of the base directory at open
+	BaseInode          uint64    // inode of the base directory at open
+	Backend            string    // how the staged workspace was made
+	Command            []string  // argv; empty when no command ran
+	StartedAt          time.Time // UTC
+	EndedAt            time.Time // UTC
+	ExitCode           *int      // nil when no command ran
+	Outcome            string    // committed, discarded, refused or no_changes
+	Refusal            string    // the RefusalKind when Outcome is refused, else ""
+	RefusedPaths       []string  // paths the refusal names
+	Added              int
+	Modified           int
+	Deleted            int
+	ExcludedSelectors  int
+	ProtectedSelectors int
+	Approved           bool     // whether approval for protected paths was given
+	BaseDigest         string   // "sha256:<hex>" of the base at open
+	ResultDigest       string   // "sha256:<hex>" of the base after settling
+	DiffDigest         string   // "sha256:<hex>" of the change set
+	NotTransactional   []string // what no transaction covers (see NotTransactional)
+	Previous           string   // Digest of the receipt committed to the same base before this one; "" for the first
+	// Branch and BranchHead: the git branch a worktree transaction kept
+	// its own commits on, and the commit it named at settle; both or
+	// neither.
+	Branch     string
+	BranchHead string
+	// Validators are the validate commands that ran on the candidate
+	// tree, in order; after a ValidationFailed refusal the last one failed.
+	Validators []string
+	Digest     string
+}
+
+// The conversions below are type changes, not copies: Receipt has the
+// internal receipt's fields exactly, which the compiler checks.
+
+func publicReceipt(r *receipt.Receipt) *Receipt { return (*Receipt)(r) }
+
+func (r Receipt) MarshalJSON() ([]byte, error) { return receipt.Receipt(r).MarshalJSON() }
+
+// UnmarshalJSON reads a receipt without verifying it.
+func (r *Receipt) UnmarshalJSON(data []byte) error {
+	return (*receipt.Receipt)(r).UnmarshalJSON(data)
+}
