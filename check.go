@@ -140,7 +140,7 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 		}
 		return refuse(UnsupportedEntry, p, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them"), digest, nil
 	}
-	base, err := t.store.st.Base(t.Base())
+	base, err := t.stateBase()
 	if err != nil {
 		return nil, "", err
 	}

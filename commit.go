@@ -129,8 +129,11 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 		return t.settle(ctx, Refused, refuse(UnsupportedEntry, p, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them"), set, o)
 	}
 
-	base, err := t.store.st.Base(t.Base())
+	base, err := t.stateBase()
 	if err != nil {
+		return nil, err
+	}
+	if err := t.checkOriginals(); err != nil {
 		return nil, err
 	}
 	unlock, err := base.Lock(ctx)

@@ -87,7 +87,7 @@ func (t *Tx) Status() (Status, error) {
 			s = StatusCommitted
 		case eventNoChanges:
 			s = StatusNoChanges
-		case eventDiscarded:
+		case eventDiscarded, eventBaseGone:
 			s = StatusDiscarded
 		}
 	}
