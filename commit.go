@@ -133,7 +133,7 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.checkOriginals(); err != nil {
+	if err := t.checkBaseState(base); err != nil {
 		return nil, err
 	}
 	unlock, err := base.Lock(ctx)

@@ -35,12 +35,23 @@ func openOriginals(b *state.Base) (*originals.Store, error) {
 	return originals.Open(dir)
 }
 
-// checkOriginals reads the base's originals store as a commit will once
-// its apply is done (keepApplied): state there that cannot be trusted (a
-// FIFO for its index, a directory others can write) refuses the commit
-// now, naming it, before the base is touched, rather than after the apply.
-func (t *Tx) checkOriginals() error {
-	orig, err := t.originals()
+// checkBaseState reads the base's state as a commit will once its apply
+// is done (the receipt chain it extends, the originals store keepApplied
+// adds to): state there that cannot be trusted (a FIFO for the head
+// receipt or the originals index, a directory others can write) refuses
+// the commit now, naming it, before the base is touched, rather than
+// after the apply.
+func (t *Tx) checkBaseState(b *state.Base) error {
+	head, err := b.Head()
+	if err != nil {
+		return err
+	}
+	if head != "" {
+		if _, err := b.ReadReceipt(head); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	orig, err := openOriginals(b)
 	if err != nil {
 		return err
 	}
