@@ -9,5 +9,5 @@ func birthTime(path string) int64 {
 	if err := unix.Stat(path, &st); err != nil {
 		return 0
 	}
-	return st.Birthtimespec.Nano()
+	return st.Btim.Nano()
 }
