@@ -120,7 +120,9 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (*Result, error) {
 		}
 		return nil, err
 	}
-	if target.Base() != base {
+	if dev, ino, err := identity(base); err != nil || dev != target.rec.BaseDevice || ino != target.rec.BaseInode {
+		// The same directory reached by another path (a bind mount, the
+		// base moved) is the same base.
 		return nil, fmt.Errorf("transaction %s was over %s, not %s", id, target.Base(), base)
 	}
 	if st, err := target.Status(); err != nil {
