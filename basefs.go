@@ -1,6 +1,8 @@
 package airlock
 
 import (
+	"strings"
+
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
@@ -15,7 +17,7 @@ import (
 // inode must be those recorded at open. Anything else refuses BaseDrift.
 func (t *Tx) openBase(path string) (*safefs.Root, *Refusal, error) {
 	open := safefs.OpenRootNoFollow
-	if path != t.Base() {
+	if path != t.Base() && strings.HasPrefix(path, "/proc/") {
 		// The owner's view is reached through /proc's links by design;
 		// the identity check below still holds it to the base.
 		open = safefs.OpenRoot

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -61,7 +62,8 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 	}
 	var items []GCItem
 	var freed int64
-	bases := map[string]bool{}
+	bases := map[string]*Tx{} // one transaction per base directory (device and inode)
+	basePaths := map[string]bool{}
 	gone := map[string]bool{} // removed, or in a dry run would be
 	var marks map[string]string
 	for _, id := range ids {
@@ -103,7 +105,8 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 			items = append(items, GCItem{ID: id, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Reason: "kept: " + err.Error()})
 			continue
 		}
-		bases[tx.Base()] = true
+		bases[BaseKeyOf(tx)] = tx
+		basePaths[tx.Base()] = true
 		it := GCItem{ID: id, Bytes: diskUsage(tx.StateDir())}
 		it.Status, err = tx.Status()
 		if err != nil {
@@ -111,7 +114,26 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 			items = append(items, it)
 			continue
 		}
+		var cleared string
+		if named {
+			// A transaction interrupted over a base that no longer exists
+			// can only be cleared by name (recover has no directory to
+			// roll back): its journal is kept, and gc says where.
+			if cleared, err = s.gcGoneBase(ctx, tx, &it, o.DryRun); err != nil {
+				return append(items, it), freed, err
+			}
+		}
 		it.Removed, it.Reason = s.gcDecide(tx, it.Status, named, o.OlderThan)
+		if cleared != "" {
+			it.Reason = "interrupted, named; " + cleared
+			if o.DryRun {
+				it.Removed = true
+				freed += it.Bytes
+				gone[id] = true
+				items = append(items, it)
+				continue
+			}
+		}
 		if it.Removed {
 			// Decided without the lock: decided again under it, since a
 			// commit may have started or ended meanwhile.
@@ -142,11 +164,11 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 		}
 		items = append(items, it)
 	}
-	items, err = s.gcWorktrees(ctx, o, bases, items)
+	items, err = s.gcWorktrees(ctx, o, basePaths, items)
 	if err != nil {
 		return items, freed, err
 	}
-	for b := range bases {
+	for _, b := range bases {
 		n, err := s.pruneOriginals(b, gone, o.DryRun)
 		if err != nil {
 			return items, freed, err
@@ -162,6 +184,16 @@ func (s *Store) gcDecide(tx *Tx, st Status, named bool, olderThan time.Duration)
 	ok, why := gcDecision(tx, st, named, olderThan)
 	if ok && s.inFlight(tx) {
 		return false, fmt.Sprintf("kept: its base marks its apply in flight; run airlock recover --workdir %s", tx.Base())
+	}
+	if ok {
+		// Content a rollback or recover saved from the base is the only
+		// copy of someone's edit: it goes only when the user names it.
+		if saved := savedContent(tx); len(saved) > 0 {
+			if !named {
+				return false, fmt.Sprintf("kept: holds content saved from the base at %s; look at it, then airlock gc %s", describeSaved(tx, saved), tx.ID())
+			}
+			why += fmt.Sprintf("; with the content it had saved from the base at %s", describeSaved(tx, saved))
+		}
 	}
 	return ok, why
 }
@@ -249,9 +281,9 @@ func (t *Tx) removeStagedNow(ctx context.Context) error {
 // inFlight reports whether the transaction's base names it as the apply in
 // flight (or cannot tell: then it is kept too).
 func (s *Store) inFlight(tx *Tx) bool {
-	b, err := s.st.Base(tx.Base())
+	b, err := tx.stateBase()
 	if err != nil {
-		return !errors.Is(err, fs.ErrNotExist)
+		return true
 	}
 	id, ok, err := b.Inflight()
 	return err != nil || (ok && id == tx.ID())
@@ -260,7 +292,7 @@ func (s *Store) inFlight(tx *Tx) bool {
 func gcDecision(tx *Tx, st Status, named bool, olderThan time.Duration) (bool, string) {
 	switch st {
 	case StatusInterrupted:
-		return false, "kept: its apply was interrupted; run airlock recover"
+		return false, fmt.Sprintf("kept: its apply was interrupted; run airlock recover --workdir %s (if that directory no longer exists, airlock gc %s clears it and keeps its journal)", tx.Base(), tx.ID())
 	case StatusOpen:
 		if alive(tx.rec.PID) && tx.rec.PID != os.Getpid() {
 			return false, fmt.Sprintf("kept: open, owner process %d is alive", tx.rec.PID)
@@ -299,17 +331,15 @@ func alive(pid int) bool {
 // needs: neither as a merge base (its stat facts are in an unsettled
 // transaction's base manifest) nor for undo (named by a committed
 // transaction's applied journal).
-func (s *Store) pruneOriginals(base string, gone map[string]bool, dryRun bool) (int64, error) {
-	b, err := s.st.Base(base)
+func (s *Store) pruneOriginals(rep *Tx, gone map[string]bool, dryRun bool) (int64, error) {
+	b, err := rep.stateBase()
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return 0, nil
-		}
 		return 0, err
 	}
-	dir := filepath.Join(b.Dir(), "originals")
-	if _, err := os.Stat(dir); err != nil {
+	if _, err := b.OriginalsDir(); errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
+	} else if err != nil {
+		return 0, err
 	}
 	if !dryRun {
 		// A commit over the base adds originals while it holds the base's
@@ -338,7 +368,7 @@ func (s *Store) pruneOriginals(base string, gone map[string]bool, dryRun bool) (
 		if err != nil {
 			return 0, fmt.Errorf("cannot tell whether transaction %s needs kept originals (%w); nothing pruned", id, err)
 		}
-		if tx.Base() != base {
+		if BaseKeyOf(tx) != BaseKeyOf(rep) {
 			continue
 		}
 		st, err := tx.Status()
@@ -360,7 +390,7 @@ func (s *Store) pruneOriginals(base string, gone map[string]bool, dryRun bool) (
 			open = append(open, m)
 		}
 	}
-	store, err := originals.Open(dir)
+	store, err := openOriginals(b)
 	if err != nil {
 		return 0, err
 	}
@@ -395,4 +425,111 @@ func diskUsage(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// BaseKeyOf names the directory a transaction opened, by its device and
+// inode: transactions over one directory share its state whatever path
+// they reached it by.
+func BaseKeyOf(t *Tx) string { return state.BaseKey(t.rec.BaseDevice, t.rec.BaseInode) }
+
+// savedContent lists the directories in a transaction's state that hold
+// content a rollback or recover saved from the base (displaced-*): what
+// another process wrote to a path the apply had changed, kept nowhere
+// else.
+func savedContent(tx *Tx) []string {
+	ents, err := os.ReadDir(tx.StateDir())
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "displaced-") {
+			out = append(out, filepath.Join(tx.StateDir(), e.Name()))
+		}
+	}
+	return out
+}
+
+// describeSaved names saved-content directories and the files in them
+// (the first few), each with the base path it was saved from where the
+// transaction's events say (a recover or rollback records "PATH -> FILE").
+func describeSaved(tx *Tx, dirs []string) string {
+	from := map[string]string{}
+	if evs, err := tx.Events(); err == nil {
+		for _, e := range evs {
+			list, _ := e.Detail["displaced"].([]any)
+			for _, v := range list {
+				str, _ := v.(string)
+				if p, file, ok := strings.Cut(str, " -> "); ok {
+					from[filepath.Base(file)] = p
+				}
+			}
+		}
+	}
+	var files []string
+	for _, d := range dirs {
+		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				if orig, ok := from[e.Name()]; ok {
+					p = fmt.Sprintf("%s, saved from %s", p, orig)
+				}
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	desc := strings.Join(dirs, ", ")
+	switch {
+	case len(files) == 0:
+	case len(files) <= 5:
+		desc += fmt.Sprintf(" (%d file%s: %s)", len(files), plural(len(files)), strings.Join(files, "; "))
+	default:
+		desc += fmt.Sprintf(" (%d files: %s; …)", len(files), strings.Join(files[:5], "; "))
+	}
+	return desc
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// gcGoneBase clears, for gc ID, the interrupted apply of tx over a base
+// that no longer exists (no directory with the transaction's device and
+// inode at its path): as recover --workdir does for such a path
+// (clearGoneBase), the journal is moved next to the base's retired state
+// and the transaction settles, so that gc then removes it. It returns what
+// it did, for the item's reason; a dry run only says what it would do.
+func (s *Store) gcGoneBase(ctx context.Context, tx *Tx, it *GCItem, dryRun bool) (string, error) {
+	if it.Status != StatusInterrupted {
+		return "", nil
+	}
+	if dev, ino, err := identity(tx.Base()); err == nil && dev == tx.rec.BaseDevice && ino == tx.rec.BaseInode {
+		return "", nil // the base is there: recover it
+	}
+	b, err := tx.stateBase()
+	if err != nil {
+		return "", err
+	}
+	id, ok, err := b.Inflight()
+	if err != nil {
+		return "", err
+	}
+	if !ok || id != tx.ID() {
+		return "", nil
+	}
+	if dryRun {
+		it.Status = StatusDiscarded
+		return fmt.Sprintf("its base %s no longer exists: gc %s would clear its interrupted apply and move its journal (the only copy of what the base held) to %s", tx.Base(), tx.ID(), filepath.Join(s.dir, "bases", "retired")), nil
+	}
+	rr, err := s.clearGoneBase(ctx, b, tx.Base(), tx.ID())
+	if err != nil {
+		return "", err
+	}
+	if it.Status, err = tx.Status(); err != nil {
+		return "", err
+	}
+	return strings.Join(rr.Notes, "; "), nil
 }

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/config"
@@ -19,21 +17,11 @@ import (
 	"github.com/airlockdev/airlock/internal/state"
 )
 
-// receiptsDir, inside a base's state, keeps a copy of every receipt
-// committed to the base, named by its digest: the chain `log` walks.
-const receiptsDir = "receipts"
-
-func chainPath(b *state.Base, digest string) string {
-	return filepath.Join(b.Dir(), receiptsDir, strings.TrimPrefix(digest, manifest.DigestPrefix)+".json")
-}
-
-// chain files a committed receipt under the base's chain.
+// chain files a committed receipt under the base's chain (the copy of
+// every receipt committed to the base, named by its digest, that `log`
+// walks).
 func chain(b *state.Base, rc *receipt.Receipt, data []byte) error {
-	dir := filepath.Join(b.Dir(), receiptsDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("receipt chain %s: %w", dir, err)
-	}
-	return safefs.WriteFile(chainPath(b, rc.Digest), data, 0o600)
+	return b.WriteReceipt(rc.Digest, data)
 }
 
 // Log is what was committed to a base, newest first.
@@ -72,8 +60,14 @@ func (s *Store) Log(dir string) (_ *Log, err error) {
 			break
 		}
 		seen[d] = true
-		p := chainPath(b, d)
-		data, err := os.ReadFile(p)
+		p := b.ReceiptPath(d)
+		data, err := b.ReadReceipt(d)
+		var unsafe *state.UnsafeError
+		if errors.As(err, &unsafe) {
+			// Never read, and never passed over: a chain that cannot be
+			// trusted is not shown as a shorter one.
+			return nil, err
+		}
 		if err != nil {
 			out.Broken = fmt.Sprintf("receipt %s is missing (%v)", d, unwrapPathErr(err))
 			break
@@ -128,7 +122,9 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 		}
 		return nil, err
 	}
-	if target.Base() != base {
+	if dev, ino, err := identity(base); err != nil || dev != target.rec.BaseDevice || ino != target.rec.BaseInode {
+		// The same directory reached by another path (a bind mount, the
+		// base moved) is the same base.
 		return nil, fmt.Errorf("transaction %s was over %s, not %s", id, target.Base(), base)
 	}
 	if st, err := target.Status(); err != nil {

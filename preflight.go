@@ -124,7 +124,10 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 		return p, nil
 	}
 
-	if p.base, err = t.store.st.Base(t.Base()); err != nil {
+	if p.base, err = t.stateBase(); err != nil {
+		return nil, err
+	}
+	if err := t.checkBaseState(p.base); err != nil {
 		return nil, err
 	}
 	if p.unlock, err = p.base.Lock(ctx); err != nil {

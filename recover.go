@@ -40,6 +40,12 @@ type RecoverResult struct {
 	// what it found and did, one sentence each.
 	Orphaned bool
 	Notes    []string
+	// BaseGone is true when the base no longer exists: the apply could not
+	// be rolled back into it, its journal was moved to Journal (its
+	// backups are the only copy of what the base held), and the marker
+	// was cleared. Notes say each step.
+	BaseGone bool
+	Journal  string
 }
 
 // Recover resolves an apply over the base at dir that was interrupted by a
@@ -51,12 +57,28 @@ func (s *Store) Recover(ctx context.Context, dir string) (_ *RecoverResult, err 
 	defer exported(&err)
 	base, err := resolveBase(dir)
 	if err != nil {
+		// No directory is left at that path: the state recorded for it
+		// (deleted, or moved away) is found by the path it had.
+		if gone, ok := goneBase(dir); ok {
+			return s.recoverGone(ctx, gone, err)
+		}
 		return nil, err
 	}
 	if err := s.checkBase(base); err != nil {
 		return nil, err
 	}
 	b, err := s.st.Base(base)
+	var stale *state.StaleBaseError
+	if errors.As(err, &stale) {
+		// The state under this directory's device and inode was a deleted
+		// directory's, with an apply in flight: cleared as for any base
+		// that is gone, never rolled back into this one.
+		out, err := s.clearGoneBase(ctx, stale.Base, stale.Old.Path, stale.TxID)
+		if out != nil {
+			out.Notes = append([]string{fmt.Sprintf("%s is not the directory %s that the state under its device and inode was written for (their birth times differ: %s was deleted and the file system gave its inode to %s)", base, stale.Old.Path, stale.Old.Path, base)}, out.Notes...)
+		}
+		return out, err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +100,13 @@ func (s *Store) Recover(ctx context.Context, dir string) (_ *RecoverResult, err 
 		// not stay wedged behind a marker nothing else can clear.
 		return s.recoverOrphan(ctx, b, out, err)
 	}
+	if !b.Is(t.rec.BaseDevice, t.rec.BaseInode) {
+		return nil, fmt.Errorf("base %s names transaction %s in flight, but that transaction's base is %s, another directory (device and inode differ): the state was altered; nothing was done", base, id, t.Base())
+	}
 	if t.Base() != base {
-		return nil, fmt.Errorf("base %s names transaction %s in flight, but that transaction's base is %s: the state was altered; nothing was done", base, id, t.Base())
+		// The same directory, reached by another path (a bind mount, or
+		// the base moved since the transaction opened it).
+		out.Notes = append(out.Notes, fmt.Sprintf("transaction %s opened this directory as %s; %s is the same directory (device and inode), and is recovered through it", id, t.Base(), base))
 	}
 	// A commit of the transaction, or gc removing it, holds this lock; a
 	// commit would also wait for the base's lock, held here: only try it.
@@ -131,8 +158,8 @@ func (s *Store) Recover(ctx context.Context, dir string) (_ *RecoverResult, err 
 	if err != nil {
 		return nil, err
 	}
-	if j.TxID != id || string(j.Base) != base {
-		return nil, fmt.Errorf("journal %s belongs to transaction %s over %s, not %s over %s: it is not acted on", jdir, j.TxID, j.Base, id, base)
+	if j.TxID != id || string(j.Base) != t.Base() {
+		return nil, fmt.Errorf("journal %s belongs to transaction %s over %s, not %s over %s: it is not acted on", jdir, j.TxID, j.Base, id, t.Base())
 	}
 	root, r, err := t.openBase(base)
 	if err != nil {

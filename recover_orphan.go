@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/journal"
-	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/state"
@@ -79,7 +78,7 @@ func chainRecords(b *state.Base, id string) (bool, error) {
 	if err != nil || head == "" {
 		return false, err
 	}
-	data, err := os.ReadFile(chainPath(b, head))
+	data, err := b.ReadReceipt(head)
 	if err != nil {
 		return false, fmt.Errorf("the receipt %s at the head of the chain cannot be read: %w", head, err)
 	}
@@ -92,7 +91,7 @@ func chainRecords(b *state.Base, id string) (bool, error) {
 
 // keptOriginals counts the originals the store recorded for id.
 func keptOriginals(b *state.Base, id string) int {
-	store, err := originals.Open(filepath.Join(b.Dir(), "originals"))
+	store, err := openOriginals(b)
 	if err != nil {
 		return 0
 	}

@@ -102,7 +102,7 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	res := &Result{TxID: t.ID(), Outcome: out, Refusal: r, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta, Validators: o.validated}
 	prevBase := base
 	if prevBase == nil {
-		b, err := t.store.st.Base(t.Base())
+		b, err := t.stateBase()
 		if err != nil {
 			return nil, err
 		}

@@ -510,7 +510,17 @@ func checkNotInterrupted(ctx context.Context, b *state.Base) error {
 		return err
 	}
 	if ok {
-		return interrupted(b.Path(), id)
+		r := interrupted(b.Path(), id)
+		if rec := b.Recorded(); rec != "" {
+			// Found by the directory's identity, not by this path: say
+			// which path the apply was made over.
+			if _, err := os.Lstat(rec); err == nil {
+				r.Reason += fmt.Sprintf(" (the apply was made over %s, the same directory by device and inode)", rec)
+			} else {
+				r.Reason += fmt.Sprintf(" (the apply was made over %s, which is gone: %s has its device and inode, so it is that directory moved, or a new directory the file system gave the inode of a deleted one; if %s was deleted, run `airlock recover --workdir %s` instead)", rec, b.Path(), rec, rec)
+			}
+		}
+		return r
 	}
 	return nil
 }

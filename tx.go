@@ -82,7 +82,7 @@ func (t *Tx) Status() (_ Status, err error) {
 			s = StatusCommitted
 		case eventNoChanges:
 			s = StatusNoChanges
-		case eventDiscarded:
+		case eventDiscarded, eventBaseGone:
 			s = StatusDiscarded
 		}
 	}

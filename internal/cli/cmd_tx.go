@@ -180,14 +180,14 @@ func newRecoverCmd(io IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			for _, n := range rr.Notes {
+				fmt.Fprintf(io.Err, "airlock: %s\n", n)
+			}
 			switch {
 			case rr.TxID == "":
 				fmt.Fprintf(io.Err, "airlock: nothing to recover in %s\n", rr.Base)
 				return nil
-			case rr.Orphaned:
-				for _, n := range rr.Notes {
-					fmt.Fprintf(io.Err, "airlock: %s\n", n)
-				}
+			case rr.Orphaned, rr.BaseGone:
 			case rr.RolledForward:
 				fmt.Fprintf(io.Err, "airlock: transaction %s had committed; its leftover journal was retired\n", rr.TxID)
 			default:

@@ -23,11 +23,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/state"
 )
 
 // Record is one replaced file: its path, its stat facts when it was
@@ -57,10 +57,19 @@ func (s *Store) syncObjectsOnce() error {
 
 const indexFile = "index.jsonl"
 
-// Open opens (creating if needed) the store in dir.
+// Open opens (creating if needed) the store in dir. The store is airlock
+// state: its directories must be the user's own and not writable by
+// others (state.CheckDir), and every file in it is opened with
+// state.OpenFile, so a symlink, FIFO or device planted there is refused,
+// naming it, never followed or waited on.
 func Open(dir string) (*Store, error) {
 	if err := mkdirDurable(filepath.Join(dir, "objects")); err != nil {
 		return nil, fmt.Errorf("originals store %s: %w", dir, err)
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "objects")} {
+		if err := state.CheckDir(d); err != nil {
+			return nil, err
+		}
 	}
 	return &Store{dir: dir}, nil
 }
@@ -116,21 +125,7 @@ func (s *Store) Open(d string) (*os.File, error) {
 	p := s.ObjectPath(d)
 	// Kept bytes are what undo writes into the base: an object swapped for
 	// a symlink or a FIFO is refused, never followed or blocked on.
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("originals: %s is a symlink, not a kept file; airlock will not follow it", p)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("originals: %s is not a regular file; airlock will not read it", p)
-		}
-		return nil, err
-	}
-	return f, nil
+	return state.OpenFile(p, os.O_RDONLY, 0)
 }
 
 // Add keeps the file at src (whose bytes have digest e.Digest) as the
@@ -200,11 +195,11 @@ func (s *Store) appendIndex(r Record) error {
 // only a creation changes the store's directory and needs its fsync.
 func openIndex(path string) (f *os.File, created bool, err error) {
 	for {
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		f, err = state.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 		if !errors.Is(err, fs.ErrNotExist) {
 			return f, false, err
 		}
-		f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err = state.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
 		if !errors.Is(err, fs.ErrExist) {
 			return f, err == nil, err
 		}
@@ -231,7 +226,7 @@ func (s *Store) Lookup(e manifest.Entry) (string, bool) {
 
 // Records lists every record, oldest first.
 func (s *Store) Records() ([]Record, error) {
-	f, err := os.Open(filepath.Join(s.dir, indexFile))
+	f, err := state.OpenFile(filepath.Join(s.dir, indexFile), os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -17,28 +17,48 @@ import (
 )
 
 // Base is the per-base state directory: the commit lock, the in-flight
-// apply marker and the head of the receipt chain.
+// apply marker and the head of the receipt chain. It is named by the base
+// directory's identity (device and inode), not by a path, so every path
+// that reaches the same directory (a bind mount, a second symlink-free
+// spelling, the directory after a rename) finds the same lock and marker.
 type Base struct {
-	path string // the base directory
-	dir  string // its state directory
+	path     string // the base directory, as the caller reached it
+	dir      string // its state directory
+	dev, ino uint64 // its identity, the key of dir
+	// recorded is the path base.json names when it differs from path: the
+	// path the state was first written for (an alias, or the base before
+	// it was moved).
+	recorded string
 }
 
 // baseRecord is base.json: which base a bases/<key> directory belongs to.
+// Born is the directory's birth time (ns since the epoch; 0 where the file
+// system does not say): a new directory that reuses a deleted one's inode
+// has another.
 type baseRecord struct {
 	Path   string `json:"path"`
 	Device uint64 `json:"device"`
 	Inode  uint64 `json:"inode"`
+	Born   int64  `json:"born,omitempty"`
 }
 
-// BaseKey is the name of a base's state directory: the first 32 hex digits
-// of the sha256 of its cleaned absolute path.
-func BaseKey(absPath string) string {
+// BaseKey is the name of the state directory of the base with this device
+// and inode: both in hex, 32 digits.
+func BaseKey(dev, ino uint64) string {
+	return fmt.Sprintf("%016x%016x", dev, ino)
+}
+
+// legacyKey is the name earlier versions gave a base's state directory:
+// the first 32 hex digits of the sha256 of its cleaned absolute path.
+func legacyKey(absPath string) string {
 	sum := sha256.Sum256([]byte(filepath.Clean(absPath)))
 	return hex.EncodeToString(sum[:])[:32]
 }
 
 // Base opens the state directory of the base at absPath, creating it if
-// needed, and records the base's identity in base.json.
+// needed, and records the base's identity in base.json. The directory is
+// found by the base's device and inode; see baseFor for what happens when
+// base.json names another path or another directory.
 func (s *Store) Base(absPath string) (*Base, error) {
 	if !filepath.IsAbs(absPath) {
 		return nil, fmt.Errorf("base path %s is not absolute", absPath)
@@ -52,36 +72,19 @@ func (s *Store) Base(absPath string) (*Base, error) {
 	if !ok {
 		return nil, fmt.Errorf("base %s: cannot read its device and inode", absPath)
 	}
-	root := filepath.Join(s.dir, "bases")
-	if err := checkDir(root); err != nil {
-		return nil, stateErr("state directory", root, err)
+	want := baseRecord{Path: absPath, Device: uint64(st.Dev), Inode: uint64(st.Ino), Born: birthTime(absPath)}
+	return s.baseFor(want, true)
+}
+
+// BaseOf opens the state directory of the base a transaction recorded at
+// open: the directory with device dev and inode ino, which absPath named
+// then. Nothing is looked up through absPath, which may since name another
+// directory or none (the base moved or was deleted).
+func (s *Store) BaseOf(absPath string, dev, ino uint64) (*Base, error) {
+	if !filepath.IsAbs(absPath) {
+		return nil, fmt.Errorf("base path %s is not absolute", absPath)
 	}
-	b := &Base{path: absPath, dir: filepath.Join(root, BaseKey(absPath))}
-	if err := ensureDir(b.dir); err != nil {
-		return nil, err
-	}
-	want := baseRecord{Path: absPath, Device: uint64(st.Dev), Inode: uint64(st.Ino)}
-	recPath := filepath.Join(b.dir, "base.json")
-	data, err := readChecked(recPath)
-	var have baseRecord
-	switch {
-	case err == nil:
-		if json.Unmarshal(data, &have) == nil && have == want {
-			return b, nil
-		}
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, err
-	}
-	// base.json only informs humans and gc, so a stale or damaged one is
-	// simply rewritten.
-	out, err := json.MarshalIndent(want, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", recPath, err)
-	}
-	if err := safefs.WriteFile(recPath, append(out, '\n'), 0o600); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return s.baseFor(baseRecord{Path: filepath.Clean(absPath), Device: dev, Inode: ino}, false)
 }
 
 // Path is the base directory.
@@ -198,7 +201,7 @@ func (s *Store) InflightMarks() (map[string]string, error) {
 	marks := map[string]string{}
 	for _, e := range entries {
 		b := &Base{dir: filepath.Join(root, e.Name())}
-		if !e.IsDir() || b.check() != nil {
+		if !e.IsDir() || !isKey(e.Name()) || b.check() != nil {
 			continue
 		}
 		b.path = b.dir

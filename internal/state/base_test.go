@@ -31,7 +31,11 @@ func TestBaseDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Dir() != filepath.Join(s.Dir(), "bases", BaseKey(base)) || len(BaseKey(base)) != 32 || b.Path() != base {
+	var id syscall.Stat_t
+	if err := syscall.Stat(base, &id); err != nil {
+		t.Fatal(err)
+	}
+	if b.Dir() != filepath.Join(s.Dir(), "bases", BaseKey(uint64(id.Dev), id.Ino)) || len(filepath.Base(b.Dir())) != 32 || b.Path() != base {
 		t.Fatalf("base dir %s for %s", b.Dir(), base)
 	}
 	var rec struct {

@@ -118,3 +118,22 @@ func readChecked(path string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// OpenFile opens a state file that another package keeps (the originals
+// store) with the checks every state file gets: never through a symlink,
+// never blocking on a FIFO, a regular file of the user's own that group
+// and others cannot write. A refusal is an *UnsafeError naming the file.
+func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	f, err := openChecked(path, flag, perm)
+	if err != nil {
+		return nil, stateErr("state file", path, err)
+	}
+	return f, nil
+}
+
+// CheckDir refuses a state directory another package keeps unless it is a
+// directory of the user's own that group and others cannot write. A
+// missing directory is reported with an error matching fs.ErrNotExist.
+func CheckDir(path string) error {
+	return stateErr("state directory", path, checkDir(path))
+}

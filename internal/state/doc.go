@@ -25,11 +25,16 @@
 //	    events.jsonl         append-only event log, one JSON object a line
 //	    port                 the transaction's port base, recorded under the global lock
 //	    ...                  other files the caller writes through Tx.Path
-//	<root>/bases/<key>/      per-base state; key = first 32 hex digits of sha256(base path)
+//	<root>/bases/<key>/      per-base state; key = the base directory's device and inode,
+//	                         16 hex digits each (earlier versions: sha256 of its path,
+//	                         moved to the identity's name on first use)
 //	    lock                 flock(2) file serialising commits on that base
-//	    base.json            path, device and inode of the base, for humans and gc
+//	    base.json            path, device, inode and birth time of the base
 //	    inflight             present while an apply journal is in flight: names the tx
 //	    head                 digest of the last receipt committed to the base
+//	    receipts/            the receipt chain, one <digest>.json per commit
+//	    originals/           content the base's commits replaced (internal/originals)
+//	<root>/bases/retired/    state of bases that are gone, moved aside, never deleted
 //	<root>/trash/            transaction directories being removed by gc
 //	<root>/lock              global flock for id and port allocation
 //

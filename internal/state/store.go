@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -17,6 +18,9 @@ import (
 // Store is an opened, checked state root.
 type Store struct {
 	dir string
+
+	migrate    sync.Once // migrateLegacy
+	migrateErr error
 }
 
 // DefaultDir resolves the state root: $AIRLOCK_STATE_DIR, else
