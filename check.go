@@ -163,6 +163,10 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 		return r, digest, err
 	}
 	defer root.Close()
+	gate, err := t.projectNow()
+	if err != nil {
+		return nil, "", err
+	}
 	ops, drifted, escapes, err := checkDrift(root, set)
 	if err != nil {
 		return nil, "", err
@@ -176,7 +180,7 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 		ops = append(ops, merged...)
 	}
 	if r == nil {
-		if r, err = t.checkProtected(set, o.Approve); err != nil {
+		if r, err = t.checkProtected(set, o.Approve, gate); err != nil {
 			return nil, "", err
 		}
 	}
@@ -186,8 +190,8 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 	if r == nil {
 		r = checkSharedInode(root, set, t.Path(), objects)
 	}
-	if v := t.validators(o); r == nil && len(v) > 0 {
-		if r, _, err = t.validate(ctx, ops, v); err != nil {
+	if v := t.validators(o, gate); r == nil && len(v) > 0 {
+		if r, _, err = t.validate(ctx, ops, v, gate); err != nil {
 			return nil, "", err
 		}
 	}
@@ -197,16 +201,20 @@ func (t *Tx) check(ctx context.Context, o SettleOptions) (*Refusal, string, erro
 // checkLimited is the check made where the base cannot be seen: the
 // checks of the change set alone, and validation of the staged tree.
 func (t *Tx) checkLimited(ctx context.Context, o SettleOptions, set *changeset.Set) (*Refusal, error) {
-	r, err := t.checkProtected(set, o.Approve)
+	gate, err := t.projectNow()
+	if err != nil {
+		return nil, err
+	}
+	r, err := t.checkProtected(set, o.Approve, gate)
 	if err != nil || r != nil {
 		return r, err
 	}
 	if r = checkBoundary(set, nil); r != nil {
 		return r, nil
 	}
-	if v := t.validators(o); len(v) > 0 {
+	if v := t.validators(o, gate); len(v) > 0 {
 		t.scratch.base = t.Path()
-		r, _, err := t.validate(ctx, nil, v)
+		r, _, err := t.validate(ctx, nil, v, gate)
 		return r, err
 	}
 	return nil, nil

@@ -15,7 +15,6 @@ import (
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
-	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
@@ -151,6 +150,12 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 		return t.settle(ctx, Refused, r, set, o)
 	}
 	defer root.Close()
+	// The gate is the project's as the base holds it now, not as the
+	// transaction's state says it was (see projectNow).
+	gate, err := t.projectNow()
+	if err != nil {
+		return nil, err
+	}
 	ops, drifted, escapes, err := checkDrift(root, set)
 	if err != nil {
 		return nil, err
@@ -165,7 +170,7 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 		ops = append(ops, merged...)
 	}
 	if r == nil {
-		r, err = t.checkProtected(set, o.Approve)
+		r, err = t.checkProtected(set, o.Approve, gate)
 		if err != nil {
 			return nil, err
 		}
@@ -176,8 +181,8 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if r == nil {
 		r = checkSharedInode(root, set, t.Path(), t.st.Path(objectsDir))
 	}
-	if v := t.validators(o); r == nil && len(v) > 0 {
-		r, o.validated, err = t.validate(ctx, ops, v)
+	if v := t.validators(o, gate); r == nil && len(v) > 0 {
+		r, o.validated, err = t.validate(ctx, ops, v, gate)
 		if err != nil {
 			return nil, err
 		}
@@ -531,19 +536,26 @@ func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
 }
 
 // checkProtected refuses a change under a protected selector unless the
-// commit was approved.
-func (t *Tx) checkProtected(set *changeset.Set, approve bool) (*Refusal, error) {
+// commit was approved. The selectors are the union of those recorded at
+// open and those of the project config that governs the base now (gate):
+// neither an edit of the transaction's state nor a change the transaction
+// makes to the config can drop one.
+func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*Refusal, error) {
 	if approve {
 		return nil, nil
 	}
-	prot, err := selector.New(t.rec.Protect)
+	prot, err := newProjectSelector(t.rec.Protect, string(t.rec.Under))
 	if err != nil {
 		return nil, fmt.Errorf("protected selectors in %s: %w", t.st.Path(recordFile), err)
+	}
+	now, err := newProjectSelector(gate.Cfg.Protect, gate.Under)
+	if err != nil {
+		return nil, fmt.Errorf("protected selectors in %s: %w", gate.Cfg.Path, err)
 	}
 	var hit []string
 	for _, c := range set.Changes {
 		isDir := c.Result.Kind == manifest.KindDir || (c.Result.Kind == manifest.KindNone && c.Base.Kind == manifest.KindDir)
-		if prot.Match(c.Path, isDir) {
+		if prot.Match(c.Path, isDir) || now.Match(c.Path, isDir) {
 			hit = append(hit, c.Path)
 		}
 	}

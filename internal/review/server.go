@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock"
-	"github.com/airlockdev/airlock/internal/selector"
 )
 
 // Options say how a review commits.
@@ -252,12 +251,10 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 	if v.Files, err = parsePatch(&patch); err != nil {
 		return nil, err
 	}
-	prot, err := selector.New(s.tx.Record().Protect)
-	if err != nil {
-		return nil, err
-	}
 	for _, f := range v.Files {
-		f.Protected = prot.Match(f.Path, false)
+		if f.Protected, err = s.tx.Protects(f.Path, false); err != nil {
+			return nil, err
+		}
 		if f.Protected {
 			v.Protected = append(v.Protected, f.Path)
 		}
