@@ -212,7 +212,7 @@ type CommitInput struct {
 type SettleOutput struct {
 	TxID     string   `json:"tx"`
 	Outcome  string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
-	Refusal  string   `json:"refusal,omitempty" jsonschema:"when refused: BaseDrift, MergeConflict, ProtectedPathNotApproved, BoundaryEscape, SharedInode, UnsupportedEntry, ValidationFailed, ApplyFailed, InterruptedApply or StagedChanged"`
+	Refusal  string   `json:"refusal,omitempty" jsonschema:"when refused: BaseDrift, MergeConflict, ProtectedPathNotApproved, BoundaryEscape, SharedInode, UnsupportedEntry, ValidationFailed, ApplyFailed, InterruptedApply, StagedChanged or ReviewStale"`
 	Paths    []string `json:"paths,omitempty" jsonschema:"the base-relative paths the refusal names"`
 	Reason   string   `json:"reason,omitempty" jsonschema:"what happened and what to do"`
 	Added    int      `json:"added"`
