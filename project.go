@@ -220,8 +220,7 @@ func (t *Tx) skipState(root string) func(string, bool) bool {
 	return func(p string, _ bool) bool { return p == rel }
 }
 
-// validateEnv is the environment the project's validator and the caller's
-// run with: not the committing process's whole environment, which an agent
+// validateEnv is the environment the project's validator runs with: not the committing process's whole environment, which an agent
 // that runs `airlock commit` controls (MAKEFLAGS=n turns `make test` into
 // a dry run, GOFLAGS=-run=^$ runs no Go test), but the variables a shell
 // and its tools need to find themselves (validateBaseEnv), the locale

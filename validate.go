@@ -111,7 +111,13 @@ func (t *Tx) validate(ctx context.Context, ops []journal.Op, cmds []string, gate
 			fmt.Fprintf(logf, "airlock: validating with `%s` (%s)\n", cmd, source)
 		}
 		t.event("validating", map[string]any{"command": cmd, "source": source})
-		env := append(validateEnv(os.Environ(), gate.Cfg.ValidateEnv), "AIRLOCK_TX="+t.ID(), "AIRLOCK_VALIDATE=1")
+		// The project's validator runs with a controlled environment (see
+		// validateEnv); the caller's own runs with the caller's.
+		env := os.Environ()
+		if source == "project" {
+			env = validateEnv(env, gate.Cfg.ValidateEnv)
+		}
+		env = append(env, "AIRLOCK_TX="+t.ID(), "AIRLOCK_VALIDATE=1")
 		res, runErr := launch.Run(ctx, launch.Spec{
 			Argv: []string{"sh", "-c", cmd}, Staged: dir, Base: runAt, Env: env,
 			SamePath: true, Stdout: logf, Stderr: logf,

@@ -46,8 +46,8 @@ type Config struct {
 	Backend         string   // "auto" or a backend name
 	Validate        string   // the default validate command; "" means none
 	// ValidateEnv names the variables of the committing process's
-	// environment that validators get beyond the few every one gets (PATH,
-	// HOME, the locale, ...): a validator does not run with the caller's
+	// environment that the project's validator gets beyond the few it always gets (PATH,
+	// HOME, the locale, ...): it does not run with the caller's
 	// whole environment, which could neutralise it (MAKEFLAGS=n).
 	ValidateEnv []string
 	Hooks       Hooks
