@@ -65,6 +65,11 @@ type SettleOptions struct {
 	// plus the prepared change set), before anything is applied. A non-zero
 	// exit of either refuses the commit with ValidationFailed.
 	Validate string
+	// ExpectDiffDigest, if set, binds the commit to a change set the
+	// caller reviewed: the frozen change set's digest (the receipt's
+	// diff_digest) must equal it, else the commit is refused with
+	// ReviewStale and nothing is applied.
+	ExpectDiffDigest string
 
 	// validated are the validators the commit ran, for its result and
 	// receipt; set by the commit itself on its own copy of the options.

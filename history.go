@@ -152,6 +152,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 		Base: base, Exclude: target.rec.Exclude, NoDefaultExclude: true,
 		Protect: target.rec.Protect, NoDefaultProtect: true, Backend: target.rec.Backend,
 		NoConfig: true, Command: []string{"airlock", "undo", id}, validate: undoGate(base, target),
+		project: &project{Root: string(target.rec.Project), Under: string(target.rec.Under), Cfg: config.Default()},
 	})
 	if err != nil {
 		return nil, err

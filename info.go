@@ -28,6 +28,10 @@ type Info struct {
 	RefusedPaths []Bytes   `json:"refused_paths,omitempty"`
 	PortBase     int       `json:"port_base"`
 	Receipt      string    `json:"receipt,omitempty"`
+	// DiffDigest is the change set's digest (set by InfoWithDigest, for
+	// `show` and the MCP status tool): what `commit --expect-digest`
+	// binds a commit to.
+	DiffDigest string `json:"diff_digest,omitempty"`
 	// Branch and BranchHead: the git branch of a worktree transaction and
 	// the commit it names (now, or when the staged worktree was removed);
 	// BranchKept: it outlived the transaction, holding commits no other

@@ -16,7 +16,6 @@ import (
 	"github.com/airlockdev/airlock/internal/merge"
 	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/safefs"
-	"github.com/airlockdev/airlock/internal/selector"
 )
 
 // mergeDrifted tries to three-way merge each changed path that also moved
@@ -33,7 +32,7 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string
 	}
 	var ops []journal.Op
 	var unmergeable, conflicts, excluded []string
-	excl, err := selector.New(t.rec.Exclude)
+	excl, err := newProjectSelector(t.rec.Exclude, string(t.rec.Under))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("exclude selectors in %s: %w", t.st.Path(recordFile), err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
-	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
@@ -115,6 +114,10 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 		}
 		return nil, err
 	}
+	if r := checkReviewed(set, o); r != nil {
+		p.refusal = r
+		return p, nil
+	}
 	if len(set.Unsupported) > 0 {
 		var paths []string
 		for _, u := range set.Unsupported {
@@ -160,7 +163,13 @@ func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o Sett
 		}
 		from = w.base
 	}
-	if r, err := t.checkProtected(p.set, o.Approve); err != nil || r != nil {
+	// The gate is the project's as the base holds it now, not as the
+	// transaction's state says it was (see projectNow).
+	gate, err := t.projectNow(w)
+	if err != nil {
+		return nil, err
+	}
+	if r, err := t.checkProtected(p.set, o.Approve, gate); err != nil || r != nil {
 		return r, err
 	}
 	if r := checkBoundary(p.set, p.escapes); r != nil {
@@ -171,7 +180,7 @@ func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o Sett
 			return r, nil
 		}
 	}
-	r, ran, err := t.validate(ctx, w, from, p.ops, o)
+	r, ran, err := t.validate(ctx, w, from, p.ops, o, gate)
 	p.validated = ran
 	return r, err
 }
@@ -354,19 +363,26 @@ func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
 }
 
 // checkProtected refuses a change under a protected selector unless the
-// commit was approved.
-func (t *Tx) checkProtected(set *changeset.Set, approve bool) (*Refusal, error) {
+// commit was approved. The selectors are the union of those recorded at
+// open and those of the project config that governs the base now (gate):
+// neither an edit of the transaction's state nor a change the transaction
+// makes to the config can drop one.
+func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*Refusal, error) {
 	if approve {
 		return nil, nil
 	}
-	prot, err := selector.New(t.rec.Protect)
+	prot, err := newProjectSelector(t.rec.Protect, string(t.rec.Under))
 	if err != nil {
 		return nil, fmt.Errorf("protected selectors in %s: %w", t.st.Path(recordFile), err)
+	}
+	now, err := newProjectSelector(gate.Cfg.Protect, gate.Under)
+	if err != nil {
+		return nil, fmt.Errorf("protected selectors in %s: %w", gate.Cfg.Path, err)
 	}
 	var hit []string
 	for _, c := range set.Changes {
 		isDir := c.Result.Kind == manifest.KindDir || (c.Result.Kind == manifest.KindNone && c.Base.Kind == manifest.KindDir)
-		if prot.Match(c.Path, isDir) {
+		if prot.Match(c.Path, isDir) || now.Match(c.Path, isDir) {
 			hit = append(hit, c.Path)
 		}
 	}

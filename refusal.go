@@ -24,6 +24,12 @@ const (
 	// behind a symlink, a FIFO or a device node): the command is still
 	// writing in the workspace. Nothing in its place was read.
 	StagedChanged RefusalKind = "StagedChanged"
+	// ReviewStale: the commit was bound to a change set the caller
+	// reviewed (SettleOptions.ExpectDiffDigest: the review page, `commit
+	// --expect-digest`, the MCP commit tool's expect_digest), and the
+	// change set is no longer that one: the agent changed the staged
+	// workspace after the review.
+	ReviewStale RefusalKind = "ReviewStale"
 )
 
 // Refusal is the error a commit returns when it refused. The base is as it

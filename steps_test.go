@@ -364,7 +364,9 @@ func TestCheckProtected(t *testing.T) {
 			o.Base, o.Backend = base, "auto"
 			tx, err := s.Open(context.Background(), o)
 			must(t, err)
-			r, err := tx.checkProtected(set, tt.approve)
+			gate, err := tx.projectNow(&workspace{base: tx.Base()})
+			must(t, err)
+			r, err := tx.checkProtected(set, tt.approve, gate)
 			must(t, err)
 			if tt.want == nil {
 				if r != nil {

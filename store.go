@@ -120,6 +120,10 @@ type OpenOptions struct {
 
 	// validate is the project validate a NoConfig open records.
 	validate string
+	// project, when set, is where the base lies in its project, as the
+	// transaction an undo reverts recorded it (a NoConfig open reads no
+	// config, even to find the project).
+	project *project
 }
 
 // Record is a transaction's immutable open record.
@@ -149,6 +153,13 @@ type Record struct {
 	Config   string `json:"config,omitempty"`
 	Validate string `json:"validate,omitempty"`
 	StopHook string `json:"stop_hook,omitempty"`
+	// Project is the project root when the base is a subdirectory of it
+	// (see project), and Under the base relative to it: the selectors above
+	// are matched against paths relative to Project, and the validate runs
+	// on a candidate of the whole project. Both are empty when the base is
+	// its own project root.
+	Project manifest.Bytes `json:"project,omitempty"`
+	Under   manifest.Bytes `json:"under,omitempty"`
 	// Digest seals the record (sha256 of its JSON with this field empty):
 	// a hand edit that still parses, such as dropping a protected
 	// selector, is refused rather than acted on.
@@ -245,12 +256,17 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	}
 	// The project config comes from the base, never from a staged tree,
 	// and is recorded: later changes to it do not alter this transaction.
-	cfg := config.Default()
-	if !o.NoConfig {
-		if cfg, err = config.Load(base); err != nil {
+	// It is the project's: the nearest .airlock.toml at or above the base
+	// (see project), whose selectors are matched relative to its root.
+	proj := o.project
+	if proj == nil {
+		if proj, err = findProject(base); err != nil {
 			return nil, err
 		}
-	} else {
+	}
+	cfg := proj.Cfg
+	if o.NoConfig {
+		cfg = config.Default()
 		cfg.Validate = o.validate
 	}
 	excl := slices.Concat(cfg.Exclude, o.Exclude)
@@ -259,14 +275,11 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 		noise = DefaultExclude
 		excl = append(slices.Clone(DefaultExclude), excl...)
 	}
-	exclude, err := selector.New(excl)
+	exclude, err := newProjectSelector(excl, proj.Under)
 	if err != nil {
 		return nil, fmt.Errorf("--exclude: %w", err)
 	}
-	prot := slices.Concat(cfg.Protect, o.Protect)
-	if !o.NoDefaultProtect && cfg.DefaultProtect {
-		prot = append(slices.Clone(DefaultProtect), prot...)
-	}
+	prot := protectOf(cfg, o.Protect, o.NoDefaultProtect)
 	if _, err := selector.New(prot); err != nil {
 		return nil, fmt.Errorf("--protect: %w", err)
 	}
@@ -314,7 +327,17 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 		snap, err := gitbase.Take(ctx, base)
 		gitDone <- gitResult{snap, err}
 	}()
-	res, err := backend.Stage(ctx, stage.Request{Base: base, Dir: staged, Skip: exclude.MatchSelf, Progress: o.Progress})
+	// Agent noise is where the agent writes it: relative to the base, in
+	// which it works (as the diff ignores it), and the other excludes are
+	// the project's, relative to its root.
+	noiseSel, err := selector.New(noise)
+	if err != nil {
+		return nil, err
+	}
+	skip := func(rel string, isDir bool) bool {
+		return exclude.MatchSelf(rel, isDir) || noiseSel.MatchSelf(rel, isDir)
+	}
+	res, err := backend.Stage(ctx, stage.Request{Base: base, Dir: staged, Skip: skip, Progress: o.Progress})
 	g := <-gitDone
 	if err != nil {
 		// A backend the project config chose (worktree over a base that is
@@ -356,6 +379,9 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 		Exclude: excl, Noise: noise, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
 		PortBase: port, Warnings: res.Warnings,
 		Config: cfg.Path, Validate: cfg.Validate, StopHook: string(cfg.Hooks.Stop),
+	}
+	if proj.Under != "" {
+		rec.Project, rec.Under = manifest.Bytes(proj.Root), manifest.Bytes(proj.Under)
 	}
 	for _, a := range o.Command {
 		rec.Command = append(rec.Command, Bytes(a))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/journal"
@@ -20,34 +22,52 @@ const (
 )
 
 // validators are the commands a commit validates with, in the order they
-// run: the project's validate recorded at open (from the base's
-// .airlock.toml, never the staged tree's), then the one the caller adds.
-// A caller — the CLI, the MCP commit tool, a hook, the review page — can
-// add a validator but never replace or drop the project's: for an agent
-// that gate is the point, and it must not be able to lower it through
-// whatever interface it reaches airlock by.
-func (t *Tx) validators(o SettleOptions) []string {
+// run: the project's validate, then the one the caller adds. The project's
+// is read from the config that governs the base as it is now (gate, see
+// projectNow), never from the staged tree's and not from the transaction's
+// state alone. A caller — the CLI, the MCP commit tool, a hook, the review
+// page — can add a validator but never replace or drop the project's: for
+// an agent that gate is the point, and it must not be able to lower it
+// through whatever interface it reaches airlock by.
+//
+// The project's validate is the one recorded at open and, when the config
+// now says another, that one too: a person who changes the config while a
+// transaction is open does not lower that transaction's gate, and an edit
+// of the transaction's state does not either.
+func (t *Tx) validators(o SettleOptions, gate *project) []string {
 	var v []string
-	if t.rec.Validate != "" {
-		v = append(v, t.rec.Validate)
-	}
-	// Running the project's command twice would prove nothing more.
-	if add := strings.TrimSpace(o.Validate); add != "" && add != t.rec.Validate {
-		v = append(v, add)
+	for _, cmd := range []string{t.rec.Validate, gate.Cfg.Validate, strings.TrimSpace(o.Validate)} {
+		// Running a command twice would prove nothing more.
+		if cmd != "" && !slices.Contains(v, cmd) {
+			v = append(v, cmd)
+		}
 	}
 	return v
 }
 
-// validate runs the validators of o in order in one candidate tree: a
-// throw-away copy of the tree from (the base as it is now, read through
-// w.base) with the prepared operations applied. Whatever they write stays
-// in the candidate. The first that fails refuses; the project's runs
-// first, so that no added validator touches the candidate before the
-// project's has judged it. It returns the commands that ran. The base is
-// re-checked afterwards by the journal's preparation, which refuses any
-// path that moved meanwhile.
-func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []journal.Op, o SettleOptions) (*Refusal, []string, error) {
-	cmds := t.validators(o)
+// projectValidators are the project's validators, the first that
+// validators returns.
+func (t *Tx) projectValidators(gate *project) []string {
+	var v []string
+	for _, cmd := range []string{t.rec.Validate, gate.Cfg.Validate} {
+		if cmd != "" && !slices.Contains(v, cmd) {
+			v = append(v, cmd)
+		}
+	}
+	return v
+}
+
+// validate runs the validators of o and the project's gate in order in
+// one candidate tree: a throw-away copy of the tree from (the base as it is
+// now, read through w.base) — for a base beneath its project root, the
+// whole project (see project) — with the prepared operations applied.
+// Whatever they write stays in the candidate. The first that fails
+// refuses; the project's runs first, so that no added validator touches
+// the candidate before the project's has judged it. It returns the
+// commands that ran. The base is re-checked afterwards by the journal's
+// preparation, which refuses any path that moved meanwhile.
+func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []journal.Op, o SettleOptions, gate *project) (*Refusal, []string, error) {
+	cmds := t.validators(o, gate)
 	if len(cmds) == 0 {
 		return nil, nil, nil
 	}
@@ -60,12 +80,20 @@ func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []jour
 		return nil, nil, err
 	}
 	defer copier.Remove(context.WithoutCancel(ctx), dir)
-	if _, err := copier.Stage(ctx, stage.Request{Base: from, Dir: dir}); err != nil {
+	// The candidate is the whole project: for a base beneath the project
+	// root, the root as it is now with the change set applied under the
+	// base's place in it (see project). Where the base cannot be seen at
+	// all (limited), the staged tree alone is what can be judged.
+	under, runAt, skip := "", t.Base(), func(string, bool) bool { return false }
+	if gate.Under != "" && !w.limited {
+		from, under, runAt, skip = t.projectRead(w, gate), gate.Under, gate.Root, t.skipState(gate.Root)
+	}
+	if _, err := copier.Stage(ctx, stage.Request{Base: from, Dir: dir, Skip: skip}); err != nil {
 		return nil, nil, fmt.Errorf("build the validation candidate: %w", err)
 	}
-	root, err := safefs.OpenRoot(dir)
+	root, err := safefs.OpenRoot(filepath.Join(dir, filepath.FromSlash(under)))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("build the validation candidate: %w", err)
 	}
 	_, err = journal.ApplyScratch(ctx, root, t.ID(), ops, w.path(objectsDir))
 	root.Close()
@@ -79,9 +107,10 @@ func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []jour
 	}
 	defer logf.Close()
 	var ran []string
+	project := t.projectValidators(gate)
 	for i, cmd := range cmds {
 		source := "caller"
-		if i == 0 && cmd == t.rec.Validate {
+		if i < len(project) && cmd == project[i] {
 			source = "project"
 		}
 		if len(cmds) > 1 {
@@ -89,9 +118,15 @@ func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []jour
 			fmt.Fprintf(logf, "airlock: validating with `%s` (%s)\n", cmd, source)
 		}
 		t.event("validating", map[string]any{"command": cmd, "source": source})
-		env := append(os.Environ(), "AIRLOCK_TX="+t.ID(), "AIRLOCK_VALIDATE=1")
+		// The project's validator runs with a controlled environment (see
+		// validateEnv); the caller's own runs with the caller's.
+		env := os.Environ()
+		if source == "project" {
+			env = validateEnv(env, gate.Cfg.ValidateEnv)
+		}
+		env = append(env, "AIRLOCK_TX="+t.ID(), "AIRLOCK_VALIDATE=1")
 		res, runErr := launch.Run(ctx, launch.Spec{
-			Argv: []string{"sh", "-c", cmd}, Staged: dir, Base: t.Base(), Env: env,
+			Argv: []string{"sh", "-c", cmd}, Staged: dir, Base: runAt, Env: env,
 			SamePath: true, Stdout: logf, Stderr: logf,
 		})
 		logf.Sync()

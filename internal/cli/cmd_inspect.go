@@ -70,7 +70,7 @@ func newShowCmd(io IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			in, err := tx.Info(c.Context())
+			in, err := tx.InfoWithDigest(c.Context())
 			if err != nil {
 				return err
 			}
@@ -109,6 +109,9 @@ func newShowCmd(io IO) *cobra.Command {
 				fmt.Fprintf(w, " (and %d paths under .git, never applied)", in.GitMeta)
 			}
 			fmt.Fprintln(w)
+			if in.DiffDigest != "" {
+				fmt.Fprintf(w, "digest:    %s\n", in.DiffDigest)
+			}
 			fmt.Fprintf(w, "excluded:  %s\n", strings.Join(rec.Exclude, " "))
 			fmt.Fprintf(w, "protected: %s\n", strings.Join(rec.Protect, " "))
 			if in.Refusal != "" {

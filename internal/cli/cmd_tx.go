@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -57,7 +58,7 @@ func newOpenCmd(io IO) *cobra.Command {
 
 func newCommitCmd(io IO) *cobra.Command {
 	var approve, asJSON, quiet bool
-	var validate, receipt string
+	var validate, receipt, expect string
 	c := &cobra.Command{
 		Use:   "commit ID",
 		Short: "Apply a transaction's change set to its base, all or nothing",
@@ -70,14 +71,18 @@ func newCommitCmd(io IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if expect != "" && !strings.HasPrefix(expect, "sha256:") {
+				return fmt.Errorf("--expect-digest %q: want the change set's diff_digest as `airlock show ID --json` prints it (sha256:...)", expect)
+			}
 			return settle(c.Context(), io, args[0], quiet, asJSON, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath, Validate: validate})
+				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath, Validate: validate, ExpectDiffDigest: expect})
 			})
 		},
 	}
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
 	c.Flags().StringVar(&validate, "validate", "", validateHelp)
 	c.Flags().StringVar(&receipt, "receipt", "", "also write the receipt JSON to `FILE`")
+	c.Flags().StringVar(&expect, "expect-digest", "", "commit only the change set you reviewed: its diff_digest (`airlock show ID --json`); refused ReviewStale if it changed since")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result and receipt as JSON on stdout")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
 	return c

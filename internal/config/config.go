@@ -46,7 +46,12 @@ type Config struct {
 	DefaultProtect  bool     // keep the default protected selectors
 	Backend         string   // "auto" or a backend name
 	Validate        string   // the default validate command; "" means none
-	Hooks           Hooks
+	// ValidateEnv names the variables of the committing process's
+	// environment that the project's validator gets beyond the few it always gets (PATH,
+	// HOME, the locale, ...): it does not run with the caller's
+	// whole environment, which could neutralise it (MAKEFLAGS=n).
+	ValidateEnv []string
+	Hooks       Hooks
 }
 
 // Hooks configures the agent hooks.
@@ -94,6 +99,7 @@ type raw struct {
 	DefaultProtect  *bool    `toml:"default_protect"`
 	Backend         *string  `toml:"backend"`
 	Validate        *string  `toml:"validate"`
+	ValidateEnv     []string `toml:"validate_env"`
 	Hooks           struct {
 		Stop *string `toml:"stop"`
 	} `toml:"hooks"`
@@ -157,7 +163,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
 		return nil, &Error{File: path, Line: keyLine(src, k), Key: k.String(),
-			Msg: "unknown key; the keys are exclude, protect, default_excludes, default_protect, backend, validate and [hooks] stop"}
+			Msg: "unknown key; the keys are exclude, protect, default_excludes, default_protect, backend, validate, validate_env and [hooks] stop"}
 	}
 	c := Default()
 	c.Path = path
@@ -200,6 +206,12 @@ func Parse(path string, data []byte) (*Config, error) {
 			return nil, fail("validate", "is blank; remove the key for no validation", nil)
 		}
 	}
+	for _, k := range r.ValidateEnv {
+		if !envName.MatchString(k) {
+			return nil, fail("validate_env", fmt.Sprintf("%q is not an environment variable name (letters, digits and _, not starting with a digit)", k), nil)
+		}
+	}
+	c.ValidateEnv = r.ValidateEnv
 	if r.Hooks.Stop != nil {
 		switch m := StopMode(*r.Hooks.Stop); m {
 		case StopCheck, StopCommit, StopOff:
@@ -214,6 +226,8 @@ func Parse(path string, data []byte) (*Config, error) {
 // typeErr matches the decoder's type errors, which carry the line and key
 // only in their text: "toml: line 2 (last key "hooks.stop"): incompatible
 // types: ...".
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 var typeErr = regexp.MustCompile(`^toml: line (\d+) \(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
 
 func decodeError(path, src string, err error) error {
@@ -238,7 +252,7 @@ func typeMsg(key, found string) string {
 	want := map[string]string{
 		"exclude": "an array of strings", "protect": "an array of strings",
 		"default_excludes": "true or false", "default_protect": "true or false",
-		"backend": "a string", "validate": "a string", "hooks": "a table", "hooks.stop": "a string",
+		"backend": "a string", "validate": "a string", "validate_env": "an array of strings", "hooks": "a table", "hooks.stop": "a string",
 	}[key]
 	if want == "" {
 		return found

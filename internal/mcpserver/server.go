@@ -123,7 +123,7 @@ func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in IDInpu
 	if err != nil {
 		return nil, nil, err
 	}
-	info, err := tx.Info(ctx)
+	info, err := tx.InfoWithDigest(ctx)
 	return nil, info, err
 }
 
@@ -202,16 +202,17 @@ func (h *handlers) diff(ctx context.Context, _ *mcp.CallToolRequest, in DiffInpu
 
 // CommitInput is the commit tool's input.
 type CommitInput struct {
-	ID       string `json:"id" jsonschema:"the transaction id"`
-	Approve  bool   `json:"approve,omitempty" jsonschema:"approve changes to protected paths; only when the user asked for them"`
-	Validate string `json:"validate,omitempty" jsonschema:"an additional shell command run on the candidate tree (base + change set) after the project's validate from .airlock.toml, which always runs; either exiting non-zero refuses"`
+	ID           string `json:"id" jsonschema:"the transaction id"`
+	Approve      bool   `json:"approve,omitempty" jsonschema:"approve changes to protected paths; only when the user asked for them"`
+	Validate     string `json:"validate,omitempty" jsonschema:"an additional shell command run on the candidate tree (base + change set) after the project's validate from .airlock.toml, which always runs; either exiting non-zero refuses"`
+	ExpectDigest string `json:"expect_digest,omitempty" jsonschema:"commit only if the change set is still the one reviewed: its diff_digest (status returns it); otherwise the commit is refused ReviewStale"`
 }
 
 // SettleOutput is what commit and discard return.
 type SettleOutput struct {
 	TxID     string   `json:"tx"`
 	Outcome  string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
-	Refusal  string   `json:"refusal,omitempty" jsonschema:"when refused: BaseDrift, MergeConflict, ProtectedPathNotApproved, BoundaryEscape, SharedInode, UnsupportedEntry, ValidationFailed, ApplyFailed, InterruptedApply or StagedChanged"`
+	Refusal  string   `json:"refusal,omitempty" jsonschema:"when refused: BaseDrift, MergeConflict, ProtectedPathNotApproved, BoundaryEscape, SharedInode, UnsupportedEntry, ValidationFailed, ApplyFailed, InterruptedApply, StagedChanged or ReviewStale"`
 	Paths    []string `json:"paths,omitempty" jsonschema:"the base-relative paths the refusal names"`
 	Reason   string   `json:"reason,omitempty" jsonschema:"what happened and what to do"`
 	Added    int      `json:"added"`
@@ -228,7 +229,7 @@ type SettleOutput struct {
 
 func (h *handlers) commit(ctx context.Context, _ *mcp.CallToolRequest, in CommitInput) (*mcp.CallToolResult, SettleOutput, error) {
 	return h.settle(ctx, in.ID, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-		return tx.Commit(ctx, airlock.SettleOptions{Approve: in.Approve, Validate: in.Validate})
+		return tx.Commit(ctx, airlock.SettleOptions{Approve: in.Approve, Validate: in.Validate, ExpectDiffDigest: in.ExpectDigest})
 	})
 }
 

@@ -31,6 +31,7 @@ var RefusalKinds = []string{
 	"BaseDrift", "MergeConflict", "ProtectedPathNotApproved", "BoundaryEscape",
 	"SharedInode", "UnsupportedEntry", "ValidationFailed", "ApplyFailed", "InterruptedApply",
 	"StagedChanged",
+	"ReviewStale",
 }
 
 // Receipt is the record of one settled transaction. Its JSON form (see the

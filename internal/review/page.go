@@ -120,14 +120,17 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 {{with .Info.RefusedPaths}}<ul>{{range .}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}</div>
 {{end}}{{end}}
 {{with .ErrText}}<div class="banner bad" id="outcome"><h2>airlock failed</h2><p>{{.}}</p></div>{{end}}
+{{if .Changing}}<div class="banner warn" id="changing"><h2>The change set is changing</h2><p>The agent changed the staged workspace while this page was being prepared. <a href="{{.Base}}">Reload</a> to review what it holds now.</p></div>{{end}}
 {{if and .Open .Protected}}
 <div class="banner warn"><h2>Protected paths changed</h2><p>A plain commit is refused; <b>Approve &amp; commit</b> applies them.</p>
 <ul>{{range .Protected}}<li><code>{{.}}</code></li>{{end}}</ul></div>
 {{end}}
 <div class="actions">
 {{if .Open}}
-<form method="post" action="{{.Base}}commit"><button class="primary" type="submit" id="commit">Commit</button></form>
-<form method="post" action="{{.Base}}approve"><button class="approve" type="submit" id="approve">Approve &amp; commit</button></form>
+{{if .Digest}}
+<form method="post" action="{{.Base}}commit"><input type="hidden" name="diff_digest" value="{{.Digest}}"><button class="primary" type="submit" id="commit">Commit</button></form>
+<form method="post" action="{{.Base}}approve"><input type="hidden" name="diff_digest" value="{{.Digest}}"><button class="approve" type="submit" id="approve">Approve &amp; commit</button></form>
+{{end}}
 <form method="post" action="{{.Base}}discard"><button class="danger" type="submit" id="discard">Discard</button></form>
 {{end}}
 <span class="spacer"></span>

@@ -102,19 +102,11 @@ func TestReviewCannotLowerValidate(t *testing.T) {
 	id, staged := w.open()
 	testbin.WriteFiles(t, staged, map[string]string{"broken": "x"})
 	rv := w.startReview(w.home, id, "--validate", "true", "--timeout", "1m")
-	origin := strings.Join(strings.Split(rv.url, "/")[:3], "/")
+	digest, _ := reviewedDigest(t, rv.url)
 	for _, action := range []string{"commit", "approve"} {
-		req, _ := http.NewRequest("POST", rv.url+action, nil)
-		req.Header.Set("Origin", origin)
-		req.Header.Set("Sec-Fetch-Site", "same-origin")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(body), "ValidationFailed") {
-			t.Errorf("%s from the page: %d, want a ValidationFailed refusal\n%s", action, resp.StatusCode, body)
+		body := post(t, rv.url, action, digest)
+		if !strings.Contains(body, "ValidationFailed") {
+			t.Errorf("%s from the page: want a ValidationFailed refusal\n%s", action, body)
 		}
 		if _, err := os.Lstat(filepath.Join(w.base, "broken")); err == nil {
 			t.Fatalf("%s from the page landed although the project's validation failed", action)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock"
-	"github.com/airlockdev/airlock/internal/selector"
 )
 
 // Options say how a review commits.
@@ -167,10 +166,17 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action string) {
 	ctx := context.WithoutCancel(r.Context())
 	var res *airlock.Result
 	var err error
-	if action == "discard" {
+	// A commit is bound to the change set the page showed: the page
+	// carries its digest, and the commit refuses (ReviewStale) unless the
+	// change set it freezes is still that one.
+	reviewed := r.PostFormValue("diff_digest")
+	switch {
+	case action == "discard":
 		res, err = s.tx.Discard(ctx, airlock.SettleOptions{})
-	} else {
-		res, err = s.tx.Commit(ctx, airlock.SettleOptions{Approve: action == "approve", Validate: s.o.Validate})
+	case reviewed == "":
+		err = errors.New("this commit does not say which change set it approves (the page's diff_digest is missing); reload the review page, review the change set and commit from the page")
+	default:
+		res, err = s.tx.Commit(ctx, airlock.SettleOptions{Approve: action == "approve", Validate: s.o.Validate, ExpectDiffDigest: reviewed})
 	}
 	s.outcome = Outcome{Result: res, Err: err}
 	if res != nil && (res.Outcome == airlock.Committed || res.Outcome == airlock.Discarded || res.Outcome == airlock.NoChanges) {
@@ -222,6 +228,11 @@ type pageView struct {
 	ErrText   string           // the outcome's error, when not a refusal
 	Open      bool             // the transaction can still be settled
 	Truncated bool
+	// Digest is the digest of the change set the page shows, which a
+	// Commit or Approve sends back; Changing says the change set changed
+	// while the page was made, so it offers no commit.
+	Digest   string
+	Changing bool
 }
 
 func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
@@ -243,21 +254,38 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 	if info.Status == airlock.StatusDiscarded || info.Status == airlock.StatusNoChanges {
 		return v, nil
 	}
+	// The digest is taken before and after the diff is read: when both
+	// agree, the page shows the change set the digest names.
+	var before string
+	if v.Open {
+		if before, err = s.tx.ChangeDigest(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var patch bytes.Buffer
 	notes, err := s.tx.Diff(ctx, &patch, airlock.DiffPatch)
 	if err != nil {
 		return nil, err
 	}
+	if v.Open {
+		after, err := s.tx.ChangeDigest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if before == after {
+			v.Digest = after
+		} else {
+			v.Changing = true
+		}
+	}
 	v.Notes = notes
 	if v.Files, err = parsePatch(&patch); err != nil {
 		return nil, err
 	}
-	prot, err := selector.New(s.tx.Record().Protect)
-	if err != nil {
-		return nil, err
-	}
 	for _, f := range v.Files {
-		f.Protected = prot.Match(f.Path, false)
+		if f.Protected, err = s.tx.Protects(f.Path, false); err != nil {
+			return nil, err
+		}
 		if f.Protected {
 			v.Protected = append(v.Protected, f.Path)
 		}
