@@ -171,7 +171,7 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		}
 		kept := ""
 		if len(displaced) > 0 {
-			kept = "; what another process wrote meanwhile was kept: " + strings.Join(displaced, "; ")
+			kept = " (what another process wrote meanwhile was kept: " + strings.Join(displaced, "; ") + ")"
 		}
 		var d *journal.DriftError
 		if errors.As(err, &d) {

@@ -114,26 +114,18 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 			items = append(items, it)
 			continue
 		}
-		var cleared string
-		if named {
-			// A transaction interrupted over a base that no longer exists
-			// can only be cleared by name (recover has no directory to
-			// roll back): its journal is kept, and gc says where.
-			if cleared, err = s.gcGoneBase(ctx, tx, &it, o.DryRun); err != nil {
+		if it.Status == StatusInterrupted {
+			// Interrupted: recover decides, never gc; where its base is
+			// not there, gc says how to tell recover what happened.
+			if why, err := s.gcGoneBase(tx); err != nil {
 				return append(items, it), freed, err
-			}
-		}
-		it.Removed, it.Reason = s.gcDecide(tx, it.Status, named, o.OlderThan)
-		if cleared != "" {
-			it.Reason = "interrupted, named; " + cleared
-			if o.DryRun {
-				it.Removed = true
-				freed += it.Bytes
-				gone[id] = true
+			} else if why != "" {
+				it.Reason = why
 				items = append(items, it)
 				continue
 			}
 		}
+		it.Removed, it.Reason = s.gcDecide(tx, it.Status, named, o.OlderThan)
 		if it.Removed {
 			// Decided without the lock: decided again under it, since a
 			// commit may have started or ended meanwhile.
@@ -496,16 +488,12 @@ func plural(n int) string {
 	return "s"
 }
 
-// gcGoneBase clears, for gc ID, the interrupted apply of tx over a base
-// that no longer exists (no directory with the transaction's device and
-// inode at its path): as recover --workdir does for such a path
-// (clearGoneBase), the journal is moved next to the base's retired state
-// and the transaction settles, so that gc then removes it. It returns what
-// it did, for the item's reason; a dry run only says what it would do.
-func (s *Store) gcGoneBase(ctx context.Context, tx *Tx, it *GCItem, dryRun bool) (string, error) {
-	if it.Status != StatusInterrupted {
-		return "", nil
-	}
+// gcGoneBase says why gc keeps tx, interrupted over a base that is not
+// there (no directory with its device and inode at its path), and how to
+// resolve it: gc cannot tell a base deleted for good from one that is only
+// not mounted right now, so it never clears one (see RecoverOptions). ""
+// when the base is there: the usual rules keep it for recover.
+func (s *Store) gcGoneBase(tx *Tx) (string, error) {
 	if dev, ino, err := identity(tx.Base()); err == nil && dev == tx.rec.BaseDevice && ino == tx.rec.BaseInode {
 		return "", nil // the base is there: recover it
 	}
@@ -520,16 +508,7 @@ func (s *Store) gcGoneBase(ctx context.Context, tx *Tx, it *GCItem, dryRun bool)
 	if !ok || id != tx.ID() {
 		return "", nil
 	}
-	if dryRun {
-		it.Status = StatusDiscarded
-		return fmt.Sprintf("its base %s no longer exists: gc %s would clear its interrupted apply and move its journal (the only copy of what the base held) to %s", tx.Base(), tx.ID(), filepath.Join(s.dir, "bases", "retired")), nil
-	}
-	rr, err := s.clearGoneBase(ctx, b, tx.Base(), tx.ID())
-	if err != nil {
-		return "", err
-	}
-	if it.Status, err = tx.Status(); err != nil {
-		return "", err
-	}
-	return strings.Join(rr.Notes, "; "), nil
+	// A base that is not there right now may come back (a volume not
+	// mounted yet): gc never decides it is gone.
+	return fmt.Sprintf("kept: its apply was interrupted and its base %s is not there; if it was deleted for good, run `airlock recover --workdir %s --base-gone` (its journal is kept); if it was moved, `airlock recover --workdir NEWPATH --moved`", tx.Base(), tx.Base()), nil
 }

@@ -53,16 +53,44 @@ type RecoverResult struct {
 // began (or, if the commit had already been recorded, finishes retiring its
 // journal). The transaction is kept, refused with InterruptedApply, and can
 // be committed again.
-func (s *Store) Recover(ctx context.Context, dir string) (_ *RecoverResult, err error) {
+func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error) {
+	return s.RecoverWith(ctx, dir, RecoverOptions{})
+}
+
+// RecoverOptions confirm what recover cannot tell by itself. A missing
+// directory may be deleted for good, or only not there right now (a volume
+// not mounted yet, a parent renamed for a moment); a directory at another
+// path with the recorded device and inode may be the base moved there, or,
+// on a file system that keeps no birth times, a new directory that was
+// given a deleted one's inode. Guessing either way wrong leaves a base
+// half-applied for good, or writes one project's files into another, so
+// recover acts in those cases only when told.
+type RecoverOptions struct {
+	// BaseGone confirms that the base at the path given no longer exists
+	// and never will: its interrupted apply is cleared, its journal kept.
+	BaseGone bool
+	// Moved confirms that the directory at the path given is the
+	// transaction's base, moved there since it opened.
+	Moved bool
+}
+
+// RecoverWith is Recover with the confirmations of o.
+func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (_ *RecoverResult, err error) {
 	defer exported(&err)
 	base, err := resolveBase(dir)
 	if err != nil {
 		// No directory is left at that path: the state recorded for it
 		// (deleted, or moved away) is found by the path it had.
 		if gone, ok := goneBase(dir); ok {
+			if !o.BaseGone {
+				return nil, fmt.Errorf("%w; if an interrupted apply was over it, nothing was done: if it was moved, run `airlock recover --workdir NEWPATH --moved`; if it is only not there right now (a volume not mounted), run recover once it is back; if it was deleted for good, run `airlock recover --workdir %s --base-gone` to clear its interrupted apply (its journal is kept)", err, gone)
+			}
 			return s.recoverGone(ctx, gone, err)
 		}
 		return nil, err
+	}
+	if o.BaseGone {
+		return nil, fmt.Errorf("--base-gone: %s exists; nothing was done (run recover without it)", base)
 	}
 	if err := s.checkBase(base); err != nil {
 		return nil, err
@@ -104,8 +132,15 @@ func (s *Store) Recover(ctx context.Context, dir string) (_ *RecoverResult, err 
 		return nil, fmt.Errorf("base %s names transaction %s in flight, but that transaction's base is %s, another directory (device and inode differ): the state was altered; nothing was done", base, id, t.Base())
 	}
 	if t.Base() != base {
-		// The same directory, reached by another path (a bind mount, or
-		// the base moved since the transaction opened it).
+		// The same device and inode, reached by another path: a bind
+		// mount, the base moved since the transaction opened it — or a
+		// new directory that got a deleted base's inode, which no birth
+		// time tells apart on every file system. While the recorded path
+		// still leads to this very directory it is an alias; otherwise
+		// only the user can say it was moved.
+		if !o.Moved && !sameDir(t.Base(), t.rec.BaseDevice, t.rec.BaseInode) {
+			return nil, fmt.Errorf("transaction %s was interrupted applying to %s, which is no longer there; %s has its device and inode but may be another directory; nothing was done: if %s is that base moved here, run `airlock recover --workdir %s --moved`", id, t.Base(), base, base, base)
+		}
 		out.Notes = append(out.Notes, fmt.Sprintf("transaction %s opened this directory as %s; %s is the same directory (device and inode), and is recovered through it", id, t.Base(), base))
 	}
 	// A commit of the transaction, or gc removing it, holds this lock; a
@@ -206,6 +241,13 @@ func (s *Store) Recover(ctx context.Context, dir string) (_ *RecoverResult, err 
 	return out, nil
 }
 
+// sameDir reports whether path is, now, the directory with that device and
+// inode.
+func sameDir(path string, dev, ino uint64) bool {
+	d, i, err := identity(path)
+	return err == nil && d == dev && i == ino
+}
+
 // finishChain files a committed receipt in the base's chain and makes it
 // the head, if the process that wrote it died before doing so. While the
 // apply was in flight no other commit to the base could happen, so the
@@ -231,12 +273,20 @@ func (t *Tx) finishChain(b *state.Base) error {
 // keepDisplaced moves what a restore saved aside (content someone else
 // wrote to a journaled path) out of the journal, which is about to be
 // retired, into the transaction's state, and says where.
+//
+// What an earlier restore of the same journal saved (an in-process
+// rollback that failed half-way, or a recover that was killed) is in the
+// same directory: it goes with it, even when this restore saved nothing.
 func (t *Tx) keepDisplaced(jdir string, rr *journal.RestoreResult) ([]string, error) {
-	if len(rr.Displaced) == 0 {
+	from := filepath.Join(jdir, "displaced")
+	earlier, err := os.ReadDir(from)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(earlier) == 0) {
 		return nil, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("keep displaced files: %w", err)
+	}
 	keep := t.st.Path(fmt.Sprintf("displaced-%d", time.Now().UnixNano()))
-	from := filepath.Join(jdir, "displaced")
 	if err := os.Rename(from, keep); err != nil {
 		return nil, fmt.Errorf("keep displaced files: %w", err)
 	}
@@ -248,6 +298,9 @@ func (t *Tx) keepDisplaced(jdir string, rr *journal.RestoreResult) ([]string, er
 	out := make([]string, len(rr.Displaced))
 	for i, d := range rr.Displaced {
 		out[i] = strings.Replace(d, from+string(filepath.Separator), keep+string(filepath.Separator), 1)
+	}
+	if len(earlier) > len(rr.Displaced) {
+		out = append(out, fmt.Sprintf("%d file(s) an earlier, failed restore of this journal saved: under %s", len(earlier)-len(rr.Displaced), keep))
 	}
 	return out, nil
 }

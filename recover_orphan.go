@@ -190,9 +190,10 @@ func (s *Store) recoverOrphanJournal(ctx context.Context, b *state.Base, out *Re
 		}
 		out.Digest = rr.Digest
 		out.Notes = append(out.Notes, fmt.Sprintf("rolled %s back from that journal to its state before %s (digest %s, as the journal recorded)", base, id, rr.Digest))
-		if len(rr.Displaced) > 0 {
+		if ents, _ := os.ReadDir(filepath.Join(jdir, "displaced")); len(ents) > 0 {
 			// The transaction's own directory cannot be trusted to keep
-			// them: they go next to the base's state.
+			// them (nor what an earlier, failed restore saved there):
+			// they go next to the base's state.
 			keep := filepath.Join(b.Dir(), fmt.Sprintf("displaced-%s-%d", id, time.Now().UnixNano()))
 			if err := os.Rename(filepath.Join(jdir, "displaced"), keep); err != nil {
 				return nil, fmt.Errorf("keep displaced files: %w; the journal %s is kept", err, jdir)

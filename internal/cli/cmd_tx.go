@@ -172,8 +172,9 @@ func writeJSON(io IO, v any) error {
 func newRecoverCmd(io IO) *cobra.Command {
 	var workdir string
 	var quiet bool
+	var o airlock.RecoverOptions
 	c := &cobra.Command{
-		Use:   "recover [--workdir DIR]",
+		Use:   "recover [--workdir DIR] [--moved | --base-gone]",
 		Short: "Resolve an apply that was interrupted (crash, kill, power loss)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -181,7 +182,7 @@ func newRecoverCmd(io IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rr, err := st.Recover(context.WithoutCancel(c.Context()), workdir)
+			rr, err := st.RecoverWith(context.WithoutCancel(c.Context()), workdir, o)
 			if err != nil {
 				return err
 			}
@@ -209,5 +210,8 @@ func newRecoverCmd(io IO) *cobra.Command {
 	}
 	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory)")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
+	c.Flags().BoolVar(&o.Moved, "moved", false, "confirm that DIR is the interrupted transaction's base, moved here since it opened")
+	c.Flags().BoolVar(&o.BaseGone, "base-gone", false, "confirm that the base at DIR was deleted for good: clear its interrupted apply (its journal is kept)")
+	c.MarkFlagsMutuallyExclusive("moved", "base-gone")
 	return c
 }
