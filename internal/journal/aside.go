@@ -1,9 +1,15 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -63,6 +69,9 @@ func settleAside(root *safefs.Root, j *Journal, aside map[int]string, under stri
 			return b
 		}
 	}
+	if err := release(j, idx); err != nil {
+		return err
+	}
 	for _, i := range idx {
 		if err := root.Remove(aside[i]); err != nil {
 			return err
@@ -70,4 +79,59 @@ func settleAside(root *safefs.Root, j *Journal, aside map[int]string, under stri
 		delete(aside, i)
 	}
 	return nil
+}
+
+// releasedFile, in a journal's directory, lists the operations whose
+// original entry the apply unlinked. Once an inode is unlinked the file
+// system may give its number to a file created later — a restore's own
+// temporary file, say — so a restore must not take an entry for the
+// original by its device and inode for these operations.
+const releasedFile = "released"
+
+// release records, durably and before any of them is unlinked, that the
+// original entries of the operations idx are let go.
+func release(j *Journal, idx []int) error {
+	if j.dir == "" || len(idx) == 0 {
+		return nil
+	}
+	p := filepath.Join(j.dir, releasedFile)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", p, err)
+	}
+	var b strings.Builder
+	for _, i := range idx {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	_, err = f.WriteString(b.String())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", p, err)
+	}
+	return safefs.SyncDir(j.dir)
+}
+
+// releasedOps reads which operations' originals an apply let go.
+func releasedOps(dir string) (map[int]bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, releasedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]bool{}
+	for _, l := range strings.Fields(string(b)) {
+		i, err := strconv.Atoi(l)
+		if err != nil {
+			return nil, fmt.Errorf("journal %s: corrupt line %q", filepath.Join(dir, releasedFile), l)
+		}
+		out[i] = true
+	}
+	return out, nil
 }

@@ -58,6 +58,10 @@ type Journal struct {
 	Base    manifest.Bytes `json:"base"`
 	Ops     []Op           `json:"ops"`
 	Digest  string         `json:"digest"`
+
+	// dir is the journal's directory, for a journal Prepare wrote: where
+	// the apply records which original entries it let go (see released).
+	dir string
 }
 
 const (
@@ -147,7 +151,7 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 	if err := safefs.SyncDir(bdir); err != nil {
 		return nil, err
 	}
-	j := &Journal{Version: 1, TxID: txID, Base: manifest.Bytes(root.Path()), Ops: ops}
+	j := &Journal{Version: 1, TxID: txID, Base: manifest.Bytes(root.Path()), Ops: ops, dir: dir}
 	d, err := j.digest()
 	if err != nil {
 		return nil, err

@@ -800,3 +800,39 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// TestRestoreDoesNotTrustAReusedInode: once an apply has let an original
+// go (unlinked it after checking it), the file system may give its inode
+// number to a file created later — a killed restore's own, still empty,
+// temporary file. A restore must not take that file for the original by
+// its device and inode and put it back: it restores the backup.
+func TestRestoreDoesNotTrustAReusedInode(t *testing.T) {
+	p := newPlan(t, mixedBase, mixedEdit)
+	b := p.newBase(t)
+	before := snapshot(t, b.dir)
+	j := p.prepare(t, b)
+	_, err := Apply(context.Background(), b.root, j, p.objects)
+	must(t, err)
+	if _, err := os.Lstat(filepath.Join(b.jdir, releasedFile)); err != nil {
+		t.Fatalf("the apply let originals go without recording it: %v", err)
+	}
+	// A killed restore's empty temporary file that got mod.txt's old
+	// inode number: made so by giving the journal its number.
+	i := -1
+	for k, op := range j.Ops {
+		if op.Path == "mod.txt" {
+			i = k
+		}
+	}
+	tmp := opName(j.TxID, i, "mod.txt")
+	must(t, os.WriteFile(filepath.Join(b.dir, tmp), nil, 0o600))
+	fi, err := os.Lstat(filepath.Join(b.dir, tmp))
+	must(t, err)
+	st := fi.Sys().(*syscall.Stat_t)
+	j.Ops[i].Before.Ino, j.Ops[i].Before.Dev = st.Ino, uint64(st.Dev)
+	res := restore(t, b, j)
+	if len(res.Edited) > 0 {
+		t.Errorf("restore took a file with a reused inode number for the original: %v", res.Edited)
+	}
+	sameTree(t, "base after Restore", snapshot(t, b.dir), before)
+}

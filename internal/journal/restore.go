@@ -84,7 +84,15 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 	if err := checkBackups(j, dir); err != nil {
 		return nil, err
 	}
-	orig, err := sweepTemps(root, j, dir, res, in)
+	released, err := releasedOps(dir)
+	if err != nil {
+		return nil, err
+	}
+	// isOriginal, for operation i: the entry is the very one the path
+	// held before, unless the apply let that one go (its inode number may
+	// since name another file).
+	isOrig := func(i int, cur manifest.Entry) bool { return !released[i] && isOriginal(cur, j.Ops[i].Before) }
+	orig, err := sweepTemps(root, j, dir, res, in, isOrig)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +168,7 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 		if err != nil {
 			return nil, err
 		}
-		if isOriginal(cur, op.Before) {
+		if isOrig(i, cur) {
 			// The very file (or symlink) the path held before: never
 			// replaced by a copy, so that a process holding it open
 			// keeps writing into the tree. Only airlock's own change to
@@ -257,7 +265,7 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 			if err != nil {
 				return nil, err
 			}
-			if !isOriginal(cur, op.Before) {
+			if !isOrig(i, cur) {
 				return nil, fmt.Errorf("verify %s after restore: it is no longer the file it was before the apply", filepath.Join(root.Path(), op.Path))
 			}
 			res.Edited = append(res.Edited, op.Path)
@@ -476,7 +484,7 @@ func checkBackups(j *Journal, dir string) error {
 // for the restore to put back when the operation is restored, and put back
 // at once where its path is empty otherwise; what the apply wrote is
 // removed; anything else was written by someone else and is saved first.
-func sweepTemps(root *safefs.Root, j *Journal, dir string, res *RestoreResult, in func(int) bool) (map[int]string, error) {
+func sweepTemps(root *safefs.Root, j *Journal, dir string, res *RestoreResult, in func(int) bool, isOrig func(int, manifest.Entry) bool) (map[int]string, error) {
 	dirs := map[string]bool{}
 	for _, op := range j.Ops {
 		dirs[parent(op.Path)] = true
@@ -526,8 +534,8 @@ func sweepTemps(root *safefs.Root, j *Journal, dir string, res *RestoreResult, i
 			if err != nil {
 				return nil, err
 			}
-			isOrig := isOriginal(cur, op.Before) || ((op.Before.Kind == manifest.KindFile || op.Before.Kind == manifest.KindSymlink) && matches(root, rel, op.Before) == nil)
-			if isOrig && orig[i] == "" {
+			original := isOrig(i, cur) || ((op.Before.Kind == manifest.KindFile || op.Before.Kind == manifest.KindSymlink) && matches(root, rel, op.Before) == nil)
+			if original && orig[i] == "" {
 				if in(i) {
 					orig[i] = rel
 					continue
