@@ -364,9 +364,10 @@ func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
 
 // checkProtected refuses a change under a protected selector unless the
 // commit was approved. The selectors are the union of those recorded at
-// open and those of the project config that governs the base now (gate):
-// neither an edit of the transaction's state nor a change the transaction
-// makes to the config can drop one.
+// open and those of the project config that governs the base now (gate),
+// defaults included: neither an edit of the transaction's state, nor a
+// flag or negation given at open, nor a change the transaction makes to
+// the config can drop one.
 func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*Refusal, error) {
 	if approve {
 		return nil, nil
@@ -375,7 +376,16 @@ func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*R
 	if err != nil {
 		return nil, fmt.Errorf("protected selectors in %s: %w", t.st.Path(recordFile), err)
 	}
-	now, err := newProjectSelector(gate.Cfg.Protect, gate.Under)
+	// The project's own protection, as its config gives it now: the
+	// default protected paths unless the config drops them, then its own.
+	// Open flags (an agent's `--no-default-protect`, or negations it passes
+	// to MCP open) shape only the recorded list above and never this one.
+	var own []string
+	if gate.Cfg.DefaultProtect {
+		own = append(own, DefaultProtect...)
+	}
+	own = append(own, gate.Cfg.Protect...)
+	now, err := newProjectSelector(own, gate.Under)
 	if err != nil {
 		return nil, fmt.Errorf("protected selectors in %s: %w", gate.Cfg.Path, err)
 	}

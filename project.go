@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path"
 	"path/filepath"
 	"slices"
@@ -240,12 +241,38 @@ func validateEnv(environ []string, allow []string) []string {
 			out = append(out, kv)
 		}
 	}
+	// Where programs are found, and the home their configuration is read
+	// from, are the committer's to choose only if the project says so:
+	// otherwise a PATH with a fake `make` or `sh` first, or a HOME with a
+	// ~/.npmrc or ~/.gitconfig of the committer's making, would decide the
+	// validator's verdict.
+	set := map[string]bool{}
+	for _, k := range allow {
+		set[k] = true
+	}
+	if !set["PATH"] {
+		out = append(out, "PATH="+validatePath)
+	}
+	if !set["HOME"] {
+		if u, err := user.Current(); err == nil && u.HomeDir != "" {
+			out = append(out, "HOME="+u.HomeDir)
+		}
+	}
+	if !set["SHELL"] {
+		out = append(out, "SHELL=/bin/sh")
+	}
 	return out
 }
 
+// validatePath is the PATH of the project's validator unless its config
+// lists PATH in validate_env: the system's directories, the Go toolchain's
+// usual place, nothing the committer chose.
+const validatePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin:/opt/homebrew/bin"
+
 // validateBaseEnv are the variables every validator gets from the
-// committing process's environment.
-var validateBaseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TMPDIR", "TZ"}
+// committing process's environment (PATH, HOME and SHELL only where the
+// project's validate_env lists them; see validateEnv).
+var validateBaseEnv = []string{"USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "TZ"}
 
 // Protects reports whether the selectors recorded at open protect path
 // (base-relative): matched, like every selector, relative to the project

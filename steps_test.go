@@ -354,11 +354,21 @@ func TestCheckProtected(t *testing.T) {
 		{"defaults", OpenOptions{}, false, defaults},
 		{"defaults approved", OpenOptions{}, true, nil},
 		{"--protect adds", OpenOptions{Protect: []string{"secrets/"}}, false, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "secrets/key", "src/.airlock.toml"}},
-		{"--no-default-protect", OpenOptions{NoDefaultProtect: true, Protect: []string{"/src/*.go"}}, false, []string{"src/main.go"}},
-		{"negation", OpenOptions{NoDefaultProtect: true, Protect: []string{"src/*", "!src/main.go"}}, false, []string{"src/.airlock.toml"}},
+		// Open flags shape only the transaction's own list: the project's
+		// protection, the defaults included, is held at every commit (an
+		// agent can pass flags too).
+		{"--no-default-protect keeps the project's", OpenOptions{NoDefaultProtect: true, Protect: []string{"/src/*.go"}}, false, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml", "src/main.go"}},
+		{"negation keeps the project's", OpenOptions{Protect: []string{"!.envrc", "!.airlock.toml", "!.github/workflows/"}}, false, defaults},
+		// The project itself may drop them.
+		{"config drops the defaults", OpenOptions{NoDefaultProtect: true, Protect: []string{"src/*", "!src/main.go"}}, false, []string{"src/.airlock.toml"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			cfg := filepath.Join(base, ".airlock.toml")
+			if strings.HasPrefix(tt.name, "config drops") {
+				must(t, os.WriteFile(cfg, []byte("default_protect = false\n"), 0o644))
+				defer os.Remove(cfg)
+			}
 			s := newStore(t)
 			o := tt.opts
 			o.Base, o.Backend = base, "auto"

@@ -121,12 +121,16 @@ func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []jour
 		// The project's validator runs with a controlled environment (see
 		// validateEnv); the caller's own runs with the caller's.
 		env := os.Environ()
+		// The project's runs in /bin/sh itself: found on the committer's
+		// PATH, `sh` could be anything.
+		shell := "sh"
 		if source == "project" {
 			env = validateEnv(env, gate.Cfg.ValidateEnv)
+			shell = "/bin/sh"
 		}
 		env = append(env, "AIRLOCK_TX="+t.ID(), "AIRLOCK_VALIDATE=1")
 		res, runErr := launch.Run(ctx, launch.Spec{
-			Argv: []string{"sh", "-c", cmd}, Staged: dir, Base: runAt, Env: env,
+			Argv: []string{shell, "-c", cmd}, Staged: dir, Base: runAt, Env: env,
 			SamePath: true, Stdout: logf, Stderr: logf,
 		})
 		logf.Sync()

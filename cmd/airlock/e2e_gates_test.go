@@ -220,6 +220,29 @@ func TestE2EValidatorEnvironment(t *testing.T) {
 		wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "ValidationFailed"})
 		wantTree(t, "base after refusal", before, snapshot(t, x.base, nil))
 	})
+	t.Run("PATH", func(t *testing.T) {
+		// The committer puts a `make` and an `sh` that always succeed first
+		// on its PATH (attack E/e2): the project's validator still runs
+		// the system's.
+		testbin.Require(t, "make", "the project's validator is `make test`")
+		x := newH(t)
+		build(t, x.base, tree{
+			".airlock.toml": F(0o644, "validate = \"make test\"\n"),
+			"Makefile":      F(0o644, "test:\n\t@grep -q GOOD code.txt || { echo 'tests fail'; exit 1; }\n"),
+			"code.txt":      F(0o644, "GOOD\n"),
+		})
+		before := snapshot(t, x.base, nil)
+		fake := testbin.RealDir(t)
+		for _, n := range []string{"make", "sh", "grep"} {
+			must(t, os.WriteFile(filepath.Join(fake, n), []byte("#!/bin/true\n"), 0o755))
+		}
+		id, staged := x.openOver(x.base)
+		writeFile(t, filepath.Join(staged, "code.txt"), "BROKEN\n")
+		r := x.airlockEnv([]string{"PATH=" + fake + ":" + os.Getenv("PATH"), "HOME=" + fake}, "commit", id)
+		wantCode(t, r, 75)
+		wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "ValidationFailed"})
+		wantTree(t, "base after refusal", before, snapshot(t, x.base, nil))
+	})
 	t.Run("validate_env passes what the project lists", func(t *testing.T) {
 		x := newH(t)
 		build(t, x.base, tree{

@@ -109,10 +109,18 @@ func TestE2EProtectedPaths(t *testing.T) {
 		}
 	})
 
-	t.Run("--no-default-protect commits", func(t *testing.T) {
+	t.Run("--no-default-protect does not drop the project's", func(t *testing.T) {
 		x := newH(t)
 		build(t, x.base, base)
 		r := x.airlock("run", "--workdir", x.base, "--no-default-protect", "--", "sh", "-c", script(".github/workflows/ci.yml"))
+		wantCode(t, r, 75)
+	})
+
+	t.Run("default_protect = false commits", func(t *testing.T) {
+		x := newH(t)
+		build(t, x.base, base)
+		must(t, os.WriteFile(filepath.Join(x.base, ".airlock.toml"), []byte("default_protect = false\n"), 0o644))
+		r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c", script(".github/workflows/ci.yml"))
 		wantCode(t, r, 0)
 		wantBlock(t, r, map[string]string{"outcome": "committed", "added": "2"})
 		if !testbin.Exists(filepath.Join(x.base, ".github/workflows/ci.yml")) {

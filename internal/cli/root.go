@@ -121,7 +121,7 @@ func (f *txFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.workdir, "workdir", "", "the base directory (default: the current directory)")
 	fl.StringArrayVar(&f.exclude, "exclude", nil, "gitignore-style selector not copied into the staged workspace (repeatable)")
 	fl.StringArrayVar(&f.protect, "protect", nil, "gitignore-style selector whose changes need --approve (repeatable)")
-	fl.BoolVar(&f.noDefaultProtect, "no-default-protect", false, "drop the default protected selectors ("+strings.Join(airlock.DefaultProtect, ", ")+")")
+	fl.BoolVar(&f.noDefaultProtect, "no-default-protect", false, "drop the default protected selectors ("+strings.Join(airlock.DefaultProtect, ", ")+") from this transaction's own list; the project's protection, defaults included unless its .airlock.toml sets default_protect = false, still holds at commit")
 	fl.BoolVar(&f.approve, "approve", false, "approve changes to protected paths")
 	fl.StringVar(&f.backend, "backend", "auto", "how the staged workspace is made: auto|copy|reflink|overlay|worktree")
 	fl.StringVar(&f.validate, "validate", "", validateHelp)
