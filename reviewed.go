@@ -73,6 +73,9 @@ func (t *Tx) ReviewDiff(ctx context.Context, w io.Writer, format DiffFormat) (_ 
 	if err != nil {
 		return "", nil, err
 	}
+	if testHookReviewMeasured != nil {
+		testHookReviewMeasured()
+	}
 	dir, err := os.MkdirTemp(t.StateDir(), "review-")
 	if err != nil {
 		return "", nil, fmt.Errorf("review transaction %s: %w", t.ID(), err)
@@ -109,9 +112,10 @@ func (t *Tx) ReviewDiff(ctx context.Context, w io.Writer, format DiffFormat) (_ 
 	return set.Digest(), notes, nil
 }
 
-// testHookReviewFrozen, set only by this package's tests, runs in
-// ReviewDiff once the change set is frozen, before the patch is written.
-var testHookReviewFrozen func()
+// testHookReviewMeasured and testHookReviewFrozen, set only by this
+// package's tests, run in ReviewDiff once the change set is measured,
+// before it is frozen, and once it is frozen, before the patch is written.
+var testHookReviewMeasured, testHookReviewFrozen func()
 
 // checkReviewed refuses a commit whose frozen change set is not the one the
 // caller reviewed (SettleOptions.ExpectDiffDigest). It runs under the
