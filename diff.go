@@ -32,6 +32,12 @@ func (t *Tx) Diff(ctx context.Context, w io.Writer, format DiffFormat) (_ []stri
 	if err != nil {
 		return nil, err
 	}
+	return writePatch(w, files, format)
+}
+
+// writePatch writes files in format and returns the notes on what a git
+// patch cannot carry.
+func writePatch(w io.Writer, files []patch.File, format DiffFormat) (_ []string, err error) {
 	switch format {
 	case DiffStat:
 		err = patch.Stat(w, files)

@@ -3,9 +3,14 @@ package airlock
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/patch"
 )
 
 // ChangeDigest is the digest of the change set as it is now in the staged
@@ -37,6 +42,80 @@ func (t *Tx) ChangeDigest(ctx context.Context) (string, error) {
 	}
 	return set.Digest(), nil
 }
+
+// ReviewDiff writes the change set of a transaction not yet settled, as
+// Diff does, and returns the digest of exactly the change set it wrote: the
+// digest a person who read it hands back as SettleOptions.ExpectDiffDigest.
+//
+// Both come from one snapshot. The staged files are frozen into a scratch
+// object store through the freeze a commit makes (beneath the staged tree,
+// no symlink followed, only the very file the change set measured, read
+// once), the digest is taken from that frozen set, and the patch's new side
+// is read from the frozen objects, never from the staged tree again: an
+// agent that rewrites a staged file while it is shown (and back afterwards)
+// cannot make the patch show other bytes than the digest names. The
+// scratch store is removed before ReviewDiff returns. The commit freezes
+// the staged tree afresh and compares digests, so what lands is what was
+// written here.
+//
+// A staged file that changes while it is frozen is a *Refusal of kind
+// StagedChanged: the agent is still writing, and nothing was written to w.
+func (t *Tx) ReviewDiff(ctx context.Context, w io.Writer, format DiffFormat) (_ string, _ []string, err error) {
+	defer exported(&err)
+	st, err := t.Status()
+	if err != nil {
+		return "", nil, err
+	}
+	if st != StatusOpen && st != StatusRefused {
+		return "", nil, fmt.Errorf("transaction %s is %s: it has no change set to review", t.ID(), st)
+	}
+	set, err := t.diff(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	if testHookReviewMeasured != nil {
+		testHookReviewMeasured()
+	}
+	dir, err := os.MkdirTemp(t.StateDir(), "review-")
+	if err != nil {
+		return "", nil, fmt.Errorf("review transaction %s: %w", t.ID(), err)
+	}
+	defer os.RemoveAll(dir)
+	objects := filepath.Join(dir, "objects")
+	if err := changeset.Freeze(ctx, set, t.contentDir(), objects); err != nil {
+		if r, ok := stagedChanged(err); ok {
+			return "", nil, r
+		}
+		return "", nil, err
+	}
+	// Past this point nothing reads the staged tree: a pause here lets a
+	// test rewrite it, as an agent watching its reads would.
+	if testHookReviewFrozen != nil {
+		testHookReviewFrozen()
+	}
+	fault.Point("review-frozen")
+	orig, err := t.originals()
+	if err != nil {
+		return "", nil, err
+	}
+	files := make([]patch.File, len(set.Changes))
+	for i, c := range set.Changes {
+		c := c
+		old := func() (io.ReadCloser, error) { return t.openAtOpen(orig, c.Base) }
+		frozen := func() (io.ReadCloser, error) { return os.Open(changeset.ObjectPath(objects, c.Result.Digest)) }
+		files[i] = patch.File{Path: c.Path, Old: side(c.Base, old), New: side(c.Result, frozen)}
+	}
+	notes, err := writePatch(w, files, format)
+	if err != nil {
+		return "", nil, err
+	}
+	return set.Digest(), notes, nil
+}
+
+// testHookReviewMeasured and testHookReviewFrozen, set only by this
+// package's tests, run in ReviewDiff once the change set is measured,
+// before it is frozen, and once it is frozen, before the patch is written.
+var testHookReviewMeasured, testHookReviewFrozen func()
 
 // checkReviewed refuses a commit whose frozen change set is not the one the
 // caller reviewed (SettleOptions.ExpectDiffDigest). It runs under the

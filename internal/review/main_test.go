@@ -20,6 +20,7 @@ type world struct {
 	base, state, home string
 	digest            string // the base's digest when the transaction opened
 	id                string
+	env               []string // added to the environment of the processes started now
 }
 
 func newWorld(t *testing.T, files map[string]string) *world {
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &airlockBin)) }
 
 // environ is the environment of every process a test starts
 // (testbin.Environ).
-func (w *world) environ() []string { return testbin.Environ(w.state, w.home) }
+func (w *world) environ() []string { return testbin.Environ(w.state, w.home, w.env...) }
 
 // airlock runs the binary and returns its stdout; it fails the test on a
 // non-zero exit.

@@ -162,7 +162,7 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 {{if .Truncated}}<div class="note">Some lines were left out to keep this page readable; <code>airlock diff {{$.Info.ID}}</code> shows them all.</div>{{end}}
 </div>
 {{end}}
-{{else}}<div class="banner"><p>No changes to show.</p></div>{{end}}
+{{else if not .Changing}}<div class="banner"><p>No changes to show.</p></div>{{end}}
 {{with .Notes}}<div class="banner"><h2>Not shown in the diff</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 <footer>Served by <code>airlock review</code> on 127.0.0.1 for this transaction only. Not covered by a transaction: the network, databases, other processes and files outside the base.</footer>
 </main>

@@ -228,9 +228,10 @@ type pageView struct {
 	ErrText   string           // the outcome's error, when not a refusal
 	Open      bool             // the transaction can still be settled
 	Truncated bool
-	// Digest is the digest of the change set the page shows, which a
-	// Commit or Approve sends back; Changing says the change set changed
-	// while the page was made, so it offers no commit.
+	// Digest is the digest of the change set the page shows (the frozen
+	// snapshot its patch was read from), which a Commit or Approve sends
+	// back; Changing says a staged file changed while it was frozen, so
+	// the page shows no diff and offers no commit.
 	Digest   string
 	Changing bool
 }
@@ -254,29 +255,27 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 	if info.Status == airlock.StatusDiscarded || info.Status == airlock.StatusNoChanges {
 		return v, nil
 	}
-	// The digest is taken before and after the diff is read: when both
-	// agree, the page shows the change set the digest names.
-	var before string
-	if v.Open {
-		if before, err = s.tx.ChangeDigest(ctx); err != nil {
-			return nil, err
-		}
-	}
+	// An open transaction's page shows one frozen snapshot of its change
+	// set and carries that snapshot's digest: the patch is read from the
+	// very bytes the digest covers, never from the staged tree again, so
+	// an agent rewriting a staged file while the page is made cannot show
+	// one content and have the other approved. A staged file that moves
+	// under the snapshot leaves the page with no diff and no commit, only
+	// the advice to reload.
 	var patch bytes.Buffer
-	notes, err := s.tx.Diff(ctx, &patch, airlock.DiffPatch)
+	var notes []string
+	if v.Open {
+		v.Digest, notes, err = s.tx.ReviewDiff(ctx, &patch, airlock.DiffPatch)
+		var r *airlock.Refusal
+		if errors.As(err, &r) && r.Kind == airlock.StagedChanged {
+			v.Changing = true
+			return v, nil
+		}
+	} else {
+		notes, err = s.tx.Diff(ctx, &patch, airlock.DiffPatch)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if v.Open {
-		after, err := s.tx.ChangeDigest(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if before == after {
-			v.Digest = after
-		} else {
-			v.Changing = true
-		}
 	}
 	v.Notes = notes
 	if v.Files, err = parsePatch(&patch); err != nil {
