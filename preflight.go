@@ -394,6 +394,10 @@ func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*R
 		isDir := c.Result.Kind == manifest.KindDir || (c.Result.Kind == manifest.KindNone && c.Base.Kind == manifest.KindDir)
 		if prot.Match(c.Path, isDir) || now.Match(c.Path, isDir) {
 			hit = append(hit, c.Path)
+			continue
+		}
+		if c.Result.Kind == manifest.KindSymlink && (prot.MatchLink(c.Path) || now.MatchLink(c.Path)) {
+			hit = append(hit, c.Path)
 		}
 	}
 	if len(hit) > 0 {

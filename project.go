@@ -119,8 +119,9 @@ func underProject(under, rel string) string {
 // projectSelector matches base-relative paths against selectors written
 // relative to a project root the base lies beneath (see project).
 type projectSelector struct {
-	set   *selector.Set
-	under string
+	set      *selector.Set
+	under    string
+	patterns []string
 }
 
 func newProjectSelector(patterns []string, under string) (*projectSelector, error) {
@@ -128,7 +129,31 @@ func newProjectSelector(patterns []string, under string) (*projectSelector, erro
 	if err != nil {
 		return nil, err
 	}
-	return &projectSelector{set: set, under: under}, nil
+	return &projectSelector{set: set, under: under, patterns: patterns}, nil
+}
+
+// MatchLink reports whether a symlink the change set puts at rel would
+// give a protected path content from elsewhere: the link itself is
+// protected as a file or as the directory it stands for (`.github/workflows`
+// linked to another directory), or a selector names a path beneath it by a
+// literal directory prefix (`.vscode/tasks.json` beneath a link `.vscode`).
+// A path beneath a link would otherwise be reached through the link and
+// never appear in a change set, so no selector would ever see it.
+func (p *projectSelector) MatchLink(rel string) bool {
+	if p.Match(rel, false) || p.Match(rel, true) {
+		return true
+	}
+	in := underProject(p.under, rel) + "/"
+	for _, pat := range p.patterns {
+		if strings.HasPrefix(pat, "!") || strings.HasPrefix(pat, "#") {
+			continue
+		}
+		pat = strings.TrimPrefix(strings.TrimSpace(pat), "/")
+		if strings.HasPrefix(pat, in) {
+			return true
+		}
+	}
+	return false
 }
 
 // Match is selector.Match of the path relative to the project root: a
