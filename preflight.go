@@ -118,6 +118,12 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 		p.refusal = r
 		return p, nil
 	}
+	if r, err := t.repoRefusal(ctx); err != nil {
+		return nil, err
+	} else if r != nil {
+		p.refusal = r
+		return p, nil
+	}
 	if len(set.Unsupported) > 0 {
 		var paths []string
 		for _, u := range set.Unsupported {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -72,7 +73,15 @@ func (t *Tx) discard(ctx context.Context, o SettleOptions) (*Result, error) {
 	if err != nil {
 		set = &changeset.Set{}
 	}
-	return t.settle(ctx, Discarded, nil, set, o)
+	res, err := t.settle(ctx, Discarded, nil, set, o)
+	if res != nil {
+		// Discarding drops the worktree's files, not what its git did to
+		// the repository it shares with the base: say so.
+		if changed, cerr := t.repoChanged(ctx); cerr == nil && len(changed) > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the command changed the repository this worktree shared with the base (%s); discarding does not take that back: look at them (a hook or an alias there runs as you with your next git command)", strings.Join(changed, ", ")))
+		}
+	}
+	return res, err
 }
 
 // settle records an outcome that leaves the base untouched (no changes,

@@ -395,8 +395,12 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	if err := st.Append(state.Event{Time: time.Now().UTC(), Event: eventOpened, Detail: map[string]any{"entries": len(res.Base.Entries)}}); err != nil {
 		return nil, err
 	}
+	tx := &Tx{store: s, st: st, rec: rec}
+	if err := tx.guardRepo(ctx); err != nil {
+		return nil, err
+	}
 	ok = true
-	return &Tx{store: s, st: st, rec: rec}, nil
+	return tx, nil
 }
 
 // portsTaken lists the port bases of transactions still open.

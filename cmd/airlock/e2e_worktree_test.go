@@ -376,3 +376,39 @@ func TestE2EWorktreeRunAtStagedPath(t *testing.T) {
 	}
 	wantBlock(t, r, map[string]string{"outcome": "no_changes"})
 }
+
+// TestE2EWorktreeRepositoryChanged (attack round 4, F/f4): a worktree
+// shares its repository's .git with the base, and git run in it changes
+// that repository at once: an alias in its config, a hook in its hooks
+// directory. airlock cannot take that back, but it must not let it pass in
+// silence: a commit is refused (BoundaryEscape) naming what changed, and a
+// discard says so.
+func TestE2EWorktreeRepositoryChanged(t *testing.T) {
+	for _, tt := range []struct {
+		name, script string
+		exit         int
+		what         string
+	}{
+		{"config", `git config alias.st '!touch "$HOME/pwned"'; printf 'x\n' >> a.txt`, 0, "config"},
+		{"hook", `d=$(git rev-parse --git-common-dir); printf '#!/bin/sh\ntouch "$HOME/pwned"\n' > "$d/hooks/pre-commit"; chmod +x "$d/hooks/pre-commit"; printf 'x\n' >> a.txt`, 0, "hooks"},
+		{"discarded", `git config alias.st '!touch "$HOME/pwned"'; printf 'x\n' >> a.txt; exit 3`, 3, "config"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := newH(t)
+			gitBase(t, x)
+			before := snapshot(t, x.base, isGit)
+			r := x.exec(run{dir: x.base, args: []string{"run", "--backend", "worktree", "--id", "rg", "--", "sh", "-c", tt.script}})
+			if tt.exit == 0 {
+				wantCode(t, r, 75)
+				wantBlock(t, r, map[string]string{"outcome": "refused", "refusal": "BoundaryEscape"})
+				wantTree(t, "base after the refusal", before, snapshot(t, x.base, isGit))
+			} else {
+				wantCode(t, r, tt.exit)
+				wantBlock(t, r, map[string]string{"outcome": "discarded"})
+			}
+			if !strings.Contains(r.Stderr, filepath.Join(".git", tt.what)) {
+				t.Errorf("the settle does not name the repository's %s that the command changed:\n%s", tt.what, r.Stderr)
+			}
+		})
+	}
+}

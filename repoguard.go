@@ -1,0 +1,162 @@
+package airlock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/airlockdev/airlock/internal/git"
+	"github.com/airlockdev/airlock/internal/stage"
+)
+
+// repoGuardFile, in a worktree transaction's state, fingerprints what its
+// worktree shares with the base's repository and what would make the
+// user's own git run code or behave otherwise: the common git directory's
+// config and hooks. A git worktree cannot be isolated from them (README,
+// Git worktrees); what can be done is to notice that the command changed
+// them, refuse its commit, and say so at any settle.
+const repoGuardFile = "repoguard.json"
+
+type repoGuard struct {
+	Dir    string `json:"dir"`    // the common git directory
+	Config string `json:"config"` // digest of its config file
+	Hooks  string `json:"hooks"`  // digest of its hooks directory (names, modes, contents)
+}
+
+// fingerprintRepo measures the common git directory of the repository the
+// base lies in.
+func fingerprintRepo(ctx context.Context, base string) (*repoGuard, error) {
+	out, err := git.In(base).Run(ctx, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return nil, err
+	}
+	dir := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(base, dir)
+	}
+	g := &repoGuard{Dir: dir}
+	if g.Config, err = digestPath(filepath.Join(dir, "config")); err != nil {
+		return nil, err
+	}
+	if g.Hooks, err = digestPath(filepath.Join(dir, "hooks")); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// digestPath is a digest of what p holds: a file's mode and bytes, a
+// directory's entries (name, mode, content) one level deep, a symlink's
+// target; "" when absent.
+func digestPath(p string) (string, error) {
+	h := sha256.New()
+	var add func(p, name string, depth int) error
+	add = func(p, name string, depth int) error {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%o\x00", name, fi.Mode())
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			t, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			h.Write([]byte(t))
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			h.Write(b)
+		case fi.IsDir() && depth == 0:
+			ents, err := os.ReadDir(p)
+			if err != nil {
+				return err
+			}
+			names := make([]string, 0, len(ents))
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				if err := add(filepath.Join(p, n), n, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+		h.Write([]byte{0})
+		return nil
+	}
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err := add(p, filepath.Base(p), 0); err != nil {
+		return "", fmt.Errorf("fingerprint %s: %w", p, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// guardRepo records the fingerprint of a worktree transaction's shared
+// repository at open.
+func (t *Tx) guardRepo(ctx context.Context) error {
+	if t.rec.Backend != stage.Worktree {
+		return nil
+	}
+	g, err := fingerprintRepo(ctx, t.Base())
+	if err != nil {
+		return fmt.Errorf("fingerprint the repository of %s: %w", t.Base(), err)
+	}
+	return t.st.Write(repoGuardFile, g)
+}
+
+// repoChanged lists what of the shared repository changed since open
+// (its config, its hooks), for a worktree transaction; nil otherwise.
+func (t *Tx) repoChanged(ctx context.Context) ([]string, error) {
+	if t.rec.Backend != stage.Worktree {
+		return nil, nil
+	}
+	var was repoGuard
+	if err := t.st.Read(repoGuardFile, &was); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // opened by an airlock that kept none
+		}
+		return nil, err
+	}
+	now := &repoGuard{Dir: was.Dir}
+	var err error
+	if now.Config, err = digestPath(filepath.Join(was.Dir, "config")); err != nil {
+		return nil, err
+	}
+	if now.Hooks, err = digestPath(filepath.Join(was.Dir, "hooks")); err != nil {
+		return nil, err
+	}
+	var changed []string
+	if now.Config != was.Config {
+		changed = append(changed, filepath.Join(was.Dir, "config"))
+	}
+	if now.Hooks != was.Hooks {
+		changed = append(changed, filepath.Join(was.Dir, "hooks"))
+	}
+	return changed, nil
+}
+
+// repoRefusal refuses a commit of a worktree transaction whose command
+// changed the shared repository's config or hooks.
+func (t *Tx) repoRefusal(ctx context.Context) (*Refusal, error) {
+	changed, err := t.repoChanged(ctx)
+	if err != nil || len(changed) == 0 {
+		return nil, err
+	}
+	return refuse(BoundaryEscape, nil, "the repository this worktree shares with the base changed since the transaction opened (%s): git run in the worktree reaches the base's own config and hooks, which no commit can take back; look at them (a hook or an alias there runs as you with your next git command), restore them, and commit again, or discard", strings.Join(changed, ", ")), nil
+}
