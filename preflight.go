@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"syscall"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -406,7 +408,19 @@ func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*R
 			hit = append(hit, c.Path)
 		}
 	}
+	// Protected paths reached through a symlink of the result tree show
+	// content the change set put elsewhere.
+	base, err := t.loadManifest(baseManifestFile)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range linkAliases(set, base, func(rel string, isDir bool) bool { return prot.Match(rel, isDir) || now.Match(rel, isDir) }) {
+		if !slices.Contains(hit, p) {
+			hit = append(hit, p)
+		}
+	}
 	if len(hit) > 0 {
+		sort.Strings(hit)
 		return refuse(ProtectedPathNotApproved, hit, "the change set touches protected paths; review them (airlock diff %s) and commit with --approve", t.ID()), nil
 	}
 	return nil, nil

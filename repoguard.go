@@ -19,36 +19,64 @@ import (
 // repoGuardFile, in a worktree transaction's state, fingerprints what its
 // worktree shares with the base's repository and what would make the
 // user's own git run code or behave otherwise: the common git directory's
-// config and hooks. A git worktree cannot be isolated from them (README,
+// config (and the per-worktree config files) and hooks. A git worktree cannot be isolated from them (README,
 // Git worktrees); what can be done is to notice that the command changed
 // them, refuse its commit, and say so at any settle.
 const repoGuardFile = "repoguard.json"
 
 type repoGuard struct {
-	Dir    string `json:"dir"`    // the common git directory
-	Config string `json:"config"` // digest of its config file
-	Hooks  string `json:"hooks"`  // digest of its hooks directory (names, modes, contents)
+	Dir    string `json:"dir"`     // the common git directory
+	GitDir string `json:"git_dir"` // the base's own git directory
+	Config string `json:"config"`  // digests of the config files (see configFiles)
+	Hooks  string `json:"hooks"`   // digest of its hooks directory (names, modes, contents)
 }
 
 // fingerprintRepo measures the common git directory of the repository the
 // base lies in.
 func fingerprintRepo(ctx context.Context, base string) (*repoGuard, error) {
-	out, err := git.In(base).Run(ctx, "rev-parse", "--git-common-dir")
+	out, err := git.In(base).Run(ctx, "rev-parse", "--git-common-dir", "--git-dir")
 	if err != nil {
 		return nil, err
 	}
-	dir := strings.TrimSpace(string(out))
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(base, dir)
+	dirs := strings.Fields(string(out))
+	if len(dirs) != 2 {
+		return nil, fmt.Errorf("git rev-parse in %s said %q", base, out)
 	}
-	g := &repoGuard{Dir: dir}
-	if g.Config, err = digestPath(filepath.Join(dir, "config")); err != nil {
-		return nil, err
+	for i, d := range dirs {
+		if !filepath.IsAbs(d) {
+			dirs[i] = filepath.Join(base, d)
+		}
 	}
-	if g.Hooks, err = digestPath(filepath.Join(dir, "hooks")); err != nil {
-		return nil, err
+	g := &repoGuard{Dir: dirs[0], GitDir: dirs[1]}
+	return g, g.measure()
+}
+
+// configFiles are the config files git reads in the base that a git in
+// the worktree can write: the repository's, and the per-worktree ones
+// (extensions.worktreeConfig) of the repository and of the base's own
+// git directory.
+func (g *repoGuard) configFiles() []string {
+	files := []string{filepath.Join(g.Dir, "config"), filepath.Join(g.Dir, "config.worktree")}
+	if g.GitDir != "" && g.GitDir != g.Dir {
+		files = append(files, filepath.Join(g.GitDir, "config.worktree"))
 	}
-	return g, nil
+	return files
+}
+
+// measure sets the digests from the files as they are now.
+func (g *repoGuard) measure() error {
+	var all []string
+	for _, f := range g.configFiles() {
+		d, err := digestPath(f)
+		if err != nil {
+			return err
+		}
+		all = append(all, d)
+	}
+	g.Config = strings.Join(all, ",")
+	var err error
+	g.Hooks, err = digestPath(filepath.Join(g.Dir, "hooks"))
+	return err
 }
 
 // digestPath is a digest of what p holds: a file's mode and bytes, a
@@ -133,12 +161,8 @@ func (t *Tx) repoChanged(ctx context.Context) ([]string, error) {
 		}
 		return nil, err
 	}
-	now := &repoGuard{Dir: was.Dir}
-	var err error
-	if now.Config, err = digestPath(filepath.Join(was.Dir, "config")); err != nil {
-		return nil, err
-	}
-	if now.Hooks, err = digestPath(filepath.Join(was.Dir, "hooks")); err != nil {
+	now := &repoGuard{Dir: was.Dir, GitDir: was.GitDir}
+	if err := now.measure(); err != nil {
 		return nil, err
 	}
 	var changed []string

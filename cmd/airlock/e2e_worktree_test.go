@@ -392,10 +392,16 @@ func TestE2EWorktreeRepositoryChanged(t *testing.T) {
 		{"config", `git config alias.st '!touch "$HOME/pwned"'; printf 'x\n' >> a.txt`, 0, "config"},
 		{"hook", `d=$(git rev-parse --git-common-dir); printf '#!/bin/sh\ntouch "$HOME/pwned"\n' > "$d/hooks/pre-commit"; chmod +x "$d/hooks/pre-commit"; printf 'x\n' >> a.txt`, 0, "hooks"},
 		{"discarded", `git config alias.st '!touch "$HOME/pwned"'; printf 'x\n' >> a.txt; exit 3`, 3, "config"},
+		// Attack round 5, G/g4: with extensions.worktreeConfig, the base's
+		// git also reads config.worktree.
+		{"config.worktree", `d=$(git rev-parse --git-common-dir); printf '[core]\n\tfsmonitor = touch "$HOME/pwned"\n' > "$d/config.worktree"; printf 'x\n' >> a.txt`, 0, "config"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := newH(t)
-			gitBase(t, x)
+			g := gitBase(t, x)
+			if tt.name == "config.worktree" {
+				g(x.base, "config", "extensions.worktreeConfig", "true")
+			}
 			before := snapshot(t, x.base, isGit)
 			r := x.exec(run{dir: x.base, args: []string{"run", "--backend", "worktree", "--id", "rg", "--", "sh", "-c", tt.script}})
 			if tt.exit == 0 {

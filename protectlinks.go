@@ -1,0 +1,122 @@
+package airlock
+
+import (
+	"path"
+	"strings"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/manifest"
+)
+
+// linkAliases finds the protected paths a change set reaches through
+// symlinks: after the commit, a path beneath a symlink P that resolves to a
+// directory T inside the base shows T's content, so a change at T/x is also
+// a change at P/x. For every symlink in the result tree (the base at open,
+// as the change set leaves it), each changed path beneath its target, and
+// for a symlink the change set adds or retargets each path beneath its
+// target at all, is tested as the alias P/x against match. It returns the
+// change set's paths to refuse: the changed path (or the new link) whose
+// alias is protected. Targets outside the base are the boundary check's.
+func linkAliases(set *changeset.Set, base *manifest.Manifest, match func(rel string, isDir bool) bool) []string {
+	links := map[string]string{} // link path -> target, in the result tree
+	if base != nil {
+		for _, e := range base.Entries {
+			if e.Kind == manifest.KindSymlink {
+				links[e.Path] = e.Target
+			}
+		}
+	}
+	changed := map[string]changeset.Change{}
+	for _, c := range set.Changes {
+		changed[c.Path] = c
+		delete(links, c.Path)
+		if c.Result.Kind == manifest.KindSymlink {
+			links[c.Path] = c.Result.Target
+		}
+	}
+	if len(links) == 0 {
+		return nil
+	}
+	hit := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if !hit[p] {
+			hit[p] = true
+			out = append(out, p)
+		}
+	}
+	// The result tree's paths are needed only beneath a link the change
+	// set adds or retargets (rare); beneath every other link, only the
+	// changed paths can be new content (a tree's links are many: a
+	// node_modules/.bin holds hundreds).
+	var result []manifest.Entry
+	resultTree := func() []manifest.Entry {
+		if result != nil {
+			return result
+		}
+		result = []manifest.Entry{}
+		if base != nil {
+			for _, e := range base.Entries {
+				if c, ok := changed[e.Path]; ok && c.Result.Kind == manifest.KindNone {
+					continue
+				}
+				result = append(result, e)
+			}
+		}
+		for _, c := range set.Changes {
+			if c.Base.Kind == manifest.KindNone && c.Result.Kind != manifest.KindNone {
+				e := c.Result
+				e.Path = c.Path
+				result = append(result, e)
+			}
+		}
+		return result
+	}
+	for p, target := range links {
+		t, ok := resolveLink(p, target, links)
+		if !ok {
+			continue
+		}
+		if _, linkChanged := changed[p]; linkChanged {
+			for _, e := range resultTree() {
+				if rest, ok := strings.CutPrefix(e.Path, t+"/"); ok && match(p+"/"+rest, e.Kind == manifest.KindDir) {
+					add(p)
+					if _, fileChanged := changed[e.Path]; fileChanged {
+						add(e.Path)
+					}
+				}
+			}
+			continue
+		}
+		for _, c := range set.Changes {
+			if c.Result.Kind == manifest.KindNone {
+				continue
+			}
+			if rest, ok := strings.CutPrefix(c.Path, t+"/"); ok && match(p+"/"+rest, c.Result.Kind == manifest.KindDir) {
+				add(c.Path)
+			}
+		}
+	}
+	return out
+}
+
+// resolveLink resolves a symlink at p with target, through other links of
+// the tree (at most eight), to a base-relative directory path; false when
+// it leaves the base or loops.
+func resolveLink(p, target string, links map[string]string) (string, bool) {
+	for range 8 {
+		if path.IsAbs(target) {
+			return "", false
+		}
+		t := path.Join(path.Dir(p), target)
+		if t == ".." || strings.HasPrefix(t, "../") || t == "." {
+			return "", false
+		}
+		next, ok := links[t]
+		if !ok {
+			return t, true
+		}
+		p, target = t, next
+	}
+	return "", false
+}
