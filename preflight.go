@@ -410,11 +410,16 @@ func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*R
 	}
 	// Protected paths reached through a symlink of the result tree show
 	// content the change set put elsewhere.
-	base, err := t.loadManifest(baseManifestFile)
+	links, err := t.links()
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range linkAliases(set, base, func(rel string, isDir bool) bool { return prot.Match(rel, isDir) || now.Match(rel, isDir) }) {
+	aliased, err := linkAliases(set, links, func() (*manifest.Manifest, error) { return t.loadManifest(baseManifestFile) },
+		func(rel string, isDir bool) bool { return prot.Match(rel, isDir) || now.Match(rel, isDir) })
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range aliased {
 		if !slices.Contains(hit, p) {
 			hit = append(hit, p)
 		}

@@ -1,6 +1,8 @@
 package airlock
 
 import (
+	"errors"
+	"io/fs"
 	"path"
 	"strings"
 
@@ -17,14 +19,10 @@ import (
 // target at all, is tested as the alias P/x against match. It returns the
 // change set's paths to refuse: the changed path (or the new link) whose
 // alias is protected. Targets outside the base are the boundary check's.
-func linkAliases(set *changeset.Set, base *manifest.Manifest, match func(rel string, isDir bool) bool) []string {
+func linkAliases(set *changeset.Set, baseLinks map[string]string, loadBase func() (*manifest.Manifest, error), match func(rel string, isDir bool) bool) ([]string, error) {
 	links := map[string]string{} // link path -> target, in the result tree
-	if base != nil {
-		for _, e := range base.Entries {
-			if e.Kind == manifest.KindSymlink {
-				links[e.Path] = e.Target
-			}
-		}
+	for p, t := range baseLinks {
+		links[p] = t
 	}
 	changed := map[string]changeset.Change{}
 	for _, c := range set.Changes {
@@ -35,7 +33,7 @@ func linkAliases(set *changeset.Set, base *manifest.Manifest, match func(rel str
 		}
 	}
 	if len(links) == 0 {
-		return nil
+		return nil, nil
 	}
 	hit := map[string]bool{}
 	var out []string
@@ -50,11 +48,15 @@ func linkAliases(set *changeset.Set, base *manifest.Manifest, match func(rel str
 	// changed paths can be new content (a tree's links are many: a
 	// node_modules/.bin holds hundreds).
 	var result []manifest.Entry
-	resultTree := func() []manifest.Entry {
+	resultTree := func() ([]manifest.Entry, error) {
 		if result != nil {
-			return result
+			return result, nil
 		}
 		result = []manifest.Entry{}
+		base, err := loadBase()
+		if err != nil {
+			return nil, err
+		}
 		if base != nil {
 			for _, e := range base.Entries {
 				if c, ok := changed[e.Path]; ok && c.Result.Kind == manifest.KindNone {
@@ -70,7 +72,7 @@ func linkAliases(set *changeset.Set, base *manifest.Manifest, match func(rel str
 				result = append(result, e)
 			}
 		}
-		return result
+		return result, nil
 	}
 	for p, target := range links {
 		t, ok := resolveLink(p, target, links)
@@ -78,7 +80,11 @@ func linkAliases(set *changeset.Set, base *manifest.Manifest, match func(rel str
 			continue
 		}
 		if _, linkChanged := changed[p]; linkChanged {
-			for _, e := range resultTree() {
+			tree, err := resultTree()
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range tree {
 				if rest, ok := strings.CutPrefix(e.Path, t+"/"); ok && match(p+"/"+rest, e.Kind == manifest.KindDir) {
 					add(p)
 					if _, fileChanged := changed[e.Path]; fileChanged {
@@ -97,7 +103,37 @@ func linkAliases(set *changeset.Set, base *manifest.Manifest, match func(rel str
 			}
 		}
 	}
-	return out
+	return out, nil
+}
+
+// baseLinksFile, in a transaction's state, maps each symlink of the base
+// at open to its target (see linkAliases).
+const baseLinksFile = "base.links.json"
+
+// baseLinks are the symlinks of a manifest, path to target.
+func baseLinks(m *manifest.Manifest) map[string]string {
+	links := map[string]string{}
+	for _, e := range m.Entries {
+		if e.Kind == manifest.KindSymlink {
+			links[e.Path] = e.Target
+		}
+	}
+	return links
+}
+
+// links reads the base's symlinks at open: from their own small file, or,
+// for a transaction an earlier airlock opened, from the base manifest.
+func (t *Tx) links() (map[string]string, error) {
+	var links map[string]string
+	err := t.st.Read(baseLinksFile, &links)
+	if errors.Is(err, fs.ErrNotExist) {
+		base, err := t.loadManifest(baseManifestFile)
+		if err != nil {
+			return nil, err
+		}
+		return baseLinks(base), nil
+	}
+	return links, err
 }
 
 // resolveLink resolves a symlink at p with target, through other links of

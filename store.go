@@ -355,6 +355,11 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	if err := res.Base.Save(st.Path(baseManifestFile)); err != nil {
 		return nil, err
 	}
+	// The base's symlinks, kept apart so that every commit's protection
+	// check (linkAliases) need not read the whole base manifest.
+	if err := st.Write(baseLinksFile, baseLinks(res.Base)); err != nil {
+		return nil, err
+	}
 	// A file modified just before staging is "racy": stat alone could miss
 	// a same-size write in the same timestamp tick. Its digest, taken now,
 	// lets the diff compare bytes instead (few files: only recent ones).
