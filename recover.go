@@ -90,7 +90,7 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 		return nil, err
 	}
 	if o.BaseGone {
-		return nil, fmt.Errorf("--base-gone: %s exists; nothing was done (run recover without it)", base)
+		return s.recoverGoneUnder(ctx, base)
 	}
 	if err := s.checkBase(base); err != nil {
 		return nil, err
@@ -117,8 +117,12 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 	defer unlock()
 	out := &RecoverResult{Base: base}
 	id, ok, err := b.Inflight()
-	if err != nil || !ok {
+	if err != nil {
 		return out, err
+	}
+	if !ok {
+		out.Notes = append(out.Notes, s.otherInflightAt(base, b)...)
+		return out, nil
 	}
 	out.TxID = id
 	t, err := s.Tx(id)
@@ -239,6 +243,62 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 		return nil, err
 	}
 	return out, nil
+}
+
+// otherInflightAt says, when state recorded at base for another directory
+// (one deleted or moved away, another made in its place) marks an apply in
+// flight, what the user can do about it.
+func (s *Store) otherInflightAt(base string, here *state.Base) []string {
+	bases, err := s.st.BasesRecordedAt(base)
+	if err != nil {
+		return nil
+	}
+	var notes []string
+	for _, b := range bases {
+		if b.Dir() == here.Dir() {
+			continue
+		}
+		if id, ok, err := b.Inflight(); err == nil && ok {
+			notes = append(notes, fmt.Sprintf("transaction %s was interrupted applying to another directory that was at %s (device and inode differ): if that one was deleted for good, run `airlock recover --workdir %s --base-gone`; if it was moved, run recover at its new path with --moved", id, base, base))
+		}
+	}
+	return notes
+}
+
+// recoverGoneUnder is --base-gone for a path that holds a directory again:
+// the base recorded there was deleted and another directory made in its
+// place. Only state recorded at this path for another directory (device
+// and inode) with an interrupted apply is cleared, as for any base that is
+// gone; the directory there now is never touched.
+func (s *Store) recoverGoneUnder(ctx context.Context, base string) (*RecoverResult, error) {
+	dev, ino, err := identity(base)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.ensure(); err != nil {
+		return nil, err
+	}
+	bases, err := s.st.BasesRecordedAt(base)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bases {
+		if b.Is(dev, ino) {
+			continue
+		}
+		id, ok, err := b.Inflight()
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out, err := s.clearGoneBase(ctx, b, base, id)
+			if out != nil {
+				out.Notes = append([]string{fmt.Sprintf("%s is another directory than the one transaction %s was applying to when it was interrupted (device and inode differ): that one is gone", base, id)}, out.Notes...)
+			}
+			return out, err
+		}
+	}
+	return nil, fmt.Errorf("--base-gone: %s exists, and no other directory recorded at this path has an interrupted apply; nothing was done (run recover without it)", base)
 }
 
 // sameDir reports whether path is, now, the directory with that device and

@@ -406,3 +406,61 @@ func TestE2EGCKeepsContentSavedFromTheBase(t *testing.T) {
 		t.Errorf("gc t1 kept %s", saved[0])
 	}
 }
+
+// TestE2EBaseRecreatedAtItsPath (attack round 2, D/n7): the base is
+// deleted and a new directory made at its path after its commit was killed
+// half-way. recover there says nothing of the new directory is in flight
+// but names the old one's interrupted transaction and how to clear it;
+// `recover --base-gone` clears it (journal kept) without touching the new
+// directory, and gc can then remove the transaction.
+func TestE2EBaseRecreatedAtItsPath(t *testing.T) {
+	for _, how := range []string{"made there", "renamed there"} {
+		t.Run(how, func(t *testing.T) { baseRecreated(t, how == "renamed there") })
+	}
+}
+
+// baseRecreated is TestE2EBaseRecreatedAtItsPath with the new directory
+// made at the path (the file system may give it the old one's inode) or
+// made beside it first and renamed there (another inode for certain).
+func baseRecreated(t *testing.T, renamed bool) {
+	x := newH(t)
+	x.sixFiles("t1")
+	x.killMidApply("t1")
+	other := x.base + ".new"
+	if renamed {
+		must(t, os.Mkdir(other, 0o755))
+	}
+	must(t, os.RemoveAll(x.base))
+	if renamed {
+		must(t, os.Rename(other, x.base))
+	} else {
+		must(t, os.Mkdir(x.base, 0o755))
+	}
+	writeFile(t, filepath.Join(x.base, "mine"), "the new directory's\n")
+	fresh := snapshot(t, x.base, nil)
+
+	r := x.airlock("recover", "--workdir", x.base)
+	wantCode(t, r, 0)
+	switch {
+	case !renamed && strings.Contains(r.Stderr, "birth times differ"):
+		// The file system gave the new directory the old one's inode, and
+		// the birth time told them apart: cleared at once, as for a base
+		// that is gone.
+	case strings.Contains(r.Stderr, "t1 was interrupted") && strings.Contains(r.Stderr, "--base-gone"):
+		r = x.airlock("recover", "--workdir", x.base, "--base-gone")
+		wantCode(t, r, 0)
+	default:
+		t.Fatalf("recover at the new directory neither clears t1 nor names it and how to clear it:\n%s", r)
+	}
+	if !strings.Contains(r.Stdout+r.Stderr, "journal") {
+		t.Errorf("recover does not say where the journal went:\n%s", r)
+	}
+	wantTree(t, "the new directory after recover --base-gone", fresh, snapshot(t, x.base, nil))
+	wantCode(t, x.airlock("gc"), 0)
+	if testbin.Exists(filepath.Join(x.state, "tx", "t1")) {
+		t.Errorf("t1 is still kept after it was cleared and gc ran")
+	}
+	if r := x.airlock("recover", "--workdir", x.base, "--base-gone"); r.Code != 125 {
+		t.Errorf("a second --base-gone over a directory with nothing recorded elsewhere: %v", r)
+	}
+}
