@@ -90,6 +90,11 @@ type SettleOptions struct {
 func (t *Tx) Commit(ctx context.Context, o SettleOptions) (_ *Result, err error) {
 	defer exported(&err)
 	res, err := t.commit(ctx, o)
+	if res != nil {
+		if w := t.branchMoved(ctx); w != "" {
+			res.Warnings = append(res.Warnings, w)
+		}
+	}
 	t.copyReceipt(res, o)
 	return res, err
 }

@@ -414,7 +414,7 @@ func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*R
 	if err != nil {
 		return nil, err
 	}
-	aliased, err := linkAliases(set, links, func() (*manifest.Manifest, error) { return t.loadManifest(baseManifestFile) },
+	aliased, err := linkAliases(set, t.Base(), links, func() (*manifest.Manifest, error) { return t.loadManifest(baseManifestFile) },
 		func(rel string, isDir bool) bool { return prot.Match(rel, isDir) || now.Match(rel, isDir) })
 	if err != nil {
 		return nil, err

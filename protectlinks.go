@@ -19,7 +19,7 @@ import (
 // target at all, is tested as the alias P/x against match. It returns the
 // change set's paths to refuse: the changed path (or the new link) whose
 // alias is protected. Targets outside the base are the boundary check's.
-func linkAliases(set *changeset.Set, baseLinks map[string]string, loadBase func() (*manifest.Manifest, error), match func(rel string, isDir bool) bool) ([]string, error) {
+func linkAliases(set *changeset.Set, baseDir string, baseLinks map[string]string, loadBase func() (*manifest.Manifest, error), match func(rel string, isDir bool) bool) ([]string, error) {
 	links := map[string]string{} // link path -> target, in the result tree
 	for p, t := range baseLinks {
 		links[p] = t
@@ -75,9 +75,13 @@ func linkAliases(set *changeset.Set, baseLinks map[string]string, loadBase func(
 		return result, nil
 	}
 	for p, target := range links {
-		t, ok := resolveLink(p, target, links)
+		t, ok := resolveLink(baseDir, p, target, links)
 		if !ok {
 			continue
+		}
+		under := t + "/"
+		if t == "" {
+			under = "" // a link to the base itself: everything is beneath it
 		}
 		if _, linkChanged := changed[p]; linkChanged {
 			tree, err := resultTree()
@@ -85,7 +89,7 @@ func linkAliases(set *changeset.Set, baseLinks map[string]string, loadBase func(
 				return nil, err
 			}
 			for _, e := range tree {
-				if rest, ok := strings.CutPrefix(e.Path, t+"/"); ok && match(p+"/"+rest, e.Kind == manifest.KindDir) {
+				if rest, ok := strings.CutPrefix(e.Path, under); ok && rest != "" && match(p+"/"+rest, e.Kind == manifest.KindDir) {
 					add(p)
 					if _, fileChanged := changed[e.Path]; fileChanged {
 						add(e.Path)
@@ -98,7 +102,7 @@ func linkAliases(set *changeset.Set, baseLinks map[string]string, loadBase func(
 			if c.Result.Kind == manifest.KindNone {
 				continue
 			}
-			if rest, ok := strings.CutPrefix(c.Path, t+"/"); ok && match(p+"/"+rest, c.Result.Kind == manifest.KindDir) {
+			if rest, ok := strings.CutPrefix(c.Path, under); ok && rest != "" && match(p+"/"+rest, c.Result.Kind == manifest.KindDir) {
 				add(c.Path)
 			}
 		}
@@ -136,23 +140,67 @@ func (t *Tx) links() (map[string]string, error) {
 	return links, err
 }
 
-// resolveLink resolves a symlink at p with target, through other links of
-// the tree (at most eight), to a base-relative directory path; false when
-// it leaves the base or loops.
-func resolveLink(p, target string, links map[string]string) (string, bool) {
-	for range 8 {
-		if path.IsAbs(target) {
-			return "", false
+// resolveLink resolves the symlink at p with target to the base-relative
+// path of the directory it stands for ("" for the base itself), following
+// every link of the tree on the way — in the target's middle too, before
+// a ".." that follows it, an absolute target that names a path in the
+// base — as the kernel would; false when it leaves the base or loops.
+func resolveLink(baseDir, p, target string, links map[string]string) (string, bool) {
+	hops := 0
+	var walk func(cur string, parts []string) (string, bool)
+	walk = func(cur string, parts []string) (string, bool) {
+		for _, part := range parts {
+			switch part {
+			case "", ".":
+				continue
+			case "..":
+				if cur == "" {
+					return "", false // above the base
+				}
+				cur = path.Dir(cur)
+				if cur == "." {
+					cur = ""
+				}
+				continue
+			}
+			next := part
+			if cur != "" {
+				next = cur + "/" + part
+			}
+			t, isLink := links[next]
+			if !isLink {
+				cur = next
+				continue
+			}
+			if hops++; hops > 40 {
+				return "", false // a loop
+			}
+			from := cur
+			if path.IsAbs(t) {
+				rel, ok := strings.CutPrefix(t, strings.TrimSuffix(baseDir, "/"))
+				if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) {
+					return "", false // outside the base
+				}
+				from, t = "", rel
+			}
+			r, ok := walk(from, strings.Split(t, "/"))
+			if !ok {
+				return "", false
+			}
+			cur = r
 		}
-		t := path.Join(path.Dir(p), target)
-		if t == ".." || strings.HasPrefix(t, "../") || t == "." {
-			return "", false
-		}
-		next, ok := links[t]
-		if !ok {
-			return t, true
-		}
-		p, target = t, next
+		return cur, true
 	}
-	return "", false
+	from := path.Dir(p)
+	if from == "." {
+		from = ""
+	}
+	if path.IsAbs(target) {
+		rel, ok := strings.CutPrefix(target, strings.TrimSuffix(baseDir, "/"))
+		if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) {
+			return "", false
+		}
+		from, target = "", rel
+	}
+	return walk(from, strings.Split(target, "/"))
 }

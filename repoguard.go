@@ -29,6 +29,14 @@ type repoGuard struct {
 	GitDir string `json:"git_dir"` // the base's own git directory
 	Config string `json:"config"`  // digests of the config files (see configFiles)
 	Hooks  string `json:"hooks"`   // digest of its hooks directory (names, modes, contents)
+	// Modules: digest of the config files and hooks of the submodule
+	// repositories kept in the common directory (modules/…), which the
+	// base's git reads as well.
+	Modules string `json:"modules"`
+	// Branch and Head: the branch the base has checked out and its commit
+	// at open; a worktree shares refs, so the command can move it.
+	Branch string `json:"branch,omitempty"`
+	Head   string `json:"head,omitempty"`
 }
 
 // fingerprintRepo measures the common git directory of the repository the
@@ -48,7 +56,47 @@ func fingerprintRepo(ctx context.Context, base string) (*repoGuard, error) {
 		}
 	}
 	g := &repoGuard{Dir: dirs[0], GitDir: dirs[1]}
+	if b, err := git.In(base).Run(ctx, "symbolic-ref", "-q", "HEAD"); err == nil {
+		g.Branch = strings.TrimSpace(string(b))
+		if h, err := git.In(base).Run(ctx, "rev-parse", "-q", "--verify", g.Branch); err == nil {
+			g.Head = strings.TrimSpace(string(h))
+		}
+	}
 	return g, g.measure()
+}
+
+// modulesDigest is a digest of every config file and hook of the
+// submodule repositories under the common directory's modules/.
+func modulesDigest(dir string) (string, error) {
+	root := filepath.Join(dir, "modules")
+	var parts []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "objects" || d.Name() == "refs" || d.Name() == "logs") {
+			return filepath.SkipDir
+		}
+		name := d.Name()
+		if name == "config" || name == "config.worktree" || (d.IsDir() && name == "hooks") {
+			dg, err := digestPath(p)
+			if err != nil {
+				return err
+			}
+			parts = append(parts, p+"="+dg)
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("fingerprint %s: %w", root, err)
+	}
+	return strings.Join(parts, ","), nil
 }
 
 // configFiles are the config files git reads in the base that a git in
@@ -75,7 +123,10 @@ func (g *repoGuard) measure() error {
 	}
 	g.Config = strings.Join(all, ",")
 	var err error
-	g.Hooks, err = digestPath(filepath.Join(g.Dir, "hooks"))
+	if g.Hooks, err = digestPath(filepath.Join(g.Dir, "hooks")); err != nil {
+		return err
+	}
+	g.Modules, err = modulesDigest(g.Dir)
 	return err
 }
 
@@ -107,7 +158,7 @@ func digestPath(p string) (string, error) {
 				return err
 			}
 			h.Write(b)
-		case fi.IsDir() && depth == 0:
+		case fi.IsDir():
 			ents, err := os.ReadDir(p)
 			if err != nil {
 				return err
@@ -161,7 +212,7 @@ func (t *Tx) repoChanged(ctx context.Context) ([]string, error) {
 		}
 		return nil, err
 	}
-	now := &repoGuard{Dir: was.Dir, GitDir: was.GitDir}
+	now := &repoGuard{Dir: was.Dir, GitDir: was.GitDir, Branch: was.Branch}
 	if err := now.measure(); err != nil {
 		return nil, err
 	}
@@ -171,6 +222,9 @@ func (t *Tx) repoChanged(ctx context.Context) ([]string, error) {
 	}
 	if now.Hooks != was.Hooks {
 		changed = append(changed, filepath.Join(was.Dir, "hooks"))
+	}
+	if now.Modules != was.Modules {
+		changed = append(changed, filepath.Join(was.Dir, "modules"))
 	}
 	return changed, nil
 }
@@ -183,4 +237,24 @@ func (t *Tx) repoRefusal(ctx context.Context) (*Refusal, error) {
 		return nil, err
 	}
 	return refuse(BoundaryEscape, nil, "the repository this worktree shares with the base changed since the transaction opened (%s): git run in the worktree reaches the base's own config and hooks, which no commit can take back; look at them (a hook or an alias there runs as you with your next git command), restore them, and commit again, or discard", strings.Join(changed, ", ")), nil
+}
+
+// branchMoved says, for a worktree transaction, whether the branch the
+// base had checked out at open names another commit now: not refused (you
+// may commit in the base while the transaction is open), but said, since
+// the command shares refs with the base and could have moved it.
+func (t *Tx) branchMoved(ctx context.Context) string {
+	if t.rec.Backend != stage.Worktree {
+		return ""
+	}
+	var was repoGuard
+	if err := t.st.Read(repoGuardFile, &was); err != nil || was.Branch == "" || was.Head == "" {
+		return ""
+	}
+	h, err := git.In(t.Base()).Run(ctx, "rev-parse", "-q", "--verify", was.Branch)
+	now := strings.TrimSpace(string(h))
+	if err != nil || now == was.Head {
+		return ""
+	}
+	return fmt.Sprintf("%s moved from %s to %s while the transaction was open; the worktree shares refs with the base: if you did not move it, the command did (see git reflog %s)", strings.TrimPrefix(was.Branch, "refs/heads/"), was.Head, now, strings.TrimPrefix(was.Branch, "refs/heads/"))
 }

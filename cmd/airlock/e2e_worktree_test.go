@@ -394,13 +394,25 @@ func TestE2EWorktreeRepositoryChanged(t *testing.T) {
 		{"discarded", `git config alias.st '!touch "$HOME/pwned"'; printf 'x\n' >> a.txt; exit 3`, 3, "config"},
 		// Attack round 5, G/g4: with extensions.worktreeConfig, the base's
 		// git also reads config.worktree.
+		// Attack round 6, H/e3: a helper a hook runs, one level down; the
+		// config of a submodule repository kept in the common directory.
+		{"hook helper", `d=$(git rev-parse --git-common-dir); printf '#!/bin/sh\ntouch "$HOME/pwned"\n' > "$d/hooks/lib/real"; printf 'x\n' >> a.txt`, 0, "hooks"},
+		{"submodule config", `d=$(git rev-parse --git-common-dir); git config -f "$d/modules/sub/config" core.fsmonitor 'touch "$HOME/pwned"'; printf 'x\n' >> a.txt`, 0, "modules"},
 		{"config.worktree", `d=$(git rev-parse --git-common-dir); printf '[core]\n\tfsmonitor = touch "$HOME/pwned"\n' > "$d/config.worktree"; printf 'x\n' >> a.txt`, 0, "config"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := newH(t)
 			g := gitBase(t, x)
-			if tt.name == "config.worktree" {
+			common := filepath.Join(x.base, ".git")
+			switch tt.name {
+			case "config.worktree":
 				g(x.base, "config", "extensions.worktreeConfig", "true")
+			case "hook helper":
+				must(t, os.MkdirAll(filepath.Join(common, "hooks", "lib"), 0o755))
+				must(t, os.WriteFile(filepath.Join(common, "hooks", "lib", "real"), []byte("#!/bin/sh\n"), 0o755))
+			case "submodule config":
+				must(t, os.MkdirAll(filepath.Join(common, "modules", "sub"), 0o755))
+				must(t, os.WriteFile(filepath.Join(common, "modules", "sub", "config"), []byte("[core]\n\tbare = false\n"), 0o644))
 			}
 			before := snapshot(t, x.base, isGit)
 			r := x.exec(run{dir: x.base, args: []string{"run", "--backend", "worktree", "--id", "rg", "--", "sh", "-c", tt.script}})
@@ -416,5 +428,21 @@ func TestE2EWorktreeRepositoryChanged(t *testing.T) {
 				t.Errorf("the settle does not name the repository's %s that the command changed:\n%s", tt.what, r.Stderr)
 			}
 		})
+	}
+}
+
+// TestE2EWorktreeBranchMovedIsSaid (attack round 6, H/e3): the command
+// moves the branch the base has checked out (a worktree shares refs). It
+// cannot be told from the user's own commit in the base, so it is not
+// refused, but every settle says so, with how to look.
+func TestE2EWorktreeBranchMovedIsSaid(t *testing.T) {
+	x := newH(t)
+	g := gitBase(t, x)
+	branch := strings.TrimPrefix(strings.TrimSpace(g(x.base, "symbolic-ref", "HEAD")), "refs/heads/")
+	r := x.exec(run{dir: x.base, args: []string{"run", "--backend", "worktree", "--id", "bm", "--", "sh", "-c",
+		"git commit -q --allow-empty -m agent && git update-ref refs/heads/" + branch + " HEAD && printf 'x\\n' >> a.txt"}})
+	wantCode(t, r, 0)
+	if !strings.Contains(r.Stderr, branch+" moved from") || !strings.Contains(r.Stderr, "git reflog") {
+		t.Errorf("the settle does not say %s moved:\n%s", branch, r.Stderr)
 	}
 }
