@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -101,14 +102,18 @@ func runTerm() {
 	go func() {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			if sc.Text() == "ready" {
+			// The child is running before the signal is sent: one sent
+			// earlier could reach the shell alone (a child forked after
+			// the signal never gets it), which says nothing of airlock.
+			if pid, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
+				os.Stdout.WriteString("child " + pid + "\n")
 				syscall.Kill(os.Getpid(), syscall.SIGTERM)
 			}
 		}
 	}()
 	wd, _ := os.Getwd()
 	res, err := launch.Run(context.Background(), launch.Spec{
-		Argv:     []string{"sh", "-c", `trap "exit 7" TERM; echo ready; sleep 30; exit 3`},
+		Argv:     []string{"sh", "-c", `trap "exit 7" TERM; sleep 30 & echo "ready $!"; wait; exit 3`},
 		Staged:   wd,
 		Base:     os.Getenv("LAUNCH_TEST_BASE"),
 		SamePath: os.Getenv("LAUNCH_TEST_BASE") != "",
@@ -406,9 +411,44 @@ func TestForwardSIGTERMToGroup(t *testing.T) {
 				t.Fatalf("runner: %v, want exit 7 (the command's TERM trap); output %q", err, b)
 			}
 			if took > 5*time.Second {
-				t.Errorf("the runner took %v: SIGTERM reached the shell but not its child", took.Round(time.Millisecond))
+				t.Errorf("the runner took %v: SIGTERM did not end the shell at once", took.Round(time.Millisecond))
+			}
+			// The shell's child must have had the signal too: it is gone.
+			b, _ := os.ReadFile(out.Name())
+			var pid int
+			for _, l := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(l, "child "); ok {
+					pid, _ = strconv.Atoi(v)
+				}
+			}
+			if pid <= 0 {
+				t.Fatalf("the runner did not report the shell's child: %q", b)
+			}
+			if !gone(pid, 3*time.Second) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Errorf("SIGTERM reached the shell but not its child %d", pid)
 			}
 		})
+	}
+}
+
+// gone waits up to d for process pid to end: no such process, or a zombie
+// nobody reaped yet (it has ended all the same).
+func gone(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+			return true
+		}
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil {
+			if f := strings.Fields(string(b)); len(f) > 2 && f[2] == "Z" {
+				return true
+			}
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
