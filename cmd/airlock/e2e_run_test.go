@@ -225,6 +225,11 @@ func TestE2EEnv(t *testing.T) {
 	}
 }
 
+// The command says it is ready only once its child runs sleep: a signal
+// that reaches a shell's child between its fork and its exec is taken by
+// the shell's own trap, copied into the child, and lost — a race of the
+// shell, not of airlock.
+//
 // TestE2ESignalReachesTheCommandAtOnce: SIGTERM sent to airlock reaches
 // the command's whole process group at once, not only the command's own
 // process: the shell's background child dies with it, so the run settles
@@ -238,7 +243,7 @@ func TestE2ESignalReachesTheCommandAtOnce(t *testing.T) {
 			before := snapshot(t, x.base, nil)
 			sync := testbin.RealDir(t)
 			args := append(append([]string{"run", "--workdir", x.base}, mode...),
-				"--", "sh", "-c", `trap "exit 7" TERM; printf 'changed\n' > f; sleep 30 & : > "$SYNC/ready"; wait`)
+				"--", "sh", "-c", `trap "exit 7" TERM; printf 'changed\n' > f; sleep 30 & p=$!; while [ "$(cat /proc/$p/comm 2>/dev/null)" != sleep ]; do :; done; : > "$SYNC/ready"; wait`)
 			p := x.start(run{env: []string{"SYNC=" + sync}, args: args, newSession: true})
 			waitFile(t, filepath.Join(sync, "ready"))
 			sent := time.Now()

@@ -102,9 +102,10 @@ func runTerm() {
 	go func() {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			// The child is running before the signal is sent: one sent
+			// The child runs sleep before the signal is sent: one sent
 			// earlier could reach the shell alone (a child forked after
-			// the signal never gets it), which says nothing of airlock.
+			// it never gets it; one between fork and exec has the
+			// shell's trap and loses it), which says nothing of airlock.
 			if pid, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
 				os.Stdout.WriteString("child " + pid + "\n")
 				syscall.Kill(os.Getpid(), syscall.SIGTERM)
@@ -113,7 +114,7 @@ func runTerm() {
 	}()
 	wd, _ := os.Getwd()
 	res, err := launch.Run(context.Background(), launch.Spec{
-		Argv:     []string{"sh", "-c", `trap "exit 7" TERM; sleep 30 & echo "ready $!"; wait; exit 3`},
+		Argv:     []string{"sh", "-c", `trap "exit 7" TERM; sleep 30 & p=$!; while [ "$(cat /proc/$p/comm 2>/dev/null)" != sleep ]; do :; done; echo "ready $p"; wait; exit 3`},
 		Staged:   wd,
 		Base:     os.Getenv("LAUNCH_TEST_BASE"),
 		SamePath: os.Getenv("LAUNCH_TEST_BASE") != "",
