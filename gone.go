@@ -44,20 +44,38 @@ func (s *Store) recoverGone(ctx context.Context, path string, cause error) (*Rec
 	if err := s.ensure(); err != nil {
 		return nil, err
 	}
-	bases, err := s.st.BasesRecordedAt(path)
+	b, id, err := s.inflightRecordedAt(path, nil)
 	if err != nil {
 		return nil, err
 	}
+	if b == nil {
+		return nil, fmt.Errorf("%w; no interrupted apply over %s is recorded, so there is nothing to recover", cause, path)
+	}
+	return s.clearGoneBase(ctx, b, path, id)
+}
+
+// inflightRecordedAt finds the base state recorded for path (by its
+// base.json; a directory that was there, deleted or moved away, or the one
+// there now) that marks an apply in flight, other than skip; nil when
+// there is none.
+func (s *Store) inflightRecordedAt(path string, skip func(*state.Base) bool) (*state.Base, string, error) {
+	bases, err := s.st.BasesRecordedAt(path)
+	if err != nil {
+		return nil, "", err
+	}
 	for _, b := range bases {
+		if skip != nil && skip(b) {
+			continue
+		}
 		id, ok, err := b.Inflight()
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		if ok {
-			return s.clearGoneBase(ctx, b, path, id)
+			return b, id, nil
 		}
 	}
-	return nil, fmt.Errorf("%w; no interrupted apply over %s is recorded, so there is nothing to recover", cause, path)
+	return nil, "", nil
 }
 
 // clearGoneBase resolves an interrupted apply of transaction id over the

@@ -249,20 +249,11 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 // (one deleted or moved away, another made in its place) marks an apply in
 // flight, what the user can do about it.
 func (s *Store) otherInflightAt(base string, here *state.Base) []string {
-	bases, err := s.st.BasesRecordedAt(base)
-	if err != nil {
+	other, id, err := s.inflightRecordedAt(base, func(b *state.Base) bool { return b.Dir() == here.Dir() })
+	if err != nil || other == nil {
 		return nil
 	}
-	var notes []string
-	for _, b := range bases {
-		if b.Dir() == here.Dir() {
-			continue
-		}
-		if id, ok, err := b.Inflight(); err == nil && ok {
-			notes = append(notes, fmt.Sprintf("transaction %s was interrupted applying to another directory that was at %s (device and inode differ): if that one was deleted for good, run `airlock recover --workdir %s --base-gone`; if it was moved, run recover at its new path with --moved", id, base, base))
-		}
-	}
-	return notes
+	return []string{fmt.Sprintf("transaction %s was interrupted applying to another directory that was at %s (device and inode differ): if that one was deleted for good, run `airlock recover --workdir %s --base-gone`; if it was moved, run recover at its new path with --moved", id, base, base)}
 }
 
 // recoverGoneUnder is --base-gone for a path that holds a directory again:
@@ -278,25 +269,16 @@ func (s *Store) recoverGoneUnder(ctx context.Context, base string) (*RecoverResu
 	if err := s.ensure(); err != nil {
 		return nil, err
 	}
-	bases, err := s.st.BasesRecordedAt(base)
+	b, id, err := s.inflightRecordedAt(base, func(b *state.Base) bool { return b.Is(dev, ino) })
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range bases {
-		if b.Is(dev, ino) {
-			continue
+	if b != nil {
+		out, err := s.clearGoneBase(ctx, b, base, id)
+		if out != nil {
+			out.Notes = append([]string{fmt.Sprintf("%s is another directory than the one transaction %s was applying to when it was interrupted (device and inode differ): that one is gone", base, id)}, out.Notes...)
 		}
-		id, ok, err := b.Inflight()
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out, err := s.clearGoneBase(ctx, b, base, id)
-			if out != nil {
-				out.Notes = append([]string{fmt.Sprintf("%s is another directory than the one transaction %s was applying to when it was interrupted (device and inode differ): that one is gone", base, id)}, out.Notes...)
-			}
-			return out, err
-		}
+		return out, err
 	}
 	return nil, fmt.Errorf("--base-gone: %s exists, and no other directory recorded at this path has an interrupted apply; nothing was done (run recover without it)", base)
 }

@@ -788,13 +788,12 @@ func verify(root *safefs.Root, j *Journal, kept map[string]bool) error {
 		if op.After.Kind == manifest.KindNone && Shadowed(op.Path, after) {
 			continue // beneath what is now a symlink or file: absent by construction
 		}
-		if _, err := measure(root, op.Path); err != nil {
-			return fmt.Errorf("verify %s after apply: %w", filepath.Join(root.Path(), op.Path), err)
-		}
-		if err := matches(root, op.Path, op.After); err != nil {
+		if err := matches(root, op.Path, op.After); errors.Is(err, errMismatch) {
 			// What the apply just wrote is not there: another process
 			// changed the path meanwhile.
 			return &DriftError{Path: op.Path}
+		} else if err != nil {
+			return fmt.Errorf("verify %s after apply: %w", filepath.Join(root.Path(), op.Path), err)
 		}
 	}
 	return nil
@@ -814,19 +813,19 @@ func matches(root *safefs.Root, rel string, want manifest.Entry) error {
 		return err
 	}
 	if cur.Kind != want.Kind {
-		return fmt.Errorf("is %s, want %s", cur.Kind, want.Kind)
+		return mismatch("is %s, want %s", cur.Kind, want.Kind)
 	}
 	switch want.Kind {
 	case manifest.KindNone:
 		return nil
 	case manifest.KindSymlink:
 		if cur.Target != want.Target {
-			return fmt.Errorf("links to %q, want %q", cur.Target, want.Target)
+			return mismatch("links to %q, want %q", cur.Target, want.Target)
 		}
 		return nil
 	}
 	if cur.Mode != want.Mode {
-		return fmt.Errorf("mode %v, want %v", cur.Mode, want.Mode)
+		return mismatch("mode %v, want %v", cur.Mode, want.Mode)
 	}
 	if want.Kind == manifest.KindFile && want.Digest != "" {
 		f, err := root.Open(rel)
@@ -839,8 +838,23 @@ func matches(root *safefs.Root, rel string, want manifest.Entry) error {
 			return err
 		}
 		if d != want.Digest {
-			return fmt.Errorf("content %s, want %s", d, want.Digest)
+			return mismatch("content %s, want %s", d, want.Digest)
 		}
 	}
 	return nil
+}
+
+// errMismatch marks a path that could be read and holds something else
+// than the entry it was compared with; any other error of matches is one
+// of reading it.
+var errMismatch = errors.New("differs")
+
+// mismatchError says how a path differs; it matches errMismatch.
+type mismatchError struct{ msg string }
+
+func (e *mismatchError) Error() string        { return e.msg }
+func (e *mismatchError) Is(target error) bool { return target == errMismatch }
+
+func mismatch(format string, args ...any) error {
+	return &mismatchError{fmt.Sprintf(format, args...)}
 }

@@ -266,18 +266,15 @@ func TestEditAfterJournalIsLost(t *testing.T) {
 	same, del, _ := raceBase(t, w)
 	staged := w.open("w1")
 	stageRaceChanges(t, staged, same, del)
-	pause := t.TempDir()
-	p := w.start([]string{"AIRLOCK_TEST_PAUSE=journal-synced:" + pause}, "commit", "w1")
-	waitFile(t, filepath.Join(pause, "reached"), p)
-	for _, f := range []string{"same/f05", "del/f05"} {
-		fh, err := os.OpenFile(filepath.Join(w.base, f), os.O_WRONLY|os.O_APPEND, 0)
-		check(t, err)
-		_, err = fh.WriteString("an edit made after the journal was synced\n")
-		check(t, err)
-		check(t, fh.Close())
-	}
-	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.WaitSettled()
+	r := w.commitPausedAt("journal-synced", "w1", func() {
+		for _, f := range []string{"same/f05", "del/f05"} {
+			fh, err := os.OpenFile(filepath.Join(w.base, f), os.O_WRONLY|os.O_APPEND, 0)
+			check(t, err)
+			_, err = fh.WriteString("an edit made after the journal was synced\n")
+			check(t, err)
+			check(t, fh.Close())
+		}
+	})
 	for _, f := range []string{"same/f05", "del/f05"} {
 		b, err := os.ReadFile(filepath.Join(w.base, f))
 		if err != nil || !strings.Contains(string(b), "after the journal") {

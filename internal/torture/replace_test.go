@@ -40,15 +40,12 @@ func TestEditBetweenRecheckAndReplace(t *testing.T) {
 			fh, err := os.OpenFile(filepath.Join(w.base, "f"), os.O_WRONLY|os.O_APPEND, 0)
 			check(t, err)
 			defer fh.Close()
-			pause := t.TempDir()
-			p := w.start([]string{"AIRLOCK_TEST_PAUSE=guard:1:" + pause}, "commit", "x")
-			waitFile(t, filepath.Join(pause, "reached"), p)
 			const edit = "an edit made after the commit's last look at the file\n"
-			_, err = fh.WriteString(edit)
-			check(t, err)
-			check(t, fh.Close())
-			check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-			r := p.WaitSettled()
+			r := w.commitPausedAt("guard:1", "x", func() {
+				_, err = fh.WriteString(edit)
+				check(t, err)
+				check(t, fh.Close())
+			})
 			wantRefusal(t, r, "BaseDrift")
 			b, _ := os.ReadFile(filepath.Join(w.base, "f"))
 			if strings.Contains(string(b), edit) {
@@ -167,13 +164,10 @@ func TestWriterKeepsWritingAcrossRefusedCommit(t *testing.T) {
 	fh, err := os.OpenFile(full, os.O_WRONLY|os.O_APPEND, 0)
 	check(t, err)
 	defer fh.Close()
-	pause := t.TempDir()
-	p := w.start([]string{"AIRLOCK_TEST_PAUSE=guard:1:" + pause}, "commit", "x")
-	waitFile(t, filepath.Join(pause, "reached"), p)
-	_, err = fh.WriteString("during\n")
-	check(t, err)
-	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.WaitSettled()
+	r := w.commitPausedAt("guard:1", "x", func() {
+		_, err = fh.WriteString("during\n")
+		check(t, err)
+	})
 	wantRefusal(t, r, "BaseDrift")
 	_, err = fh.WriteString("after\n")
 	check(t, err)
@@ -197,12 +191,9 @@ func TestWriterKeepsWritingAcrossRefusedCommit(t *testing.T) {
 func TestChmodDuringCommitSurvives(t *testing.T) {
 	w, _ := replaceWorld(t, false)
 	full := filepath.Join(w.base, "f")
-	pause := t.TempDir()
-	p := w.start([]string{"AIRLOCK_TEST_PAUSE=guard:1:" + pause}, "commit", "x")
-	waitFile(t, filepath.Join(pause, "reached"), p)
-	check(t, os.Chmod(full, 0o755))
-	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	wantRefusal(t, p.WaitSettled(), "BaseDrift")
+	wantRefusal(t, w.commitPausedAt("guard:1", "x", func() {
+		check(t, os.Chmod(full, 0o755))
+	}), "BaseDrift")
 	fi, err := os.Stat(full)
 	check(t, err)
 	if fi.Mode().Perm() != 0o755 {
@@ -230,12 +221,9 @@ func TestModeOnlyRollbackKeepsTheFile(t *testing.T) {
 	defer fh.Close()
 	// The mode change is applied before z is re-checked: drift on z then
 	// rolls the mode change back.
-	pause := t.TempDir()
-	p := w.start([]string{"AIRLOCK_TEST_PAUSE=guard:2:" + pause}, "commit", "m")
-	waitFile(t, filepath.Join(pause, "reached"), p)
-	check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("human\n"), 0o644))
-	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.WaitSettled()
+	r := w.commitPausedAt("guard:2", "m", func() {
+		check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("human\n"), 0o644))
+	})
 	if r.Code != 75 {
 		t.Fatalf("want a refusal: %v", r)
 	}
@@ -266,14 +254,11 @@ func TestFileAddedInNewDirectoryDuringApply(t *testing.T) {
 	check(t, os.WriteFile(filepath.Join(staged, "d", "f"), []byte("f\n"), 0o644))
 	check(t, os.WriteFile(filepath.Join(staged, "a"), []byte("agent a\n"), 0o644))
 	check(t, os.WriteFile(filepath.Join(staged, "z"), []byte("agent z\n"), 0o644))
-	pause := t.TempDir()
 	// Order of creation: a, d, d/f, z: pause once d/f is there.
-	p := w.start([]string{"AIRLOCK_TEST_PAUSE=apply:3:" + pause}, "commit", "d")
-	waitFile(t, filepath.Join(pause, "reached"), p)
-	check(t, os.WriteFile(filepath.Join(w.base, "d", "notes"), []byte("mine\n"), 0o644))
-	check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("human z\n"), 0o644))
-	check(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
-	r := p.WaitSettled()
+	r := w.commitPausedAt("apply:3", "d", func() {
+		check(t, os.WriteFile(filepath.Join(w.base, "d", "notes"), []byte("mine\n"), 0o644))
+		check(t, os.WriteFile(filepath.Join(w.base, "z"), []byte("human z\n"), 0o644))
+	})
 	wantRefusal(t, r, "BaseDrift")
 	for f, want := range map[string]string{"a": "a\n", "z": "human z\n", "d/notes": "mine\n"} {
 		if b, _ := os.ReadFile(filepath.Join(w.base, f)); string(b) != want {

@@ -209,3 +209,16 @@ func (w *world) beforeOrAfter(before, after tree) string {
 	w.t.Fatal(msg)
 	return ""
 }
+
+// commitPausedAt runs `airlock commit id`, paused at the fault point (the
+// tagged build's AIRLOCK_TEST_PAUSE), runs during while it waits there,
+// lets it go on and returns how it ended: an interleaving made exact.
+func (w *world) commitPausedAt(point, id string, during func()) result {
+	w.t.Helper()
+	pause := w.t.TempDir()
+	p := w.start([]string{"AIRLOCK_TEST_PAUSE=" + point + ":" + pause}, "commit", id)
+	waitFile(w.t, filepath.Join(pause, "reached"), p)
+	during()
+	check(w.t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o644))
+	return p.WaitSettled()
+}
