@@ -175,6 +175,17 @@ func TestE2EForgedOpenRecordKeepsTheGate(t *testing.T) {
 	})
 }
 
+// buildMakeProject makes the base a project whose validator is `make
+// test`, which passes while code.txt says GOOD.
+func buildMakeProject(t *testing.T, x *h) {
+	t.Helper()
+	build(t, x.base, tree{
+		".airlock.toml": F(0o644, "validate = \"make test\"\n"),
+		"Makefile":      F(0o644, "test:\n\t@grep -q GOOD code.txt || { echo 'tests fail'; exit 1; }\n"),
+		"code.txt":      F(0o644, "GOOD\n"),
+	})
+}
+
 // TestE2EValidatorEnvironment: the project's validator does not run with
 // the committing process's whole environment, which could neutralise it
 // (MAKEFLAGS=n makes `make test` a dry run, GOFLAGS=-run=^$ runs no Go
@@ -184,11 +195,7 @@ func TestE2EValidatorEnvironment(t *testing.T) {
 	t.Run("MAKEFLAGS", func(t *testing.T) {
 		testbin.Require(t, "make", "the project's validator is `make test`")
 		x := newH(t)
-		build(t, x.base, tree{
-			".airlock.toml": F(0o644, "validate = \"make test\"\n"),
-			"Makefile":      F(0o644, "test:\n\t@grep -q GOOD code.txt || { echo 'tests fail'; exit 1; }\n"),
-			"code.txt":      F(0o644, "GOOD\n"),
-		})
+		buildMakeProject(t, x)
 		before := snapshot(t, x.base, nil)
 		id, staged := x.openOver(x.base)
 		writeFile(t, filepath.Join(staged, "code.txt"), "BROKEN\n")
@@ -226,11 +233,7 @@ func TestE2EValidatorEnvironment(t *testing.T) {
 		// the system's.
 		testbin.Require(t, "make", "the project's validator is `make test`")
 		x := newH(t)
-		build(t, x.base, tree{
-			".airlock.toml": F(0o644, "validate = \"make test\"\n"),
-			"Makefile":      F(0o644, "test:\n\t@grep -q GOOD code.txt || { echo 'tests fail'; exit 1; }\n"),
-			"code.txt":      F(0o644, "GOOD\n"),
-		})
+		buildMakeProject(t, x)
 		before := snapshot(t, x.base, nil)
 		fake := testbin.RealDir(t)
 		for _, n := range []string{"make", "sh", "grep"} {
