@@ -198,6 +198,10 @@ func (t *Tx) copyReceipt(res *Result, o SettleOptions) {
 // settleStaged removes the staged workspace of a settled transaction. A
 // failure leaves it for gc and is recorded, never fatal: the outcome stands.
 func (t *Tx) settleStaged(ctx context.Context) {
+	if t.poolTree(ctx) {
+		t.event(eventStagedPooled, nil)
+		return
+	}
 	err := t.removeStaged(ctx)
 	detail := map[string]any{}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

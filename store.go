@@ -113,7 +113,10 @@ type OpenOptions struct {
 	// of the transaction it reverts instead, and brings the project's
 	// validate along: see undoGate).
 	NoConfig bool
-	Backend  string   // "", "auto" or a backend name
+	Backend  string // "", "auto" or a backend name
+	// Fresh stages a fresh copy even where a pooled tree could be
+	// recycled (see pool.go).
+	Fresh    bool
 	ID       string   // "" generates one
 	Command  []string // recorded in the transaction and its receipt
 	Progress func(done, total int)
@@ -160,6 +163,9 @@ type Record struct {
 	// its own project root.
 	Project manifest.Bytes `json:"project,omitempty"`
 	Under   manifest.Bytes `json:"under,omitempty"`
+	// Staging says how the workspace was made (a fresh copy or a recycled
+	// tree); nil in records of earlier versions.
+	Staging *Staging `json:"staging,omitempty"`
 	// Digest seals the record (sha256 of its JSON with this field empty):
 	// a hand edit that still parses, such as dropping a protected
 	// selector, is refused rather than acted on.
@@ -229,6 +235,7 @@ const (
 	eventRecovered    = "recovered"
 	eventRollForward  = "recovered_forward"
 	eventStagedRemove = "staged_removed"
+	eventStagedPooled = "staged_pooled"
 )
 
 // Open opens a transaction: it checks the preconditions, measures the base
@@ -337,7 +344,15 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	skip := func(rel string, isDir bool) bool {
 		return exclude.MatchSelf(rel, isDir) || noiseSel.MatchSelf(rel, isDir)
 	}
-	res, err := backend.Stage(ctx, stage.Request{Base: base, Dir: staged, Skip: skip, Progress: o.Progress})
+	req := stage.Request{Base: base, Dir: staged, Skip: skip, Progress: o.Progress}
+	staging := &Staging{}
+	var res *stage.Result
+	if backend.Name() == stage.Copy && !o.Fresh {
+		res, staging.Recycled, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req)
+	}
+	if res == nil {
+		res, err = backend.Stage(ctx, req)
+	}
 	g := <-gitDone
 	if err != nil {
 		// A backend the project config chose (worktree over a base that is
@@ -384,7 +399,9 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 		Exclude: excl, Noise: noise, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
 		PortBase: port, Warnings: res.Warnings,
 		Config: cfg.Path, Validate: cfg.Validate, StopHook: string(cfg.Hooks.Stop),
+		Staging: staging,
 	}
+	staging.WalkNs = res.WalkNs
 	if proj.Under != "" {
 		rec.Project, rec.Under = manifest.Bytes(proj.Root), manifest.Bytes(proj.Under)
 	}

@@ -21,6 +21,10 @@ type Tx struct {
 	store *Store
 	st    *state.Tx
 	rec   Record
+	// walked is the staged tree as this process's last diff measured it,
+	// and walkedNs when that walk began: settling pools the tree with it.
+	walked   *manifest.Manifest
+	walkedNs int64
 }
 
 // ID is the transaction's id.
@@ -188,10 +192,12 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now().UnixNano()
 	now, err := manifest.Walk(ctx, t.Path(), manifest.WalkOptions{Skip: noise.MatchSelf})
 	if err != nil {
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
+	t.walked, t.walkedNs = now, start
 	return changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
 }
 

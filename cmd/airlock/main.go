@@ -15,7 +15,10 @@ func main() {
 	// returns from Init.
 	launch.Init()
 	io := cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTerminal: isTerminal(os.Stderr)}
-	os.Exit(cli.Main(context.Background(), os.Args[1:], io))
+	stop := profile()
+	code := cli.Main(context.Background(), os.Args[1:], io)
+	stop()
+	os.Exit(code)
 }
 
 // isTerminal reports whether f is a character device, which is what a

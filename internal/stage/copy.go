@@ -81,6 +81,7 @@ func stageCopy(ctx context.Context, req Request, clone bool) (res *Result, err e
 	if !root.IsDir() {
 		return nil, fmt.Errorf("stage %s: not a directory", quote(base))
 	}
+	walkNs := time.Now().UnixNano()
 	m, err := manifest.Walk(ctx, base, manifest.WalkOptions{Skip: req.Skip})
 	if err != nil {
 		return nil, stopped(ctx, base, err)
@@ -125,7 +126,7 @@ func stageCopy(ctx context.Context, req Request, clone bool) (res *Result, err e
 	if req.Progress != nil {
 		req.Progress(c.total, c.total)
 	}
-	return &Result{Base: m, Staged: staged, Warnings: append(c.warnings, warnings...)}, nil
+	return &Result{Base: m, Staged: staged, Warnings: append(c.warnings, warnings...), WalkNs: walkNs}, nil
 }
 
 // stopped turns a failure caused by the caller's cancellation into one

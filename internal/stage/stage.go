@@ -57,6 +57,10 @@ type Result struct {
 	// Warnings are one-line notes for the user, e.g. a FIFO that was not
 	// staged or a mode the system would not set.
 	Warnings []string
+	// WalkNs is when the walk that measured Base began (ns since the
+	// epoch): a base entry whose ctime is not clearly older could change
+	// again within the same timestamp tick without a trace.
+	WalkNs int64
 }
 
 // Backend makes and removes staged workspaces one way.

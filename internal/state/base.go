@@ -230,3 +230,16 @@ func (b *Base) TryLock() (unlock func(), err error) {
 	}
 	return tryLockFile(filepath.Join(b.dir, "lock"))
 }
+
+// PoolDir returns the directory of the base's pool of recycled staged
+// trees, creating it (0700) if needed: one directory per pooled tree.
+func (b *Base) PoolDir() (string, error) {
+	if err := b.check(); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(b.dir, "pool")
+	if err := ensureDir(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}

@@ -137,3 +137,8 @@ func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 func CheckDir(path string) error {
 	return stateErr("state directory", path, checkDir(path))
 }
+
+// ReadFile reads a state file through the same checks as the store's own
+// files: it must be a regular file of the current user that no one else
+// can write.
+func ReadFile(path string) ([]byte, error) { return readChecked(path) }

@@ -1,0 +1,29 @@
+//go:build !linux
+
+package stage
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// FileID names an inode.
+type FileID struct{ Dev, Ino uint64 }
+
+// Holder is a process that can still reach a tree.
+type Holder struct {
+	PID     int
+	Command string
+	How     string
+}
+
+func (h Holder) String() string {
+	return fmt.Sprintf("process %d (%s) holds it: %s", h.PID, h.Command, h.How)
+}
+
+// Holders cannot look at other processes' descriptors here (no /proc), so
+// it cannot prove a tree free and says so: pooled trees are not reused.
+func Holders(map[FileID]bool, time.Time) ([]Holder, error) {
+	return nil, errors.New("this system has no /proc to prove that no process holds a pooled tree")
+}

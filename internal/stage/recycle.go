@@ -1,0 +1,498 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/manifest"
+)
+
+// Pooled is a staged tree kept after its transaction settled, to be made
+// the next transaction's workspace by Refresh instead of copying the whole
+// base again.
+type Pooled struct {
+	// Tree is the tree as it was measured when it was pooled (the walk of
+	// the settling diff). A tree that differs from it now was written after
+	// its transaction ended and is never reused.
+	Tree *manifest.Manifest
+	// TreeWalkNs is when that walk started: an entry whose ctime is not
+	// clearly older could have been written again within the same
+	// timestamp tick without a trace.
+	TreeWalkNs int64
+	// Source holds, for each pooled file that was provably untouched since
+	// it was staged, the base's stat facts of the very version its bytes
+	// were copied from. A base file that still shows exactly those facts
+	// still holds those bytes (ctime cannot be set by any user call).
+	Source *manifest.Manifest
+	// SourceWalkNs is when the base was measured for Source: a source
+	// entry whose ctime is not clearly older proves nothing by stat alone,
+	// and its bytes are compared.
+	SourceWalkNs int64
+	// Ignore reports paths of the tree that the pooled manifests did not
+	// cover (agent noise the settling diff skipped): they are refreshed
+	// like any other path, but their stat is no evidence of a late writer.
+	Ignore func(rel string, isDir bool) bool
+	// Since is when the tree's transaction opened: a process that cannot
+	// be inspected and started later could be its command's (Holders).
+	Since time.Time
+}
+
+// Refreshed says what Refresh did to a pooled tree.
+type Refreshed struct {
+	Kept    int   // entries left as they were
+	Copied  int   // files and symlinks (re)made from the base
+	Bytes   int64 // bytes of the files copied
+	Removed int   // entries removed (a directory counts once)
+	Dirs    int   // directories made or set back to the base's mode and times
+}
+
+// ErrPoolTouched is wrapped by Refresh's error when the pooled tree was
+// written after it was pooled: it must be deleted, never reused.
+var ErrPoolTouched = errors.New("the pooled tree was written after its transaction ended")
+
+// ErrPoolHeld is wrapped by Refresh's error when a process can still reach
+// the pooled tree (a dev server the last command left running).
+var ErrPoolHeld = errors.New("a process can still reach the pooled tree")
+
+// racyNs is how close to a walk a ctime must be for the walk not to prove
+// that a later write would have moved it: file systems stamp ctime from a
+// coarse clock.
+const racyNs = int64(ctimeSettle)
+
+// Refresh makes req.Dir, which holds a pooled tree, exactly what staging
+// req.Base afresh would make it: the same paths, types, modes, mtimes,
+// sizes, bytes and symlink targets, with no inode shared with the base or
+// within the tree. Only what differs is copied; what the base no longer has
+// (or req.Skip now leaves out) is removed. The Result is what Stage would
+// return. The caller must have proved that no process holds the tree (see
+// Holders); Refresh itself proves that nothing wrote it since it was
+// pooled, and fails with ErrPoolTouched otherwise. On any error the tree
+// is in an unknown state: the caller deletes it.
+func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, error) {
+	if !filepath.IsAbs(req.Base) || !filepath.IsAbs(req.Dir) {
+		return nil, nil, fmt.Errorf("refresh %s from %s: both paths must be absolute", quote(req.Dir), quote(req.Base))
+	}
+	base, dir := filepath.Clean(req.Base), filepath.Clean(req.Dir)
+	root, err := os.Stat(base)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stage %s: %w", quote(base), unwrapPath(err))
+	}
+	if !root.IsDir() {
+		return nil, nil, fmt.Errorf("stage %s: not a directory", quote(base))
+	}
+	// The two walks are independent: run them at once.
+	var m *manifest.Manifest
+	var merr error
+	walkNs := time.Now().UnixNano()
+	walked := make(chan struct{})
+	go func() {
+		defer close(walked)
+		m, merr = manifest.Walk(ctx, base, manifest.WalkOptions{Skip: req.Skip})
+	}()
+	tree, terr := manifest.Walk(ctx, dir, manifest.WalkOptions{})
+	<-walked
+	if terr != nil {
+		return nil, nil, fmt.Errorf("measure pooled tree: %w", terr)
+	}
+	if merr != nil {
+		return nil, nil, stopped(ctx, base, merr)
+	}
+	if err := untouched(p, tree); err != nil {
+		return nil, nil, err
+	}
+	if err := free(dir, tree, p.Since); err != nil {
+		return nil, nil, err
+	}
+	src, err := openSource(base)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer src.close()
+	r := &refresher{ctx: ctx, src: src, dir: dir, base: m, tree: tree, p: p, touched: map[string]bool{}}
+	if err := r.plan(); err != nil {
+		return nil, nil, err
+	}
+	if err := r.apply(req.Progress); err != nil {
+		return nil, nil, stopped(ctx, base, err)
+	}
+	staged, err := r.stagedManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &copier{dir: dir, m: m}
+	for i := range m.Entries {
+		if m.Entries[i].Kind == manifest.KindOther {
+			r.warnings = append(r.warnings, fmt.Sprintf("skipped %s %s: FIFOs, sockets and device nodes are not copied", specialKind(src.abs(m.Entries[i].Path)), quote(m.Entries[i].Path)))
+		}
+	}
+	warnings, err := c.check(staged)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := settleCtimes(ctx, staged); err != nil {
+		return nil, nil, stopped(ctx, base, err)
+	}
+	if req.Progress != nil {
+		req.Progress(len(staged.Entries), len(staged.Entries))
+	}
+	return &Result{Base: m, Staged: staged, Warnings: append(r.warnings, warnings...), WalkNs: walkNs}, &r.stats, nil
+}
+
+// free proves that no process can reach the tree any more (see Holders).
+func free(dir string, tree *manifest.Manifest, since time.Time) error {
+	ids := make(map[FileID]bool, len(tree.Entries)+1)
+	root, err := manifest.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("measure pooled tree: %w", err)
+	}
+	ids[FileID{root.Dev, root.Ino}] = true
+	for i := range tree.Entries {
+		ids[FileID{tree.Entries[i].Dev, tree.Entries[i].Ino}] = true
+	}
+	hs, err := Holders(ids, since)
+	if err != nil {
+		return err
+	}
+	if len(hs) > 0 {
+		return fmt.Errorf("%w: %s", ErrPoolHeld, hs[0])
+	}
+	return nil
+}
+
+// untouched proves that nothing wrote the tree since it was pooled: every
+// entry the pooled walk saw is there with the same stat facts, and nothing
+// is there that it did not see, apart from paths it did not cover.
+func untouched(p Pooled, now *manifest.Manifest) error {
+	if p.Tree == nil {
+		return fmt.Errorf("%w: no record of it", ErrPoolTouched)
+	}
+	i, j := 0, 0
+	was, is := p.Tree.Entries, now.Entries
+	for i < len(was) || j < len(is) {
+		switch {
+		case j == len(is) || (i < len(was) && was[i].Path < is[j].Path):
+			return fmt.Errorf("%w: %s is gone", ErrPoolTouched, quote(was[i].Path))
+		case i == len(was) || is[j].Path < was[i].Path:
+			if p.Ignore == nil || !ignored(p.Ignore, is[j]) {
+				return fmt.Errorf("%w: %s appeared", ErrPoolTouched, quote(is[j].Path))
+			}
+			j++
+		default:
+			if !manifest.SameStat(was[i], is[j]) {
+				return fmt.Errorf("%w: %s changed", ErrPoolTouched, quote(is[j].Path))
+			}
+			i++
+			j++
+		}
+	}
+	return nil
+}
+
+// ignored reports whether e lies in a part of the tree the pooled walk
+// skipped: e itself or one of its parent directories matches.
+func ignored(skip func(string, bool) bool, e manifest.Entry) bool {
+	if skip(e.Path, e.Kind == manifest.KindDir) {
+		return true
+	}
+	for p := e.Path; ; {
+		k := strings.LastIndexByte(p, '/')
+		if k < 0 {
+			return false
+		}
+		p = p[:k]
+		if skip(p, true) {
+			return true
+		}
+	}
+}
+
+type refresher struct {
+	ctx  context.Context
+	src  *source
+	dir  string
+	base *manifest.Manifest // the base now, as staged (updated by copies)
+	tree *manifest.Manifest // the pooled tree now
+	p    Pooled
+
+	remove []string // tree paths to remove, parents before children, none under another
+	create []int    // base entries to make: directories, files, symlinks
+	// kept[i] is the tree's entry kept for base entry i; Kind none where
+	// it is made anew.
+	kept    []manifest.Entry
+	touched map[string]bool // directories whose mode or times must be set back
+	dirs    []int           // base directories to fix, by index
+
+	stats    Refreshed
+	warnings []string
+}
+
+// plan decides, path by path, what stays and what is made again.
+func (r *refresher) plan() error {
+	r.kept = make([]manifest.Entry, len(r.base.Entries))
+	inodes := map[uint64]int{}
+	for _, t := range r.tree.Entries {
+		if t.Kind == manifest.KindFile {
+			inodes[t.Ino]++
+		}
+	}
+	var removedDir string // the last directory removed: its subtree goes with it
+	gone := func(path string) bool {
+		return removedDir != "" && strings.HasPrefix(path, removedDir+"/")
+	}
+	drop := func(t *manifest.Entry) {
+		if gone(t.Path) {
+			return
+		}
+		r.remove = append(r.remove, t.Path)
+		r.touchParent(t.Path)
+		if t.Kind == manifest.KindDir {
+			removedDir = t.Path
+		}
+	}
+	i, j := 0, 0
+	bs, ts := r.base.Entries, r.tree.Entries
+	for i < len(bs) || j < len(ts) {
+		switch {
+		case j == len(ts) || (i < len(bs) && bs[i].Path < ts[j].Path):
+			r.plant(i)
+			i++
+		case i == len(bs) || ts[j].Path < bs[i].Path:
+			drop(&ts[j])
+			j++
+		default:
+			b, t := &bs[i], &ts[j]
+			keep, err := r.keep(b, t, inodes)
+			if os.Getenv("AIRLOCK_DEBUG_RECYCLE") != "" && !keep {
+				fmt.Fprintf(os.Stderr, "recycle: replace %s\n", b.Path)
+			}
+			if err != nil {
+				return err
+			}
+			if gone(t.Path) {
+				keep = false
+			} else if !keep {
+				drop(t)
+			}
+			if keep {
+				r.kept[i] = *t
+				if b.Kind == manifest.KindDir && (t.Mode != b.Mode || t.MtimeNs != b.MtimeNs) {
+					r.touched[b.Path] = true
+				}
+				r.stats.Kept++
+			} else {
+				r.plant(i)
+			}
+			i++
+			j++
+		}
+	}
+	for i := range bs {
+		if bs[i].Kind == manifest.KindDir && r.touched[bs[i].Path] {
+			r.dirs = append(r.dirs, i)
+		}
+	}
+	return nil
+}
+
+// plant marks base entry i to be made in the tree.
+func (r *refresher) plant(i int) {
+	e := &r.base.Entries[i]
+	if e.Kind == manifest.KindOther {
+		return
+	}
+	r.create = append(r.create, i)
+	r.touchParent(e.Path)
+	if e.Kind == manifest.KindDir {
+		r.touched[e.Path] = true
+	}
+}
+
+// touchParent marks the directory holding path: adding or removing an
+// entry moves its mtime.
+func (r *refresher) touchParent(path string) {
+	if k := strings.LastIndexByte(path, '/'); k >= 0 {
+		r.touched[path[:k]] = true
+	} else {
+		r.touched[""] = true
+	}
+}
+
+// keep decides whether the tree's entry t can stay as the staged copy of
+// base entry b.
+func (r *refresher) keep(b, t *manifest.Entry, inodes map[uint64]int) (bool, error) {
+	if b.Kind != t.Kind {
+		return false, nil
+	}
+	switch b.Kind {
+	case manifest.KindDir:
+		return true, nil
+	case manifest.KindSymlink:
+		return t.Target == b.Target && t.MtimeNs == b.MtimeNs, nil
+	case manifest.KindFile:
+	default:
+		return false, nil
+	}
+	// A file another tree path shares (a hard link the command made)
+	// would carry a write to one path into the other.
+	if inodes[t.Ino] > 1 {
+		return false, nil
+	}
+	// Only a file untouched since it was staged holds the bytes of a
+	// known base version; its pooled stat must be clearly older than the
+	// pooled walk, or a same-tick write could hide.
+	was, ok := r.p.Tree.Lookup(t.Path)
+	if !ok || !manifest.SameStat(*was, *t) || t.CtimeNs >= r.p.TreeWalkNs-racyNs {
+		return false, nil
+	}
+	s, ok := r.p.Source.Lookup(t.Path)
+	if !ok || t.Mode != s.Mode || t.Size != s.Size || t.MtimeNs != s.MtimeNs {
+		return false, nil
+	}
+	if s.Kind != b.Kind || s.Mode != b.Mode || s.Size != b.Size || s.MtimeNs != b.MtimeNs ||
+		s.CtimeNs != b.CtimeNs || s.Ino != b.Ino || s.Dev != b.Dev {
+		return false, nil
+	}
+	if s.CtimeNs < r.p.SourceWalkNs-racyNs {
+		return true, nil
+	}
+	// Stat cannot decide: the base version was measured within a tick of
+	// its last change. Compare bytes.
+	return r.sameBytes(b, t)
+}
+
+// sameBytes compares a base file's bytes with the tree's, both opened
+// without following links.
+func (r *refresher) sameBytes(b, t *manifest.Entry) (bool, error) {
+	in, err := r.src.openFile(b.Path)
+	if err != nil {
+		return false, nil // the copy will say what is wrong with it
+	}
+	defer in.Close()
+	out, err := os.OpenFile(r.dst(t.Path), sourceFlags, 0)
+	if err != nil {
+		return false, nil
+	}
+	defer out.Close()
+	x, y := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		n, errx := io.ReadFull(in, x)
+		m, erry := io.ReadFull(out, y)
+		if n != m || string(x[:n]) != string(y[:m]) {
+			return false, nil
+		}
+		if errx == io.EOF || errx == io.ErrUnexpectedEOF {
+			return erry == io.EOF || erry == io.ErrUnexpectedEOF, nil
+		}
+		if errx != nil || erry != nil {
+			return false, nil
+		}
+	}
+}
+
+func (r *refresher) dst(rel string) string {
+	return r.dir + string(filepath.Separator) + filepath.FromSlash(rel)
+}
+
+// apply removes what goes, makes what comes, and sets every touched
+// directory back to the base's mode and times, deepest first.
+func (r *refresher) apply(report func(done, total int)) error {
+	for _, rel := range r.remove {
+		p := r.dst(rel)
+		// A command may have left a directory without write permission.
+		if err := removeTree(r.ctx, p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("refresh staged workspace: remove %s: %w", quote(p), err)
+		}
+		r.stats.Removed++
+	}
+	sub := &manifest.Manifest{Entries: make([]manifest.Entry, len(r.create))}
+	for k, i := range r.create {
+		sub.Entries[k] = r.base.Entries[i]
+	}
+	c := newCopier(r.ctx, r.src, r.dir, sub, report)
+	defer c.cancel(nil)
+	defer c.meter.Done()
+	for _, level := range c.dirs {
+		if err := c.each(c.byParent(level), true, c.mkdir); err != nil {
+			return err
+		}
+	}
+	if err := c.each(c.byParent(c.files), true, c.copyFile); err != nil {
+		return err
+	}
+	if err := c.each(c.byParent(c.links), true, c.symlink); err != nil {
+		return err
+	}
+	// The copies may have found newer versions than the walk: the base
+	// manifest records what was copied.
+	for k, i := range r.create {
+		r.base.Entries[i] = sub.Entries[k]
+		switch sub.Entries[k].Kind {
+		case manifest.KindFile:
+			r.stats.Copied++
+			r.stats.Bytes += sub.Entries[k].Size
+			r.kept[i] = c.staged[k]
+		case manifest.KindSymlink:
+			r.stats.Copied++
+			r.kept[i] = c.staged[k]
+		}
+	}
+	fix := &manifest.Manifest{}
+	for _, i := range r.dirs {
+		fix.Entries = append(fix.Entries, r.base.Entries[i])
+	}
+	f := &copier{ctx: c.ctx, cancel: c.cancel, dir: r.dir, m: fix, now: time.Now().UnixNano(), staged: make([]manifest.Entry, len(fix.Entries))}
+	f.meter = c.meter
+	byDepth := map[int][]int{}
+	deepest := 0
+	for k := range fix.Entries {
+		d := strings.Count(fix.Entries[k].Path, "/")
+		byDepth[d] = append(byDepth[d], k)
+		deepest = max(deepest, d)
+	}
+	for d := deepest; d >= 0; d-- {
+		if err := f.each(f.byParent(byDepth[d]), false, f.fixDir); err != nil {
+			return err
+		}
+	}
+	for k, i := range r.dirs {
+		r.kept[i] = f.staged[k]
+	}
+	r.stats.Dirs = len(fix.Entries)
+	if r.touched[""] {
+		fi, err := os.Stat(r.src.path)
+		if err != nil {
+			return fmt.Errorf("stat base %s: %w", quote(r.src.path), unwrapPath(err))
+		}
+		if err := os.Chmod(r.dir, fi.Mode()&manifest.ModeMask); err != nil {
+			return fmt.Errorf("set mode of staged workspace %s: %w", quote(r.dir), unwrapPath(err))
+		}
+		if err := setTimes(r.dir, time.Now().UnixNano(), fi.ModTime().UnixNano()); err != nil {
+			return fmt.Errorf("set times of staged workspace %s: %w", quote(r.dir), err)
+		}
+	}
+	return nil
+}
+
+// stagedManifest is the refreshed tree's stat, entry for entry with the
+// base manifest, as staging afresh would have measured it.
+func (r *refresher) stagedManifest() (*manifest.Manifest, error) {
+	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(r.base.Entries))}
+	for i := range r.base.Entries {
+		b := &r.base.Entries[i]
+		if b.Kind == manifest.KindOther {
+			continue
+		}
+		if r.kept[i].Kind == manifest.KindNone {
+			return nil, fmt.Errorf("refresh staged workspace: %s was not staged", quote(b.Path))
+		}
+		out.Entries = append(out.Entries, r.kept[i])
+	}
+	return out, nil
+}

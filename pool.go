@@ -1,0 +1,322 @@
+package airlock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/selector"
+	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+// Recycling. Copying a large base for every transaction is the cost users
+// feel most on file systems that cannot clone. A settled copy-backend
+// transaction's staged tree differs from the base only where its change set
+// (or, once committed, nothing) says; instead of deleting it, settling puts
+// it in a small pool per base, and the next open over the same base
+// refreshes it (stage.Refresh): only what differs is copied. The pool keeps,
+// with each tree, the walk that settled it and the base's stat facts of the
+// versions its untouched files were copied from, so that a refresh proves
+// by stat (bytes where stat cannot decide) what it may keep. A tree is
+// reused only when nothing wrote it after its transaction ended and no
+// process can still reach it; otherwise it is deleted and the base copied
+// afresh.
+
+const (
+	// poolMax is how many trees a base's pool keeps: enough for a few
+	// agents working over one base at once; each costs a full copy on disk.
+	poolMax = 2
+	// poolMaxAge is how long a pooled tree waits to be reused before gc
+	// deletes it.
+	poolMaxAge = 7 * 24 * time.Hour
+
+	poolRecordFile = "pool.json"
+	poolTreeFile   = "tree.manifest"
+	poolSourceFile = "source.manifest"
+	poolTreeDir    = "tree"
+	recycleDir     = "recycle"
+)
+
+// Staging says how a transaction's workspace was made.
+type Staging struct {
+	// WalkNs is when the base's walk began (ns since the epoch).
+	WalkNs int64 `json:"walk_ns"`
+	// Recycled is set when the workspace is a pooled tree refreshed to the
+	// base instead of a fresh copy.
+	Recycled *Recycled `json:"recycled,omitempty"`
+	// NotRecycled says why a pooled tree was there but not reused.
+	NotRecycled string `json:"not_recycled,omitempty"`
+}
+
+// Recycled says what refreshing a pooled tree took.
+type Recycled struct {
+	From    string `json:"from"`    // the transaction whose tree it was
+	Kept    int    `json:"kept"`    // entries kept as they were
+	Copied  int    `json:"copied"`  // files and symlinks copied from the base
+	Bytes   int64  `json:"bytes"`   // bytes copied
+	Removed int    `json:"removed"` // entries removed
+}
+
+// poolRecord is pool.json, beside a pooled tree.
+type poolRecord struct {
+	Tx       string    `json:"tx"`
+	Base     Bytes     `json:"base"`
+	Opened   time.Time `json:"opened"`    // when the transaction opened: its command started later
+	PooledAt time.Time `json:"pooled_at"` // when it was pooled
+	// TreeWalkNs and SourceWalkNs: see stage.Pooled.
+	TreeWalkNs   int64     `json:"tree_walk_ns"`
+	SourceWalkNs int64     `json:"source_walk_ns"`
+	Noise        Selectors `json:"noise,omitempty"`
+	Bytes        int64     `json:"bytes"`   // bytes of the tree's files
+	Entries      int       `json:"entries"` // its entries
+}
+
+// recycles reports whether this system can prove a pooled tree free
+// (stage.Holders needs /proc).
+func recycles() bool { return runtime.GOOS == "linux" }
+
+// poolTree puts the settled transaction's staged tree into its base's pool,
+// and reports whether it did. Only a copy-backend tree whose settling diff
+// walked it in this process qualifies: that walk is the record later reuse
+// is checked against.
+func (t *Tx) poolTree(ctx context.Context) bool {
+	if !recycles() || t.rec.Backend != stage.Copy || t.walked == nil || t.rec.Staging == nil {
+		return false
+	}
+	b, err := t.stateBase()
+	if err != nil {
+		return false
+	}
+	dir, err := b.PoolDir()
+	if err != nil {
+		return false
+	}
+	slot := filepath.Join(dir, t.ID())
+	tmp := slot + ".tmp"
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return false
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	src, err := t.poolSource()
+	if err != nil {
+		return false
+	}
+	rec := poolRecord{
+		Tx: t.ID(), Base: t.rec.Base, Opened: t.rec.CreatedAt, PooledAt: time.Now().UTC(),
+		TreeWalkNs: t.walkedNs, SourceWalkNs: t.rec.Staging.WalkNs, Noise: t.rec.Noise,
+		Entries: len(t.walked.Entries),
+	}
+	for i := range t.walked.Entries {
+		rec.Bytes += t.walked.Entries[i].Size
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return false
+	}
+	if t.walked.Save(filepath.Join(tmp, poolTreeFile)) != nil ||
+		src.Save(filepath.Join(tmp, poolSourceFile)) != nil ||
+		os.WriteFile(filepath.Join(tmp, poolRecordFile), data, 0o600) != nil {
+		return false
+	}
+	if os.Rename(t.Path(), filepath.Join(tmp, poolTreeDir)) != nil {
+		return false
+	}
+	if err := os.Rename(tmp, slot); err != nil {
+		// Put the tree back where removing it is the ordinary path.
+		os.Rename(filepath.Join(tmp, poolTreeDir), t.Path())
+		return false
+	}
+	ok = true
+	t.store.trimPool(ctx, dir)
+	return true
+}
+
+// poolSource lists, for each staged file the settling walk found untouched
+// since open (by every stat fact, and not one open had to hash), the base's
+// stat facts of the version it was copied from.
+func (t *Tx) poolSource() (*manifest.Manifest, error) {
+	base, err := t.loadManifest(baseManifestFile)
+	if err != nil {
+		return nil, err
+	}
+	open, err := t.loadManifest(stagedOpenFile)
+	if err != nil {
+		return nil, err
+	}
+	out := &manifest.Manifest{}
+	for i := range t.walked.Entries {
+		e := &t.walked.Entries[i]
+		if e.Kind != manifest.KindFile {
+			continue
+		}
+		o, ok := open.Lookup(e.Path)
+		if !ok || !manifest.SameStat(*o, *e) || changeset.Racy(*o) {
+			continue
+		}
+		if b, ok := base.Lookup(e.Path); ok && b.Kind == manifest.KindFile {
+			out.Entries = append(out.Entries, *b)
+		}
+	}
+	return out, nil
+}
+
+// trimPool deletes the oldest pooled trees beyond poolMax, and any pooled
+// tree older than poolMaxAge.
+func (s *Store) trimPool(ctx context.Context, dir string) {
+	slots := poolSlots(dir)
+	for i, sl := range slots {
+		if i >= poolMax || time.Since(sl.rec.PooledAt) > poolMaxAge {
+			dropPooled(ctx, sl.dir)
+		}
+	}
+}
+
+type pooled struct {
+	dir string
+	rec poolRecord
+	err error // why its record cannot be read
+}
+
+// poolSlots lists a pool's trees, newest first. A slot whose record cannot
+// be read is listed last, with err set.
+func poolSlots(dir string) []pooled {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []pooled
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || strings.Contains(name, ".") {
+			continue
+		}
+		p := pooled{dir: filepath.Join(dir, name)}
+		data, err := state.ReadFile(filepath.Join(p.dir, poolRecordFile))
+		if err == nil {
+			err = json.Unmarshal(data, &p.rec)
+		}
+		p.err = err
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b pooled) int {
+		if (a.err == nil) != (b.err == nil) {
+			if a.err == nil {
+				return -1
+			}
+			return 1
+		}
+		return b.rec.PooledAt.Compare(a.rec.PooledAt)
+	})
+	return out
+}
+
+// dropPooled deletes a pooled tree: renamed aside at once (so that no open
+// claims it), deleted in the background.
+func dropPooled(ctx context.Context, dir string) error {
+	trash := dir + ".drop"
+	if err := os.Rename(dir, trash); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	b, _ := stage.Get(stage.Copy)
+	return stage.Retire(ctx, b, trash)
+}
+
+// recycle makes req.Dir from one of the base's pooled trees, refreshed to
+// the base. It returns nil (and why, when there was a tree to try) when no
+// tree could be used: the caller stages afresh.
+func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request) (*stage.Result, *Recycled, string) {
+	if !recycles() {
+		return nil, nil, ""
+	}
+	dir, err := b.PoolDir()
+	if err != nil {
+		return nil, nil, ""
+	}
+	why := ""
+	for _, sl := range poolSlots(dir) {
+		if sl.err != nil {
+			dropPooled(ctx, sl.dir)
+			continue
+		}
+		// Claim it: a rename succeeds for one open only.
+		claimed := filepath.Join(txDir, recycleDir)
+		if err := os.Rename(sl.dir, claimed); err != nil {
+			continue
+		}
+		res, info, err := s.refresh(ctx, claimed, sl.rec, req)
+		if err == nil {
+			os.RemoveAll(claimed)
+			return res, info, ""
+		}
+		why = err.Error()
+		// Whatever is left of it is deleted, never reused.
+		if _, serr := os.Lstat(req.Dir); serr == nil {
+			os.Rename(req.Dir, filepath.Join(claimed, poolTreeDir))
+		}
+		dropPooled(ctx, claimed)
+	}
+	return nil, nil, why
+}
+
+// refresh checks a claimed pooled tree and refreshes it into req.Dir.
+func (s *Store) refresh(ctx context.Context, claimed string, rec poolRecord, req stage.Request) (*stage.Result, *Recycled, error) {
+	load := func(name string) (*manifest.Manifest, error) {
+		p := filepath.Join(claimed, name)
+		data, err := state.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		return manifest.Parse(p, data)
+	}
+	tree, err := load(poolTreeFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := load(poolSourceFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	noise, err := selector.New(rec.Noise)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.Rename(filepath.Join(claimed, poolTreeDir), req.Dir); err != nil {
+		return nil, nil, err
+	}
+	res, done, err := stage.Refresh(ctx, req, stage.Pooled{
+		Tree: tree, TreeWalkNs: rec.TreeWalkNs, Source: src, SourceWalkNs: rec.SourceWalkNs,
+		Ignore: noise.MatchSelf, Since: rec.Opened,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, &Recycled{From: rec.Tx, Kept: done.Kept, Copied: done.Copied, Bytes: done.Bytes, Removed: done.Removed}, nil
+}
+
+// poolBytes reports what a base's pool holds: trees and bytes.
+func poolUsage(dir string) (trees int, bytes int64) {
+	for _, sl := range poolSlots(dir) {
+		trees++
+		bytes += sl.rec.Bytes
+	}
+	return trees, bytes
+}
+
