@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -146,33 +145,12 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 	return true
 }
 
-// poolSource lists, for each staged file the settling walk found untouched
-// since open (by every stat fact, and not one open had to hash), the base's
-// stat facts of the version it was copied from.
+// poolSource: see stage.PoolSource.
 func (t *Tx) poolSource() (*manifest.Manifest, error) {
-	base, err := t.loadManifest(baseManifestFile)
-	if err != nil {
-		return nil, err
+	if t.baseOpen == nil || t.stagedOpen == nil {
+		return nil, errors.New("no open manifests loaded")
 	}
-	open, err := t.loadManifest(stagedOpenFile)
-	if err != nil {
-		return nil, err
-	}
-	out := &manifest.Manifest{}
-	for i := range t.walked.Entries {
-		e := &t.walked.Entries[i]
-		if e.Kind != manifest.KindFile {
-			continue
-		}
-		o, ok := open.Lookup(e.Path)
-		if !ok || !manifest.SameStat(*o, *e) || changeset.Racy(*o) {
-			continue
-		}
-		if b, ok := base.Lookup(e.Path); ok && b.Kind == manifest.KindFile {
-			out.Entries = append(out.Entries, *b)
-		}
-	}
-	return out, nil
+	return stage.PoolSource(t.baseOpen, t.stagedOpen, t.walked), nil
 }
 
 // trimPool deletes the oldest pooled trees beyond poolMax, and any pooled
@@ -319,4 +297,3 @@ func poolUsage(dir string) (trees int, bytes int64) {
 	}
 	return trees, bytes
 }
-

@@ -25,6 +25,8 @@ type Tx struct {
 	// and walkedNs when that walk began: settling pools the tree with it.
 	walked   *manifest.Manifest
 	walkedNs int64
+	// baseOpen and stagedOpen are the open manifests that diff loaded.
+	baseOpen, stagedOpen *manifest.Manifest
 }
 
 // ID is the transaction's id.
@@ -198,6 +200,7 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
 	t.walked, t.walkedNs = now, start
+	t.baseOpen, t.stagedOpen = base, open
 	return changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
 }
 

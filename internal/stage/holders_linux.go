@@ -12,9 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// FileID names an inode.
-type FileID struct{ Dev, Ino uint64 }
-
 // Holder is a process that can still reach a tree: its working or root
 // directory, an open descriptor, a mapped file or a mount of its own lies
 // in it.
@@ -33,7 +30,7 @@ func (h Holder) String() string {
 // and cannot be inspected is reported too: the check fails closed for
 // anything the tree's last command could have started. Processes that
 // started before since cannot have been given the tree by its command.
-func Holders(ids map[FileID]bool, since time.Time) ([]Holder, error) {
+func Holders(ids FileIDs, since time.Time) ([]Holder, error) {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("read /proc: %w", err)
@@ -45,7 +42,7 @@ func Holders(ids map[FileID]bool, since time.Time) ([]Holder, error) {
 	self := os.Getpid()
 	selfNS, _ := os.Readlink("/proc/self/ns/mnt")
 	var devs = map[uint64]bool{}
-	for id := range ids {
+	for _, id := range ids {
 		devs[id.Dev] = true
 	}
 	var out []Holder
@@ -61,7 +58,7 @@ func Holders(ids map[FileID]bool, since time.Time) ([]Holder, error) {
 	return out, nil
 }
 
-func holds(pid int, ids map[FileID]bool, devs map[uint64]bool, selfNS string, since time.Time, boot time.Time, tick int64) (Holder, bool) {
+func holds(pid int, ids FileIDs, devs map[uint64]bool, selfNS string, since time.Time, boot time.Time, tick int64) (Holder, bool) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	comm, err := os.ReadFile(dir + "/comm")
 	if err != nil {
@@ -70,7 +67,7 @@ func holds(pid int, ids map[FileID]bool, devs map[uint64]bool, selfNS string, si
 	h := Holder{PID: pid, Command: strings.TrimSpace(string(comm))}
 	in := func(path string) bool {
 		var st unix.Stat_t
-		return unix.Stat(path, &st) == nil && ids[FileID{uint64(st.Dev), st.Ino}]
+		return unix.Stat(path, &st) == nil && ids.Has(FileID{uint64(st.Dev), st.Ino})
 	}
 	for _, l := range []string{"cwd", "root"} {
 		if in(dir + "/" + l) {
@@ -114,7 +111,7 @@ func holds(pid int, ids map[FileID]bool, devs map[uint64]bool, selfNS string, si
 }
 
 // mappedFrom reports whether a process maps a file that is one of ids.
-func mappedFrom(maps string, ids map[FileID]bool) bool {
+func mappedFrom(maps string, ids FileIDs) bool {
 	f, err := os.Open(maps)
 	if err != nil {
 		return false
@@ -141,7 +138,7 @@ func mappedFrom(maps string, ids map[FileID]bool) bool {
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		if ids[FileID{unix.Mkdev(uint32(ma), uint32(mi)), ino}] {
+		if ids.Has(FileID{unix.Mkdev(uint32(ma), uint32(mi)), ino}) {
 			return true
 		}
 	}
@@ -150,7 +147,7 @@ func mappedFrom(maps string, ids map[FileID]bool) bool {
 
 // mountedFrom looks through a process's mounts on the tree's file system
 // for one whose root, seen from inside its namespace, is in the tree.
-func mountedFrom(dir string, ids map[FileID]bool, devs map[uint64]bool) (string, bool) {
+func mountedFrom(dir string, ids FileIDs, devs map[uint64]bool) (string, bool) {
 	b, err := os.ReadFile(dir + "/mountinfo")
 	if err != nil {
 		return "", false
@@ -172,7 +169,7 @@ func mountedFrom(dir string, ids map[FileID]bool, devs map[uint64]bool) (string,
 		}
 		mp := unescapeMount(fields[4])
 		var st unix.Stat_t
-		if unix.Stat(dir+"/root"+mp, &st) == nil && ids[FileID{uint64(st.Dev), st.Ino}] {
+		if unix.Stat(dir+"/root"+mp, &st) == nil && ids.Has(FileID{uint64(st.Dev), st.Ino}) {
 			return mp, true
 		}
 	}

@@ -8,9 +8,6 @@ import (
 	"time"
 )
 
-// FileID names an inode.
-type FileID struct{ Dev, Ino uint64 }
-
 // Holder is a process that can still reach a tree.
 type Holder struct {
 	PID     int
@@ -24,6 +21,6 @@ func (h Holder) String() string {
 
 // Holders cannot look at other processes' descriptors here (no /proc), so
 // it cannot prove a tree free and says so: pooled trees are not reused.
-func Holders(map[FileID]bool, time.Time) ([]Holder, error) {
+func Holders(FileIDs, time.Time) ([]Holder, error) {
 	return nil, errors.New("this system has no /proc to prove that no process holds a pooled tree")
 }

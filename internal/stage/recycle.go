@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/manifest"
 )
 
@@ -42,6 +43,30 @@ type Pooled struct {
 	// Since is when the tree's transaction opened: a process that cannot
 	// be inspected and started later could be its command's (Holders).
 	Since time.Time
+}
+
+// PoolSource makes Pooled.Source for a settled tree: for each file the
+// settling walk found untouched since open (every stat fact as staged, and
+// not one whose staging was too recent for stat to prove it unchanged), the
+// base's stat facts of the version it was copied from. base and open are
+// the transaction's manifests from open (Result.Base, Result.Staged);
+// walked is the settling walk.
+func PoolSource(base, open, walked *manifest.Manifest) *manifest.Manifest {
+	out := &manifest.Manifest{}
+	for i := range walked.Entries {
+		e := &walked.Entries[i]
+		if e.Kind != manifest.KindFile {
+			continue
+		}
+		o, ok := open.Lookup(e.Path)
+		if !ok || !manifest.SameStat(*o, *e) || changeset.Racy(*o) {
+			continue
+		}
+		if b, ok := base.Lookup(e.Path); ok && b.Kind == manifest.KindFile {
+			out.Entries = append(out.Entries, *b)
+		}
+	}
+	return out
 }
 
 // Refreshed says what Refresh did to a pooled tree.
@@ -104,9 +129,11 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 	if merr != nil {
 		return nil, nil, stopped(ctx, base, merr)
 	}
-	if err := untouched(p, tree); err != nil {
+	covered, err := untouched(p, tree)
+	if err != nil {
 		return nil, nil, err
 	}
+	p.Tree = nil // proven equal where covered: let it go
 	if err := free(dir, tree, p.Since); err != nil {
 		return nil, nil, err
 	}
@@ -115,7 +142,7 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 		return nil, nil, err
 	}
 	defer src.close()
-	r := &refresher{ctx: ctx, src: src, dir: dir, base: m, tree: tree, p: p, touched: map[string]bool{}}
+	r := &refresher{ctx: ctx, src: src, dir: dir, base: m, tree: tree, covered: covered, p: p, touched: map[string]bool{}}
 	if err := r.plan(); err != nil {
 		return nil, nil, err
 	}
@@ -147,16 +174,16 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 
 // free proves that no process can reach the tree any more (see Holders).
 func free(dir string, tree *manifest.Manifest, since time.Time) error {
-	ids := make(map[FileID]bool, len(tree.Entries)+1)
+	list := make([]FileID, 0, len(tree.Entries)+1)
 	root, err := manifest.Lstat(dir)
 	if err != nil {
 		return fmt.Errorf("measure pooled tree: %w", err)
 	}
-	ids[FileID{root.Dev, root.Ino}] = true
+	list = append(list, FileID{root.Dev, root.Ino})
 	for i := range tree.Entries {
-		ids[FileID{tree.Entries[i].Dev, tree.Entries[i].Ino}] = true
+		list = append(list, FileID{tree.Entries[i].Dev, tree.Entries[i].Ino})
 	}
-	hs, err := Holders(ids, since)
+	hs, err := Holders(NewFileIDs(list), since)
 	if err != nil {
 		return err
 	}
@@ -169,30 +196,33 @@ func free(dir string, tree *manifest.Manifest, since time.Time) error {
 // untouched proves that nothing wrote the tree since it was pooled: every
 // entry the pooled walk saw is there with the same stat facts, and nothing
 // is there that it did not see, apart from paths it did not cover.
-func untouched(p Pooled, now *manifest.Manifest) error {
+// It reports which entries of now the pooled walk covered.
+func untouched(p Pooled, now *manifest.Manifest) ([]bool, error) {
 	if p.Tree == nil {
-		return fmt.Errorf("%w: no record of it", ErrPoolTouched)
+		return nil, fmt.Errorf("%w: no record of it", ErrPoolTouched)
 	}
+	covered := make([]bool, len(now.Entries))
 	i, j := 0, 0
 	was, is := p.Tree.Entries, now.Entries
 	for i < len(was) || j < len(is) {
 		switch {
 		case j == len(is) || (i < len(was) && was[i].Path < is[j].Path):
-			return fmt.Errorf("%w: %s is gone", ErrPoolTouched, quote(was[i].Path))
+			return nil, fmt.Errorf("%w: %s is gone", ErrPoolTouched, quote(was[i].Path))
 		case i == len(was) || is[j].Path < was[i].Path:
 			if p.Ignore == nil || !ignored(p.Ignore, is[j]) {
-				return fmt.Errorf("%w: %s appeared", ErrPoolTouched, quote(is[j].Path))
+				return nil, fmt.Errorf("%w: %s appeared", ErrPoolTouched, quote(is[j].Path))
 			}
 			j++
 		default:
 			if !manifest.SameStat(was[i], is[j]) {
-				return fmt.Errorf("%w: %s changed", ErrPoolTouched, quote(is[j].Path))
+				return nil, fmt.Errorf("%w: %s changed", ErrPoolTouched, quote(is[j].Path))
 			}
+			covered[j] = true
 			i++
 			j++
 		}
 	}
-	return nil
+	return covered, nil
 }
 
 // ignored reports whether e lies in a part of the tree the pooled walk
@@ -219,7 +249,9 @@ type refresher struct {
 	dir  string
 	base *manifest.Manifest // the base now, as staged (updated by copies)
 	tree *manifest.Manifest // the pooled tree now
-	p    Pooled
+	// covered[j] says tree entry j is as the pooled walk saw it (untouched).
+	covered []bool
+	p       Pooled
 
 	remove []string // tree paths to remove, parents before children, none under another
 	create []int    // base entries to make: directories, files, symlinks
@@ -268,10 +300,7 @@ func (r *refresher) plan() error {
 			j++
 		default:
 			b, t := &bs[i], &ts[j]
-			keep, err := r.keep(b, t, inodes)
-			if os.Getenv("AIRLOCK_DEBUG_RECYCLE") != "" && !keep {
-				fmt.Fprintf(os.Stderr, "recycle: replace %s\n", b.Path)
-			}
+			keep, err := r.keep(b, t, r.covered[j], inodes)
 			if err != nil {
 				return err
 			}
@@ -326,7 +355,7 @@ func (r *refresher) touchParent(path string) {
 
 // keep decides whether the tree's entry t can stay as the staged copy of
 // base entry b.
-func (r *refresher) keep(b, t *manifest.Entry, inodes map[uint64]int) (bool, error) {
+func (r *refresher) keep(b, t *manifest.Entry, covered bool, inodes map[uint64]int) (bool, error) {
 	if b.Kind != t.Kind {
 		return false, nil
 	}
@@ -347,8 +376,7 @@ func (r *refresher) keep(b, t *manifest.Entry, inodes map[uint64]int) (bool, err
 	// Only a file untouched since it was staged holds the bytes of a
 	// known base version; its pooled stat must be clearly older than the
 	// pooled walk, or a same-tick write could hide.
-	was, ok := r.p.Tree.Lookup(t.Path)
-	if !ok || !manifest.SameStat(*was, *t) || t.CtimeNs >= r.p.TreeWalkNs-racyNs {
+	if !covered || t.CtimeNs >= r.p.TreeWalkNs-racyNs {
 		return false, nil
 	}
 	s, ok := r.p.Source.Lookup(t.Path)

@@ -1,0 +1,234 @@
+package stage
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/manifest"
+)
+
+// noiseSkip stands for the agent-noise excludes, which the settling walk
+// leaves out.
+func noiseSkip(rel string, isDir bool) bool {
+	return strings.HasPrefix(rel[strings.LastIndexByte(rel, '/')+1:], ".aider")
+}
+
+// pool stages base into a new directory, lets change play the command,
+// and pools the result as a settling transaction would.
+func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
+	t.Helper()
+	dir := stageDir(t)
+	opened := time.Now()
+	res, err := copyBackend{}.Stage(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if change != nil {
+		change(dir)
+	}
+	// The settling diff comes later than any write the command made
+	// within the same timestamp tick.
+	time.Sleep(2 * time.Duration(racyNs))
+	walkNs := time.Now().UnixNano()
+	walked, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{Skip: noiseSkip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, Pooled{
+		Tree: walked, TreeWalkNs: walkNs,
+		Source: PoolSource(res.Base, res.Staged, walked), SourceWalkNs: res.WalkNs,
+		Ignore: noiseSkip, Since: opened,
+	}
+}
+
+// TestRefreshMatchesFreshCopy: a pooled tree that a command changed,
+// refreshed to a base that changed too, is what staging afresh makes:
+// every path, type, mode, mtime, byte and target, with no inode shared
+// with the base or within the tree, and manifests that say so.
+func TestRefreshMatchesFreshCopy(t *testing.T) {
+	for _, settle := range []time.Duration{0, 3 * time.Duration(racyNs)} {
+		name := "base measured within a tick (bytes compared)"
+		if settle > 0 {
+			name = "base measured later (stat decides)"
+		}
+		t.Run(name, func(t *testing.T) {
+			base := buildTree(t)
+			time.Sleep(settle)
+			dir, p := pool(t, base, func(dir string) {
+				writeAll(t, filepath.Join(dir, "one"), "changed by the command")
+				writeAll(t, filepath.Join(dir, "added.txt"), "added by the command")
+				must(t, os.Remove(filepath.Join(dir, "exec.sh")))
+				must(t, os.Chmod(filepath.Join(dir, "secret"), 0o644))
+				must(t, os.Remove(filepath.Join(dir, "empty")))
+				must(t, os.MkdirAll(filepath.Join(dir, "empty/x"), 0o755))
+				must(t, os.Remove(filepath.Join(dir, "rel-link")))
+				must(t, os.Symlink("elsewhere", filepath.Join(dir, "rel-link")))
+				// A hard link the command made inside the tree.
+				must(t, os.Link(filepath.Join(dir, "big.bin"), filepath.Join(dir, "a/hard")))
+				must(t, os.MkdirAll(filepath.Join(dir, "node_modules/new"), 0o755))
+				writeAll(t, filepath.Join(dir, "a/b/new.log"), "excluded, but made by the command")
+				must(t, os.Chmod(filepath.Join(dir, "a/b/c"), 0o700))
+			})
+			// The base moves on while the tree waits in the pool.
+			writeAll(t, filepath.Join(base, "a/b/c/d/deep.txt"), "deep, changed in the base\n")
+			writeAll(t, filepath.Join(base, "newbase.txt"), "new in the base\n")
+			must(t, os.Remove(filepath.Join(base, "with space/file x")))
+			must(t, os.Remove(filepath.Join(base, "dangling")))
+			writeAll(t, filepath.Join(base, "dangling"), "a file now\n")
+			must(t, os.MkdirAll(filepath.Join(base, "nd/x"), 0o755))
+			// Agent noise that appeared after the settling walk is no sign of
+			// a late writer, and is not staged.
+			writeAll(t, filepath.Join(dir, ".aider.chat"), "noise")
+
+			res, done, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh := stageDir(t)
+			want, err := copyBackend{}.Stage(t.Context(), Request{Base: base, Dir: fresh, Skip: skipExcluded})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, exp := facts(t, dir, nil), facts(t, fresh, nil)
+			for path, e := range exp {
+				g, ok := got[path]
+				if !ok {
+					t.Errorf("%q: missing from the refreshed tree", path)
+					continue
+				}
+				if g.typ != e.typ || g.mode != e.mode || g.mtime != e.mtime || g.data != e.data {
+					t.Errorf("%q: refreshed %v %o mtime %d %q, fresh copy %v %o mtime %d %q", path, g.typ, g.mode, g.mtime, short(g.data), e.typ, e.mode, e.mtime, short(e.data))
+				}
+			}
+			for path := range got {
+				if _, ok := exp[path]; !ok {
+					t.Errorf("%q: in the refreshed tree, not in a fresh copy", path)
+				}
+			}
+			// No inode shared within the tree or with the base.
+			seen := map[uint64]string{}
+			baseFacts := facts(t, base, nil)
+			for path, g := range got {
+				if g.typ.IsDir() {
+					continue
+				}
+				if other, ok := seen[g.ino]; ok {
+					t.Errorf("%q and %q share an inode in the refreshed tree", path, other)
+				}
+				seen[g.ino] = path
+				if b, ok := baseFacts[path]; ok && b.ino == g.ino {
+					t.Errorf("%q shares its inode with the base", path)
+				}
+			}
+			// The manifests are what staging afresh would have recorded.
+			if len(res.Base.Entries) != len(want.Base.Entries) || len(res.Staged.Entries) != len(want.Staged.Entries) {
+				t.Fatalf("manifests: %d base and %d staged entries, fresh %d and %d", len(res.Base.Entries), len(res.Staged.Entries), len(want.Base.Entries), len(want.Staged.Entries))
+			}
+			for i := range res.Base.Entries {
+				if !manifest.SameStat(res.Base.Entries[i], want.Base.Entries[i]) {
+					t.Errorf("base manifest entry %q = %+v, fresh %+v", res.Base.Entries[i].Path, res.Base.Entries[i], want.Base.Entries[i])
+				}
+			}
+			for i, s := range res.Staged.Entries {
+				now, err := manifest.Lstat(filepath.Join(dir, filepath.FromSlash(s.Path)))
+				now.Path = s.Path
+				if err != nil || !manifest.SameStat(now, s) {
+					t.Errorf("staged manifest entry %q = %+v, the tree has %+v (%v)", s.Path, s, now, err)
+				}
+				if w := want.Staged.Entries[i]; !manifest.SameShape(s, w) || s.Size != w.Size || s.MtimeNs != w.MtimeNs {
+					t.Errorf("staged manifest entry %q = %+v, fresh %+v", s.Path, s, w)
+				}
+			}
+			if done.Copied == 0 || done.Kept == 0 || done.Removed == 0 {
+				t.Errorf("refresh kept %d, copied %d, removed %d: want some of each", done.Kept, done.Copied, done.Removed)
+			}
+			if settle > 0 && done.Copied > 12 {
+				t.Errorf("refresh copied %d entries; only the few the command and the base changed differ", done.Copied)
+			}
+		})
+	}
+}
+
+func short(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+func writeAll(t *testing.T, p, s string) {
+	t.Helper()
+	must(t, os.WriteFile(p, []byte(s), 0o644))
+}
+
+// TestRefreshRefusesWrittenTree: a pooled tree written after its
+// transaction settled is never reused, whatever the write.
+func TestRefreshRefusesWrittenTree(t *testing.T) {
+	for name, write := range map[string]func(dir string){
+		"modified": func(dir string) { writeAll(t, filepath.Join(dir, "one"), "late") },
+		"added":    func(dir string) { writeAll(t, filepath.Join(dir, "late.txt"), "late") },
+		"deleted":  func(dir string) { must(t, os.Remove(filepath.Join(dir, "secret"))) },
+		"chmod":    func(dir string) { must(t, os.Chmod(filepath.Join(dir, "one"), 0o600)) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			base := buildTree(t)
+			dir, p := pool(t, base, nil)
+			write(dir)
+			_, _, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+			if !errors.Is(err, ErrPoolTouched) {
+				t.Fatalf("Refresh after a late write: %v, want ErrPoolTouched", err)
+			}
+		})
+	}
+}
+
+// TestRefreshRefusesHeldTree: a process that can still reach the pooled
+// tree (a dev server left running) keeps it from being reused, until it
+// is gone.
+func TestRefreshRefusesHeldTree(t *testing.T) {
+	for name, start := range map[string]func(dir string) *exec.Cmd{
+		"cwd": func(dir string) *exec.Cmd {
+			c := exec.Command("sleep", "30")
+			c.Dir = filepath.Join(dir, "a")
+			return c
+		},
+		"open descriptor": func(dir string) *exec.Cmd {
+			c := exec.Command("sh", "-c", `exec 3<"$1"; exec sleep 30`, "sh", filepath.Join(dir, "one"))
+			c.Dir = "/"
+			return c
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			base := buildTree(t)
+			dir, p := pool(t, base, nil)
+			c := start(dir)
+			must(t, c.Start())
+			defer c.Process.Kill()
+			// The descriptor is open once sh has exec'd sleep.
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				if b, _ := os.ReadFile("/proc/" + strconv.Itoa(c.Process.Pid) + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			_, _, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+			if !errors.Is(err, ErrPoolHeld) || !strings.Contains(err.Error(), "sleep") {
+				t.Fatalf("Refresh with a holder: %v, want ErrPoolHeld naming sleep", err)
+			}
+			c.Process.Signal(syscall.SIGKILL)
+			c.Wait()
+			if _, _, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p); err != nil {
+				t.Fatalf("Refresh once the holder is gone: %v", err)
+			}
+		})
+	}
+}
+
