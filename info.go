@@ -39,6 +39,10 @@ type Info struct {
 	Branch     string `json:"branch,omitempty"`
 	BranchHead string `json:"branch_head,omitempty"`
 	BranchKept bool   `json:"branch_kept,omitempty"`
+	// Recycled says how much of a recycled workspace was copied (see
+	// Staging); NotRecycled why a pooled tree was there but not reused.
+	Recycled    *Recycled `json:"recycled,omitempty"`
+	NotRecycled string    `json:"not_recycled,omitempty"`
 	// Error says why a transaction listed as corrupt cannot be read.
 	Error string `json:"error,omitempty"`
 }
@@ -55,6 +59,9 @@ func (t *Tx) Info(ctx context.Context) (_ *Info, err error) {
 		ID: t.ID(), Status: st, Base: t.Base(), Backend: t.rec.Backend, Path: t.Path(),
 		CreatedAt: t.rec.CreatedAt, PID: t.rec.PID, OwnerAlive: alive(t.rec.PID),
 		PortBase: t.rec.PortBase,
+	}
+	if sg := t.rec.Staging; sg != nil {
+		in.Recycled, in.NotRecycled = sg.Recycled, sg.NotRecycled
 	}
 	if !st.Settled() {
 		in.StagedBytes = diskUsage(t.Path())

@@ -98,6 +98,11 @@ func newShowCmd(io IO) *cobra.Command {
 			fmt.Fprintf(w, "base:      %s\n", escapeValue(in.Base))
 			fmt.Fprintf(w, "backend:   %s\n", in.Backend)
 			fmt.Fprintf(w, "staged:    %s (%s)\n", escapeValue(in.Path), size(in.StagedBytes))
+			if r := in.Recycled; r != nil {
+				fmt.Fprintf(w, "recycled:  the tree of %s, refreshed: %d entries kept, %d copied (%s), %d removed\n", r.From, r.Kept, r.Copied, size(r.Bytes), r.Removed)
+			} else if in.NotRecycled != "" {
+				fmt.Fprintf(w, "recycled:  no, copied afresh: %s\n", in.NotRecycled)
+			}
 			fmt.Fprintf(w, "created:   %s (%s ago)\n", in.CreatedAt.Format(time.RFC3339), age(in.CreatedAt))
 			fmt.Fprintf(w, "owner:     pid %d, %s\n", in.PID, map[bool]string{true: "alive", false: "gone"}[in.OwnerAlive])
 			fmt.Fprintf(w, "ports:     %d-%d\n", in.PortBase, in.PortBase+9)

@@ -110,6 +110,7 @@ type txFlags struct {
 	noDefaultProtect bool
 	approve          bool
 	backend          string
+	fresh            bool
 	validate         string
 	id               string
 	receipt          string
@@ -124,6 +125,7 @@ func (f *txFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.noDefaultProtect, "no-default-protect", false, "drop the default protected selectors ("+strings.Join(airlock.DefaultProtect, ", ")+") from this transaction's own list; the project's protection, defaults included unless its .airlock.toml sets default_protect = false, still holds at commit")
 	fl.BoolVar(&f.approve, "approve", false, "approve changes to protected paths")
 	fl.StringVar(&f.backend, "backend", "auto", "how the staged workspace is made: auto|copy|reflink|overlay|worktree")
+	fl.BoolVar(&f.fresh, "fresh", false, "copy the base afresh instead of recycling a pooled staged tree (backend copy)")
 	fl.StringVar(&f.validate, "validate", "", validateHelp)
 	fl.StringVar(&f.id, "id", "", "the transaction id ([A-Za-z0-9._-]{1,64}; default: generated)")
 	f.flags = fl
@@ -146,7 +148,7 @@ func (f *txFlags) check() error {
 func (f *txFlags) openOptions(command []string) airlock.OpenOptions {
 	return airlock.OpenOptions{
 		Base: f.workdir, Exclude: f.exclude, Protect: f.protect,
-		NoDefaultProtect: f.noDefaultProtect, Backend: f.backend, ID: f.id, Command: command,
+		NoDefaultProtect: f.noDefaultProtect, Backend: f.backend, Fresh: f.fresh, ID: f.id, Command: command,
 	}
 }
 

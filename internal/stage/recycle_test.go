@@ -231,4 +231,3 @@ func TestRefreshRefusesHeldTree(t *testing.T) {
 		})
 	}
 }
-
