@@ -3,7 +3,11 @@ package airlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"github.com/airlockdev/airlock/internal/state"
 	"os"
+	"path/filepath"
+	"strconv"
 
 	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/launch"
@@ -49,9 +53,30 @@ func (s *Store) Doctor(base string) []Check {
 		}
 		out = append(out, Check{"auto", true, "picks " + b.Name() + " for " + base + ": " + detail})
 	}
+	out = append(out, s.recycleCheck(base))
 	gitOK, gitWhy := gitVersion()
 	out = append(out, Check{"git", gitOK, gitWhy})
 	return out
+}
+
+// recycleCheck reports whether copy-backend trees are recycled here, and
+// what the base's pool holds.
+func (s *Store) recycleCheck(base string) Check {
+	if !recycles() {
+		return Check{"recycle", false, "staged trees are not recycled on this system: proving that no process still holds a pooled tree needs Linux's /proc"}
+	}
+	why := "a settled copy transaction's tree is kept (newest " + strconv.Itoa(poolMax) + " per base) and refreshed by the next open instead of copied afresh"
+	if abs, err := resolveBase(base); err == nil {
+		if dev, ino, err := identity(abs); err == nil {
+			// Only look: doctor creates no state for a base.
+			dir := filepath.Join(s.Dir(), "bases", state.BaseKey(dev, ino), "pool")
+			if state.CheckDir(dir) == nil {
+				n, bytes := poolUsage(dir)
+				why += fmt.Sprintf("; the pool of %s holds %d tree(s), %.1f MiB of files", abs, n, float64(bytes)/(1<<20))
+			}
+		}
+	}
+	return Check{"recycle", true, why}
 }
 
 func gitVersion() (bool, string) {

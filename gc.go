@@ -27,11 +27,18 @@ type GCOptions struct {
 	// IDs, when set, limits gc to these transactions and allows removing
 	// refused ones and open ones whose owner process is gone.
 	IDs []string
+	// DropPool removes every pooled staged tree (see Staging). Without it
+	// gc trims the pools: trees beyond the newest two of a base, and trees
+	// older than OlderThan (7 days when OlderThan is 0).
+	DropPool bool
 }
 
 // GCItem is one transaction gc looked at.
 type GCItem struct {
-	ID      string
+	ID string
+	// Pooled marks a recycled staged tree kept in its base's pool (ID is
+	// the transaction it came from), not a transaction's state.
+	Pooled  bool
 	Status  Status
 	Bytes   int64 // disk its state uses
 	Removed bool  // removed (or, in a dry run, would be)
@@ -160,6 +167,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 	if err != nil {
 		return items, freed, err
 	}
+	items, freed = s.gcPools(ctx, o, items, freed)
 	for _, b := range bases {
 		n, err := s.pruneOriginals(b, gone, o.DryRun)
 		if err != nil {

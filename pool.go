@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -287,6 +288,52 @@ func (s *Store) refresh(ctx context.Context, claimed string, rec poolRecord, req
 		return nil, nil, err
 	}
 	return res, &Recycled{From: rec.Tx, Kept: done.Kept, Copied: done.Copied, Bytes: done.Bytes, Removed: done.Removed}, nil
+}
+
+// gcPools trims every base's pool (see GCOptions.DropPool), and removes a
+// pooled tree whose transaction was named.
+func (s *Store) gcPools(ctx context.Context, o GCOptions, items []GCItem, freed int64) ([]GCItem, int64) {
+	dirs, err := s.st.PoolDirs()
+	if err != nil {
+		return items, freed
+	}
+	maxAge := o.OlderThan
+	if maxAge == 0 {
+		maxAge = poolMaxAge
+	}
+	for dir := range dirs {
+		for i, sl := range poolSlots(dir) {
+			it := GCItem{ID: filepath.Base(sl.dir), Pooled: true, Bytes: diskUsage(sl.dir)}
+			age := time.Since(sl.rec.PooledAt)
+			switch {
+			case len(o.IDs) > 0:
+				if !slices.Contains(o.IDs, it.ID) {
+					continue
+				}
+				it.Removed, it.Reason = true, "pooled tree, named"
+			case sl.err != nil:
+				it.Removed, it.Reason = true, "pooled tree whose record cannot be read"
+			case o.DropPool:
+				it.Removed, it.Reason = true, "pooled tree, --drop-pool"
+			case i >= poolMax:
+				it.Removed, it.Reason = true, fmt.Sprintf("pooled tree beyond the newest %d of base %s", poolMax, sl.rec.Base)
+			case age > maxAge:
+				it.Removed, it.Reason = true, fmt.Sprintf("pooled tree unused for %s", age.Round(time.Minute))
+			default:
+				it.Reason = fmt.Sprintf("kept: pooled tree of base %s, recycled by its next open", sl.rec.Base)
+			}
+			if it.Removed && !o.DryRun {
+				if err := dropPooled(ctx, sl.dir); err != nil {
+					it.Removed, it.Reason = false, "kept: "+err.Error()
+				}
+			}
+			if it.Removed {
+				freed += it.Bytes
+			}
+			items = append(items, it)
+		}
+	}
+	return items, freed
 }
 
 // poolBytes reports what a base's pool holds: trees and bytes.

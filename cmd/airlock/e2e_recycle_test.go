@@ -120,3 +120,35 @@ func TestE2ERecycleNeverLeaksALeftoverProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EGCTrimsThePool: gc reports what the pool holds, keeps it by
+// default, removes it with --drop-pool (a dry run removes nothing), and
+// the next run then copies afresh.
+func TestE2EGCTrimsThePool(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"f": F(0o644, "f\n")})
+	backdate(t, x.base, time.Hour)
+	r1 := x.airlock("run", "--workdir", x.base, "--", "true")
+	wantBlock(t, r1, map[string]string{"outcome": "no_changes"})
+	id := r1.Settle["tx"]
+	dry := x.airlock("gc", "--dry-run", "--drop-pool")
+	wantCode(t, dry, 0)
+	if !strings.Contains(dry.Stdout, "would remove the pooled tree of "+id) {
+		t.Errorf("gc --dry-run --drop-pool does not report the pooled tree of %s:\n%s", id, dry.Stdout)
+	}
+	keep := x.airlock("gc")
+	wantCode(t, keep, 0)
+	if !strings.Contains(keep.Stdout, "kept 1 pooled staged tree") {
+		t.Errorf("gc does not say it kept the pooled tree:\n%s", keep.Stdout)
+	}
+	drop := x.airlock("gc", "--drop-pool")
+	wantCode(t, drop, 0)
+	if !strings.Contains(drop.Stdout, "removed the pooled tree of "+id) {
+		t.Errorf("gc --drop-pool does not report removing the pooled tree:\n%s", drop.Stdout)
+	}
+	r2 := x.airlock("run", "--workdir", x.base, "--", "true")
+	wantBlock(t, r2, map[string]string{"outcome": "no_changes"})
+	if s := x.showRecycle(r2.Settle["tx"]); s.Recycled != nil {
+		t.Errorf("a run after gc --drop-pool recycled %+v", s.Recycled)
+	}
+}

@@ -148,23 +148,32 @@ func landWord(r *airlock.Result) string {
 
 func newGCCmd(io IO) *cobra.Command {
 	var olderThan time.Duration
-	var dryRun bool
+	var dryRun, dropPool bool
 	c := &cobra.Command{
-		Use:   "gc [ID...] [--older-than DUR] [--dry-run]",
+		Use:   "gc [ID...] [--older-than DUR] [--dry-run] [--drop-pool]",
 		Short: "Remove settled transactions' state (named ones also when refused, or open with their owner gone)",
 		RunE: func(c *cobra.Command, ids []string) error {
 			st, err := store()
 			if err != nil {
 				return err
 			}
-			items, freed, err := st.GC(c.Context(), airlock.GCOptions{OlderThan: olderThan, DryRun: dryRun, IDs: ids})
+			items, freed, err := st.GC(c.Context(), airlock.GCOptions{OlderThan: olderThan, DryRun: dryRun, IDs: ids, DropPool: dropPool})
 			sort.SliceStable(items, func(a, b int) bool { return items[a].Removed && !items[b].Removed })
 			verb := "removed"
 			if dryRun {
 				verb = "would remove"
 			}
-			var kept, held int64
+			var kept, held, pooled, poolBytes int64
 			for _, it := range items {
+				if it.Pooled {
+					if it.Removed {
+						fmt.Fprintf(io.Out, "%s the pooled tree of %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
+					} else {
+						pooled++
+						poolBytes += it.Bytes
+					}
+					continue
+				}
 				if it.Removed {
 					fmt.Fprintf(io.Out, "%s %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
 				} else if slices.Contains(ids, it.ID) || len(ids) == 0 {
@@ -179,10 +188,14 @@ func newGCCmd(io IO) *cobra.Command {
 				// transaction can hold far more than gc frees.
 				fmt.Fprintf(io.Out, "kept %d transaction%s holding %s\n", kept, map[bool]string{true: "", false: "s"}[kept == 1], size(held))
 			}
+			if pooled > 0 {
+				fmt.Fprintf(io.Out, "kept %d pooled staged tree%s holding %s, for the next open over their bases to recycle (--drop-pool removes them)\n", pooled, map[bool]string{true: "", false: "s"}[pooled == 1], size(poolBytes))
+			}
 			return err
 		},
 	}
 	c.Flags().DurationVar(&olderThan, "older-than", 0, "keep transactions settled more recently than `DUR` (e.g. 24h)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed; remove nothing")
+	c.Flags().BoolVar(&dropPool, "drop-pool", false, "also remove every pooled staged tree (kept for recycling; without this flag gc keeps the newest two per base that are younger than --older-than, or 7 days)")
 	return c
 }

@@ -316,3 +316,29 @@ func (s *Store) checkLegacy(b *Base) error {
 	}
 	return fmt.Errorf("%s, the state an earlier airlock version kept for base %s, marks an apply of transaction %s in flight, and could not be moved to %s, where this version keeps it (an older airlock process holds its lock, its base.json cannot be read, or that directory exists already): stop older airlock processes and run this command again; if it persists, recover with the airlock version that made the commit", dir, b.path, id, b.dir)
 }
+
+// PoolDirs lists the pools of recycled staged trees (Base.PoolDir) that
+// exist, each with the base path its base.json records.
+func (s *Store) PoolDirs() (map[string]string, error) {
+	root := filepath.Join(s.dir, "bases")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list bases in %s: %w", root, err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		if !e.IsDir() || !isKey(e.Name()) {
+			continue
+		}
+		dir := filepath.Join(root, e.Name(), "pool")
+		if checkDir(dir) != nil {
+			continue
+		}
+		rec, _ := readRecord(filepath.Join(root, e.Name(), "base.json"))
+		out[dir] = rec.Path
+	}
+	return out, nil
+}
