@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlockdev/airlock/internal/safefs"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -142,6 +143,9 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 		return false
 	}
 	ok = true
+	// A pool is a cache, but the commit's report comes after this: the
+	// state it names must be what a power loss leaves.
+	safefs.SyncDir(dir)
 	t.store.trimPool(ctx, dir)
 	return true
 }
@@ -302,6 +306,16 @@ func (s *Store) gcPools(ctx context.Context, o GCOptions, items []GCItem, freed 
 		maxAge = poolMaxAge
 	}
 	for dir := range dirs {
+		// What a crash left half-pooled (.tmp) or half-dropped (.drop).
+		if ents, err := os.ReadDir(dir); err == nil && !o.DryRun {
+			for _, e := range ents {
+				if n := e.Name(); strings.HasSuffix(n, ".drop") || strings.HasSuffix(n, ".tmp") {
+					if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+						dropPooled(ctx, filepath.Join(dir, n))
+					}
+				}
+			}
+		}
 		for i, sl := range poolSlots(dir) {
 			it := GCItem{ID: filepath.Base(sl.dir), Pooled: true, Bytes: diskUsage(sl.dir)}
 			age := time.Since(sl.rec.PooledAt)
