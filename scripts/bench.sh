@@ -126,7 +126,8 @@ for r in $(seq 1 "$RUNS"); do
 	m "git worktree add" git -C "$BIG" worktree add -q --detach "$WORK/wt-$r"
 	for b in $BACKENDS; do
 		sleep 2
-		m "open --backend $b" "$AIRLOCK" open --workdir "$BIG" --backend "$b" --id "s-$b-$r"
+		# --fresh: the first open over a base, never a recycled tree
+		m "open --backend $b" "$AIRLOCK" open --workdir "$BIG" --backend "$b" --fresh --id "s-$b-$r"
 	done
 
 	# diff after a 10-file edit, against git status in the base
@@ -155,6 +156,14 @@ for r in $(seq 1 "$RUNS"); do
 		quiet
 		m "run -- true ($b)" "$AIRLOCK" run --workdir "$BIG" --backend "$b" --quiet -- true
 	done
+	# copy recycles the staged trees of settled transactions: a second run
+	# refreshes the first one's tree, and a run after a committed 10-file
+	# change copies those files again
+	quiet
+	"$AIRLOCK" run --workdir "$BIG" --backend copy --quiet -- true
+	m "second run -- true (copy)" "$AIRLOCK" run --workdir "$BIG" --backend copy --quiet -- true
+	"$AIRLOCK" run --workdir "$BIG" --backend copy --quiet -- sh -c "$(declare -f commit10); commit10 . after$r"
+	m "run -- true after a committed 10-file change (copy)" "$AIRLOCK" run --workdir "$BIG" --backend copy --quiet -- true
 	# the copies and worktree of this round go in the background too
 	# (KEEP=1 keeps everything until you remove it, so that no deletion
 	# slows the next round)
@@ -164,14 +173,20 @@ for r in $(seq 1 "$RUNS"); do
 	fi
 done
 
+# the background worktree removals change $BIG/.git: let them finish
+wait
+quiet
 if [ -x /usr/bin/time ]; then
+	/usr/bin/time -f %M -o "$WORK/rss" "$AIRLOCK" run --workdir "$BIG" --backend copy --quiet -- true >/dev/null 2>&1
+	RSS="$RSS run-recycled/copy=$(($(cat "$WORK/rss") / 1024)) MiB"
 	for b in $BACKENDS; do
-		/usr/bin/time -f %M -o "$WORK/rss" "$AIRLOCK" open --workdir "$BIG" --backend "$b" --id "rss-$b" >/dev/null 2>&1
+		/usr/bin/time -f %M -o "$WORK/rss" "$AIRLOCK" open --workdir "$BIG" --backend "$b" --fresh --id "rss-$b" >/dev/null 2>"$WORK/err" || { cat "$WORK/err" >&2; exit 1; }
 		RSS="$RSS open/$b=$(($(cat "$WORK/rss") / 1024)) MiB"
 		commit10 "$AIRLOCK_STATE_DIR/tx/rss-$b/staged" "rss$b"
 		/usr/bin/time -f %M -o "$WORK/rss" "$AIRLOCK" commit "rss-$b" --quiet >/dev/null 2>&1 || true
 		RSS="$RSS commit/$b=$(($(cat "$WORK/rss") / 1024)) MiB"
 	done
+	PEAK=$(printf '%s\n' $RSS | grep -o '=[0-9]*' | tr -d = | sort -n | tail -1)
 fi
 
 ms() { median "${T[$1]}"; }
@@ -198,8 +213,27 @@ done
 for b in $BACKENDS; do
 	echo "| \`airlock run -- true\` ($b) | $(ms "run -- true ($b)") | |"
 done
+echo "| second \`airlock run -- true\` (copy, recycled) | $(ms "second run -- true (copy)") | $(ratio "second run -- true (copy)" "git status --porcelain") of git status, $(ratio "second run -- true (copy)" "cp -a") of cp -a |"
+echo "| \`airlock run -- true\` after a committed 10-file change (copy, recycled) | $(ms "run -- true after a committed 10-file change (copy)") | $(ratio "run -- true after a committed 10-file change (copy)" "git status --porcelain") of git status, $(ratio "run -- true after a committed 10-file change (copy)" "cp -a") of cp -a |"
 echo
 echo "peak RSS:$RSS"
+
+# target NAME OP BASE MAX: met when median(OP)/median(BASE) <= MAX
+target() {
+	local v
+	v=$(awk -v a="$(ms "$2")" -v b="$(ms "$3")" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "inf" }')
+	awk -v v="$v" -v max="$4" -v name="$1" 'BEGIN { printf "- %s: %s× (target ≤ %s×): %s\n", name, v, max, (v != "inf" && v + 0 <= max + 0) ? "met" : "MISSED" }'
+}
+echo
+echo "targets (issue 12):"
+target "second run -- true (copy) vs git status --porcelain" "second run -- true (copy)" "git status --porcelain" 10
+target "second run -- true (copy) vs cp -a" "second run -- true (copy)" "cp -a" 0.05
+target "run -- true after a committed 10-file change (copy) vs git status --porcelain" "run -- true after a committed 10-file change (copy)" "git status --porcelain" 10
+target "run -- true after a committed 10-file change (copy) vs cp -a" "run -- true after a committed 10-file change (copy)" "cp -a" 0.05
+target "first open (copy) vs cp -a" "open --backend copy" "cp -a" 0.5
+if [ -n "${PEAK:-}" ]; then
+	awk -v p="$PEAK" 'BEGIN { printf "- peak RSS: %d MiB (target ≤ 64 MiB): %s\n", p, (p <= 64) ? "met" : "MISSED" }'
+fi
 echo
 echo "raw samples (µs):"
 for k in "${!T[@]}"; do echo "  $k:${T[$k]}"; done | sort
