@@ -300,6 +300,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 			t.event("remote_moved", map[string]any{"attempt": out.Attempts, "branch": ref})
 			continue
 		}
+		fault.Point("land-remote:pushed")
 		out.Commit = commit
 		out.Result, err = t.recordLanded(ctx, rc, data, set, so)
 		return out, err

@@ -237,7 +237,7 @@ func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o a
 	}
 	switch {
 	case failed > 0:
-		return fmt.Errorf("%d of %d transactions could not be landed into %s of %s", failed, len(ids), o.Branch, o.Remote)
+		return fmt.Errorf("%d of %d transactions could not be landed into branch %s (see above)", failed, len(ids), o.Branch)
 	case refused > 0:
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of %d transactions were refused and are kept; the others landed", refused, len(ids))}
 	}
