@@ -230,7 +230,7 @@ func TestE2ERemoteRacingHosts(t *testing.T) {
 			k := i*perHost + j
 			id := hst.open(map[string]string{
 				fmt.Sprintf("h%d-%d.txt", i, j): fmt.Sprintf("host %d tx %d\n", i, j),
-				"shared.txt":                     editLine(shared, 2*k+1, fmt.Sprintf("edited by host %d tx %d", i, j)),
+				"shared.txt":                    editLine(shared, 2*k+1, fmt.Sprintf("edited by host %d tx %d", i, j)),
 			})
 			p.ids = append(p.ids, id)
 		}
