@@ -62,7 +62,6 @@ func startDaemon(t *testing.T) *gitServer {
 	cmd := exec.Command("git", "daemon", "--enable=receive-pack", "--export-all", "--reuseaddr", "--informative-errors",
 		"--base-path="+root, "--listen=127.0.0.1", "--port="+port, root)
 	cmd.Env = gitEnv()
-	cmd.SysProcAttr = nil
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start git daemon: %v", err)
 	}
