@@ -401,6 +401,33 @@ func TestE2ERemoteHTTPIdempotentProtectedAuth(t *testing.T) {
 		t.Errorf("a refused landing pushed: main %s→%s, notes %s→%s", head, h, notes, n)
 	}
 
+	// A validator that fails on the candidate refuses, nothing pushed.
+	bad := hst.open(map[string]string{"d.txt": "d\n"})
+	r = hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", "--validate", "test ! -e d.txt", bad)
+	if r.Code != 75 || !strings.Contains(r.Stdout, "ValidationFailed") {
+		t.Errorf("a failing validator: want exit 75 ValidationFailed\n%s", r)
+	}
+	// The clone is still at the seed: an edit of a.txt overlaps the one
+	// that landed (MergeConflict); once another host deleted a.txt, an
+	// edit of it cannot be merged at all (BaseDrift). Nothing is pushed.
+	clash := hst.open(map[string]string{"a.txt": "a3\n"})
+	r = hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", clash)
+	if r.Code != 75 || !strings.Contains(r.Stdout, "refused (MergeConflict)") {
+		t.Errorf("an overlapping edit: want exit 75 MergeConflict\n%s", r)
+	}
+	other := newRemoteHost(t, srv.url("p.git"))
+	gitIn(t, other.clone, "rm", "-q", "a.txt")
+	gitIn(t, other.clone, "commit", "-q", "-m", "rm a")
+	gitIn(t, other.clone, "push", "-q", "origin", "HEAD:main")
+	head = gitIn(t, bare, "rev-parse", "main")
+	r = hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", clash)
+	if r.Code != 75 || !strings.Contains(r.Stdout, "refused (BaseDrift)") {
+		t.Errorf("an edit of a file the branch deleted: want exit 75 BaseDrift\n%s", r)
+	}
+	if h, n := gitIn(t, bare, "rev-parse", "main"), gitIn(t, bare, "rev-parse", "refs/notes/airlock"); h != head || n != notes {
+		t.Errorf("a refused landing pushed: main %s→%s, notes %s→%s", head, h, notes, n)
+	}
+
 	locked := startHTTP(t, "sekrit")
 	locked.seed(t, "q.git", map[string]string{"a.txt": "a\n"})
 	// The host's clone came from elsewhere: the remote is a URL here.
