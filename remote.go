@@ -813,7 +813,15 @@ func (t *Tx) commitCandidate(ctx context.Context, l *landing, tree, head string,
 	fmt.Fprintf(&msg, "airlock: land transaction %s\n\n", t.ID())
 	fmt.Fprintf(&msg, "%d added, %d modified, %d deleted", a, m, d)
 	if len(t.rec.Command) > 0 {
-		fmt.Fprintf(&msg, " by `%s`", strings.Join(plain(t.rec.Command), " "))
+		// One line, whatever the argv holds: a newline in it must not make
+		// the message carry a trailer of the command's choosing.
+		cmd := strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f {
+				return ' '
+			}
+			return r
+		}, strings.Join(plain(t.rec.Command), " "))
+		fmt.Fprintf(&msg, " by `%s`", cmd)
 	}
 	fmt.Fprintf(&msg, ".\n\n%s: %s\n", TxTrailer, t.ID())
 	args := append(gitIdentity(ctx, t.Base()), "commit-tree", tree, "-p", head, "-F", "-")
