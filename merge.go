@@ -67,29 +67,17 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		var content []byte
-		switch {
-		case bytes.Equal(theirs, anc), bytes.Equal(theirs, ours):
-			content = ours
-		case bytes.Equal(ours, anc):
-			content = theirs
-		case !merge.IsText(anc) || !merge.IsText(ours) || !merge.IsText(theirs):
+		content, how, err := mergeContent(anc, ours, theirs)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("merge %s: %w", c.Path, err)
+		}
+		switch how {
+		case mergeImpossible:
 			unmergeable = append(unmergeable, c.Path)
 			continue
-		default:
-			m, clean, err := merge.Text(anc, ours, theirs)
-			if errors.Is(err, merge.ErrTooCostly) || errors.Is(err, merge.ErrNotText) {
-				unmergeable = append(unmergeable, c.Path)
-				continue
-			}
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("merge %s: %w", c.Path, err)
-			}
-			if !clean {
-				conflicts = append(conflicts, c.Path)
-				continue
-			}
-			content = m
+		case mergeConflict:
+			conflicts = append(conflicts, c.Path)
+			continue
 		}
 		digest, err := changeset.WriteObject(objects, content)
 		if err != nil {
@@ -119,6 +107,39 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string
 		}
 	}
 	return ops, prepared, nil, nil
+}
+
+// mergeHow is how a three-way merge of one file's content went.
+type mergeHow int
+
+const (
+	merged          mergeHow = iota // content is the result
+	mergeImpossible                 // not text, or too costly to merge: BaseDrift
+	mergeConflict                   // overlapping edits: MergeConflict
+)
+
+// mergeContent three-way merges one regular file: the commit's merge
+// (mergeDrifted) and a landing's into a remote branch decide alike.
+func mergeContent(anc, ours, theirs []byte) ([]byte, mergeHow, error) {
+	switch {
+	case bytes.Equal(theirs, anc), bytes.Equal(theirs, ours):
+		return ours, merged, nil
+	case bytes.Equal(ours, anc):
+		return theirs, merged, nil
+	case !merge.IsText(anc) || !merge.IsText(ours) || !merge.IsText(theirs):
+		return nil, mergeImpossible, nil
+	}
+	m, clean, err := merge.Text(anc, ours, theirs)
+	if errors.Is(err, merge.ErrTooCostly) || errors.Is(err, merge.ErrNotText) {
+		return nil, mergeImpossible, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	if !clean {
+		return nil, mergeConflict, nil
+	}
+	return m, merged, nil
 }
 
 // ancestor finds the content a base file had at open: the original an

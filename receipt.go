@@ -42,7 +42,12 @@ type Receipt struct {
 	// Validators are the validate commands that ran on the candidate
 	// tree, in order; after a ValidationFailed refusal the last one failed.
 	Validators []string
-	Digest     string
+	// LandedBranch and LandedCommit: the branch of a git remote the
+	// transaction was landed into (refs/heads/...) and the commit the
+	// landing made there; both or neither (Store.LandRemote).
+	LandedBranch string
+	LandedCommit string
+	Digest       string
 }
 
 // The conversions below are type changes, not copies: Receipt has the

@@ -30,6 +30,11 @@ const (
 	// change set is no longer that one: the agent changed the staged
 	// workspace after the review.
 	ReviewStale RefusalKind = "ReviewStale"
+	// RemoteMoved: a landing into a git remote (Store.LandRemote) found
+	// the branch (or its receipt notes) moved by another pusher on every
+	// attempt, up to its bound; each attempt fetched, merged and validated
+	// afresh, and nothing was pushed.
+	RemoteMoved RefusalKind = "RemoteMoved"
 )
 
 // Refusal is the error a commit returns when it refused. The base is as it

@@ -100,7 +100,22 @@ func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []jour
 	if err != nil {
 		return nil, nil, fmt.Errorf("build the validation candidate: %w", err)
 	}
-	logPath := w.log
+	return t.runValidators(ctx, cmds, gate, candidateRun{dir: dir, base: runAt, log: w.log})
+}
+
+// candidateRun is where validators run: the candidate tree dir, shown at
+// base's path where same-path mode can be had, starting in sub (a
+// slash-separated directory of dir, "" for its top), with their output in
+// log.
+type candidateRun struct {
+	dir, base, sub, log string
+}
+
+// runValidators runs cmds in order in one candidate tree, as validate
+// describes; the first that fails refuses. It returns the commands that
+// ran.
+func (t *Tx) runValidators(ctx context.Context, cmds []string, gate *project, at candidateRun) (*Refusal, []string, error) {
+	logPath := at.log
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("validation log: %w", err)
@@ -130,7 +145,7 @@ func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []jour
 		}
 		env = append(env, "AIRLOCK_TX="+t.ID(), "AIRLOCK_VALIDATE=1")
 		res, runErr := launch.Run(ctx, launch.Spec{
-			Argv: []string{shell, "-c", cmd}, Staged: dir, Base: runAt, Env: env,
+			Argv: []string{shell, "-c", cmd}, Staged: at.dir, Base: at.base, Dir: at.sub, Env: env,
 			SamePath: true, Stdout: logf, Stderr: logf,
 		})
 		logf.Sync()

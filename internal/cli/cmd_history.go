@@ -14,16 +14,22 @@ import (
 )
 
 func newLogCmd(io IO) *cobra.Command {
-	var workdir string
+	var workdir, remote, branch string
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "log [--workdir DIR] [--json]",
-		Short: "The transactions committed to this base, newest first",
+		Use:   "log [--workdir DIR] [--remote REMOTE --branch BRANCH] [--json]",
+		Short: "The transactions committed to this base (or landed into a remote branch), newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if (remote == "") != (branch == "") {
+				return errors.New("--remote and --branch go together: name the remote and the branch whose landings to list")
+			}
 			st, err := store()
 			if err != nil {
 				return err
+			}
+			if remote != "" {
+				return remoteLog(c.Context(), io, st, airlock.RemoteLogOptions{Dir: workdir, Remote: remote, Branch: branch}, asJSON)
 			}
 			lg, err := st.Log(workdir)
 			if err != nil {
@@ -50,9 +56,42 @@ func newLogCmd(io IO) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory)")
+	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory); with --remote, the repository whose remotes REMOTE may name")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the chain as JSON")
+	c.Flags().StringVar(&remote, "remote", "", "list what was landed into a git remote: a remote name or a URL (with --branch)")
+	c.Flags().StringVar(&branch, "branch", "", "the remote branch whose landings to list (with --remote)")
 	return c
+}
+
+// remoteLog lists a remote branch's landings, verified from its notes; a
+// broken chain fails, with --json too.
+func remoteLog(ctx context.Context, io IO, st *airlock.Store, o airlock.RemoteLogOptions, asJSON bool) error {
+	lg, err := st.RemoteLog(ctx, o)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		type entry struct {
+			Commit  string           `json:"commit"`
+			Receipt *airlock.Receipt `json:"receipt"`
+		}
+		entries := []entry{}
+		for _, e := range lg.Entries {
+			entries = append(entries, entry{e.Commit, e.Receipt})
+		}
+		if err := writeJSON(io, map[string]any{"remote": lg.Remote, "branch": lg.Branch, "head": lg.Head, "entries": entries, "broken": lg.Broken}); err != nil {
+			return err
+		}
+	} else {
+		for _, e := range lg.Entries {
+			r := e.Receipt
+			fmt.Fprintf(io.Out, "%s  %s  %s  +%d ~%d -%d  %s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, e.Commit, r.Added, r.Modified, r.Deleted, r.Digest)
+		}
+	}
+	if lg.Broken != "" {
+		return fmt.Errorf("the receipt chain of %s on %s is broken: %s", lg.Branch, lg.Remote, lg.Broken)
+	}
+	return nil
 }
 
 func newUndoCmd(io IO) *cobra.Command {
@@ -90,19 +129,46 @@ func newUndoCmd(io IO) *cobra.Command {
 }
 
 func newLandCmd(io IO) *cobra.Command {
-	var validate string
+	var validate, remote, branch string
 	var approve, quiet bool
+	var retries int
 	c := &cobra.Command{
-		Use:   "land ID... [--validate CMD]",
+		Use:   "land ID... [--validate CMD] [--remote REMOTE --branch BRANCH]",
 		Short: "Integrate several transactions in order, each validated on its exact candidate",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Integrate several transactions in order, each validated on its exact candidate.
+
+Without --remote, each is committed to its base against the result of the
+ones before it. With --remote and --branch, each lands into that branch of
+a git remote instead, never touching the base's files: airlock fetches the
+branch head, builds the candidate commit (the head plus the change set,
+three-way merged where the head changed a path since the transaction
+opened), validates that exact tree in a throw-away checkout, and pushes it
+atomically with its receipt (a note in refs/notes/airlock), expecting the
+heads it fetched; when another host pushed first, it starts over, up to
+--retries times, then refuses RemoteMoved. A transaction already on the
+branch (its commit carries the trailer Airlock-Tx: ID) is reported, not
+pushed again.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, ids []string) error {
 			if err := checkValidate(c); err != nil {
 				return err
 			}
+			if (remote == "") != (branch == "") {
+				return errors.New("--remote and --branch go together: name the remote and the branch to land into")
+			}
+			if c.Flags().Changed("retries") && remote == "" {
+				return errors.New("--retries belongs to a landing into a remote (--remote REMOTE --branch BRANCH)")
+			}
+			if retries < 0 {
+				return fmt.Errorf("--retries %d: give 0 or more", retries)
+			}
 			st, err := store()
 			if err != nil {
 				return err
+			}
+			if remote != "" {
+				return landRemote(c.Context(), io, st, ids, airlock.RemoteOptions{Remote: remote, Branch: branch, Attempts: retries + 1,
+					SettleOptions: airlock.SettleOptions{Validate: validate, Approve: approve}}, quiet)
 			}
 			results := st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, Approve: approve})
 			refused, failed := 0, 0
@@ -136,7 +202,46 @@ func newLandCmd(io IO) *cobra.Command {
 	c.Flags().StringVar(&validate, "validate", "", "add a validator: run `CMD` via sh -c on each candidate tree before it lands, after that transaction's validate from .airlock.toml, which always runs")
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* blocks")
+	c.Flags().StringVar(&remote, "remote", "", "land into a git remote: a remote of the base's repository or a URL (with --branch)")
+	c.Flags().StringVar(&branch, "branch", "", "the remote branch to land into (with --remote)")
+	c.Flags().IntVar(&retries, "retries", airlock.DefaultRemoteAttempts-1, "with --remote: how many times to fetch, merge, validate and push again when another host pushed first")
 	return c
+}
+
+// landRemote prints one line per transaction: landed (with the commit),
+// already (on the branch before: nothing pushed), refused or failed.
+func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o airlock.RemoteOptions, quiet bool) error {
+	results := st.LandRemote(context.WithoutCancel(ctx), ids, o)
+	refused, failed := 0, 0
+	for _, l := range results {
+		if l.Result != nil && !quiet {
+			writeBlock(io.Err, l.Result)
+		}
+	}
+	for _, l := range results {
+		var r *airlock.Refusal
+		switch {
+		case errors.As(l.Err, &r):
+			refused++
+			fmt.Fprintf(io.Out, "refused  %s  %s\n", l.ID, r.Error())
+		case l.Err != nil:
+			failed++
+			fmt.Fprintf(io.Out, "failed   %s  %v\n", l.ID, l.Err)
+		case l.Already:
+			fmt.Fprintf(io.Out, "already  %s  %s\n", l.ID, l.Commit)
+		case l.Result != nil && l.Result.Outcome == airlock.NoChanges:
+			fmt.Fprintf(io.Out, "empty    %s\n", l.ID)
+		default:
+			fmt.Fprintf(io.Out, "landed   %s  %s  +%d ~%d -%d  attempts=%d\n", l.ID, l.Commit, l.Result.Added, l.Result.Modified, l.Result.Deleted, l.Attempts)
+		}
+	}
+	switch {
+	case failed > 0:
+		return fmt.Errorf("%d of %d transactions could not be landed into branch %s (see above)", failed, len(ids), o.Branch)
+	case refused > 0:
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of %d transactions were refused and are kept; the others landed", refused, len(ids))}
+	}
+	return nil
 }
 
 func landWord(r *airlock.Result) string {

@@ -8,22 +8,59 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlockdev/airlock"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
 func newReceiptCmd(io IO) *cobra.Command {
 	c := &cobra.Command{Use: "receipt", Short: "Work with receipts"}
-	c.AddCommand(&cobra.Command{
-		Use:   "verify FILE|ID",
+	var remote, branch, workdir string
+	verify := &cobra.Command{
+		Use:   "verify FILE|ID | --remote REMOTE --branch BRANCH",
 		Short: "Check a receipt's integrity and required fields (exit 0 valid, 1 invalid)",
-		Args: func(_ *cobra.Command, args []string) error {
+		Long: `Check a receipt's integrity and required fields (exit 0 valid, 1 invalid).
+
+With --remote and --branch it checks, from the remote alone, every receipt
+landed into that branch: each commit on its first-parent history that
+carries the trailer Airlock-Tx must have a note in refs/notes/airlock that
+verifies as that transaction's receipt for that commit, chained to the one
+before it.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if (remote == "") != (branch == "") {
+				return errors.New("--remote and --branch go together: name the remote and the branch whose receipts to verify")
+			}
+			if remote != "" {
+				if len(args) != 0 {
+					return errors.New("receipt verify --remote takes no FILE or ID: it verifies every receipt on the branch")
+				}
+				return nil
+			}
 			if len(args) != 1 {
 				return errors.New("receipt verify takes one receipt FILE or transaction ID")
 			}
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if remote != "" {
+				st, err := store()
+				if err != nil {
+					return err
+				}
+				lg, err := st.RemoteLog(c.Context(), airlock.RemoteLogOptions{Dir: workdir, Remote: remote, Branch: branch})
+				if err != nil {
+					return err
+				}
+				if lg.Broken != "" {
+					return &exitError{code: 1, msg: fmt.Sprintf("the receipts on %s of %s do not verify (%d verified before the break): %s", lg.Branch, lg.Remote, len(lg.Entries), lg.Broken)}
+				}
+				newest := ""
+				if len(lg.Entries) > 0 {
+					newest = " newest=" + lg.Entries[0].Receipt.Digest
+				}
+				fmt.Fprintf(io.Out, "ok %s %s head=%s receipts=%d%s\n", lg.Remote, lg.Branch, lg.Head, len(lg.Entries), newest)
+				return nil
+			}
 			path, err := receiptFor(args[0])
 			if err != nil {
 				return err
@@ -39,7 +76,11 @@ func newReceiptCmd(io IO) *cobra.Command {
 			fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s\n", path, r.TxID, r.Outcome, r.Digest)
 			return nil
 		},
-	})
+	}
+	verify.Flags().StringVar(&remote, "remote", "", "verify the receipts landed into a git remote: a remote name or a URL (with --branch)")
+	verify.Flags().StringVar(&branch, "branch", "", "the remote branch whose receipts to verify (with --remote)")
+	verify.Flags().StringVar(&workdir, "workdir", "", "with --remote: the repository whose remotes REMOTE may name (default: the current directory)")
+	c.AddCommand(verify)
 	return c
 }
 

@@ -1,8 +1,8 @@
 // Package git is the one way airlock runs git. Every git command airlock
 // issues — reading what a base's repository knows (HEAD, dirty paths, merge
-// ancestors), making and removing worktrees, asking which version is
-// installed — goes through [Repo.Run] or [Run], so that each is hardened
-// the same way:
+// ancestors), making and removing worktrees, fetching from and pushing to
+// the remote a landing names, asking which version is installed — goes
+// through [Repo.Run] or [Run], so that each is hardened the same way:
 //
 //   - The repository is the one the command names ([In] a directory, or
 //     [At] a git directory), never one a variable left in airlock's

@@ -39,9 +39,9 @@ var relocatingPrefixes = []string{"GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"}
 // set are appended last, so that they win over any inherited value.
 var set = []string{
 	// No credential prompt: airlock runs under hooks and agents with no
-	// one at a terminal, and never names a remote. (The one way its git
-	// reaches the network is a partial clone fetching a blob it lacks, as
-	// the user's own git would there; that is left working.)
+	// one at a terminal. Where it names a remote (`land --remote`), git's
+	// own non-interactive authentication (ssh keys and agents, credential
+	// helpers) still works; a prompt would only hang.
 	"GIT_TERMINAL_PROMPT=0",
 	// A path is a file name, never a glob or pathspec magic.
 	"GIT_LITERAL_PATHSPECS=1",

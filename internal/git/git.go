@@ -19,6 +19,7 @@ import (
 type Repo struct {
 	dir    string // git -C dir: discovered from a directory in a work tree
 	gitDir string // git --git-dir=gitDir: the repository itself, no work tree
+	index  string // GIT_INDEX_FILE, named by airlock itself (WithIndex)
 }
 
 // In names the repository that holds dir, found as git finds it for a user
@@ -28,6 +29,15 @@ func In(dir string) Repo { return Repo{dir: dir} }
 // At names a repository by its git directory, for commands that need no
 // work tree (refs, objects, the worktree list).
 func At(gitDir string) Repo { return Repo{gitDir: gitDir} }
+
+// WithIndex is r with its index at path. The index variable an inherited
+// environment sets is dropped (environ.go); this one is airlock's own
+// choice, a scratch index in which it builds a tree without touching the
+// repository's index (a landing's candidate, see the root package).
+func (r Repo) WithIndex(path string) Repo {
+	r.index = path
+	return r
+}
 
 // Run runs git with args in r and returns its standard output.
 func (r Repo) Run(ctx context.Context, args ...string) ([]byte, error) {
@@ -69,6 +79,9 @@ func (r Repo) run(ctx context.Context, stdin []byte, args []string) ([]byte, err
 	}
 	cmd := exec.CommandContext(ctx, "git", append(argv, args...)...)
 	cmd.Env = environ(os.Environ())
+	if r.index != "" {
+		cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+r.index)
+	}
 	cmd.WaitDelay = waitDelay
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)

@@ -1,6 +1,7 @@
 package git
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -202,5 +203,48 @@ echo "unexpected: $*" >&2; exit 129
 	}
 	if major, minor, ok := v.Number(); v.Text != "git version 2.39.5" || !filepath.IsAbs(v.Path) || major != 2 || minor != 39 || !ok {
 		t.Errorf("Installed = %+v (%d.%d %v), want git version 2.39.5 at an absolute path", v, major, minor, ok)
+	}
+}
+
+// A scratch index named by airlock is the one git uses, whatever index an
+// inherited GIT_INDEX_FILE names, and the repository's own index is left
+// as it was.
+func TestWithIndexIsTheIndexUsed(t *testing.T) {
+	dir := repo(t)
+	ctx := t.Context()
+	own, err := os.ReadFile(filepath.Join(dir, ".git", "index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_INDEX_FILE", filepath.Join(t.TempDir(), "inherited"))
+	scratch := filepath.Join(t.TempDir(), "scratch.index")
+	r := In(dir).WithIndex(scratch)
+	if _, err := r.Run(ctx, "read-tree", "--empty"); err != nil {
+		t.Fatal(err)
+	}
+	blob, err := r.RunInput(ctx, []byte("x\n"), "hash-object", "-w", "--stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := "100644 " + strings.TrimSpace(string(blob)) + "\tonly.txt\x00"
+	if _, err := r.RunInput(ctx, []byte(info), "update-index", "-z", "--index-info"); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := r.Run(ctx, "write-tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := In(dir).Run(ctx, "ls-tree", "--name-only", strings.TrimSpace(string(tree)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(ls) != "only.txt\n" {
+		t.Errorf("the scratch index's tree holds %q, want only.txt", ls)
+	}
+	if _, err := os.Stat(os.Getenv("GIT_INDEX_FILE")); err == nil {
+		t.Errorf("git wrote the inherited GIT_INDEX_FILE")
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, ".git", "index")); !bytes.Equal(now, own) {
+		t.Errorf("the repository's own index changed")
 	}
 }

@@ -22,7 +22,11 @@
 // branch a worktree transaction kept its own commits on; validators lists
 // the validate commands the settle ran on the candidate tree, in order
 // (the project's, then the one the caller added), as raw bytes like
-// command, and is left out when none ran.
+// command, and is left out when none ran; landed_branch and
+// landed_commit (both or neither, outcome committed) name the branch of a
+// git remote a transaction was landed into (refs/heads/...) and the
+// commit the landing made there, whose note in refs/notes/airlock is the
+// receipt.
 //
 // # Digest
 //

@@ -32,6 +32,7 @@ var RefusalKinds = []string{
 	"SharedInode", "UnsupportedEntry", "ValidationFailed", "ApplyFailed", "InterruptedApply",
 	"StagedChanged",
 	"ReviewStale",
+	"RemoteMoved",
 }
 
 // Receipt is the record of one settled transaction. Its JSON form (see the
@@ -73,7 +74,15 @@ type Receipt struct {
 	// one the caller added; the last of a ValidationFailed refusal is the
 	// one that failed. Optional: absent when none ran.
 	Validators []string
-	Digest     string // set by Seal
+	// LandedBranch and LandedCommit name the branch of a git remote a
+	// transaction was landed into (refs/heads/...) and the commit the
+	// landing made there. Optional: only a landing into a remote carries
+	// them, both or neither; the receipt is then the note that commit
+	// carries in refs/notes/airlock, and Previous is the receipt of the
+	// airlock commit before it on that branch.
+	LandedBranch string
+	LandedCommit string
+	Digest       string // set by Seal
 }
 
 // wire is a receipt's JSON form. Its member order is the file's reading
@@ -106,6 +115,8 @@ type wire struct {
 	Branch             string      `json:"branch,omitempty"`
 	BranchHead         string      `json:"branch_head,omitempty"`
 	Validators         []fileBytes `json:"validators,omitempty"`
+	LandedBranch       string      `json:"landed_branch,omitempty"`
+	LandedCommit       string      `json:"landed_commit,omitempty"`
 	Digest             string      `json:"digest"`
 }
 
@@ -168,7 +179,8 @@ func (r *Receipt) toWire() wire {
 		ExcludedSelectors: r.ExcludedSelectors, ProtectedSelectors: r.ProtectedSelectors, Approved: r.Approved,
 		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
 		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead,
-		Validators: optionalFile(r.Validators), Digest: r.Digest,
+		Validators: optionalFile(r.Validators), LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit,
+		Digest: r.Digest,
 	}
 }
 
@@ -210,7 +222,8 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		ExcludedSelectors: w.ExcludedSelectors, ProtectedSelectors: w.ProtectedSelectors, Approved: w.Approved,
 		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
 		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead,
-		Validators: fromFile(w.Validators), Digest: w.Digest,
+		Validators: fromFile(w.Validators), LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit,
+		Digest: w.Digest,
 	}
 	return nil
 }

@@ -40,6 +40,11 @@ var members = []string{
 // worktree transaction, both or neither.
 var optional = []string{"branch", "branch_head"}
 
+// landedMembers are the members of a transaction landed into a git
+// remote (`land --remote`): the branch and the commit the landing made
+// there, both or neither.
+var landedMembers = []string{"landed_branch", "landed_commit"}
+
 // validatorsMember is optional on its own: the validate commands a settle
 // ran, present (and not empty) exactly when one ran.
 const validatorsMember = "validators"
@@ -316,14 +321,23 @@ func check(obj map[string]any) (*Receipt, error) {
 	if present != 0 && present != len(optional) {
 		return nil, invalid("members %s go together: a receipt has both or neither", strings.Join(optional, " and "))
 	}
+	landed := 0
+	for _, m := range landedMembers {
+		if _, ok := obj[m]; ok {
+			landed++
+		}
+	}
+	if landed != 0 && landed != len(landedMembers) {
+		return nil, invalid("members %s go together: a receipt has both or neither", strings.Join(landedMembers, " and "))
+	}
 	validators := 0
 	if _, ok := obj[validatorsMember]; ok {
 		validators = 1
 	}
-	if len(obj) != len(members)+present+validators {
+	if len(obj) != len(members)+present+landed+validators {
 		var extra []string
 		for k := range obj {
-			if !slices.Contains(members, k) && !slices.Contains(optional, k) && k != validatorsMember {
+			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember {
 				extra = append(extra, strconv.Quote(k))
 			}
 		}
@@ -391,6 +405,19 @@ func check(obj map[string]any) (*Receipt, error) {
 		r.BranchHead = c.str("branch_head")
 		if c.err == nil && !commitForm.MatchString(r.BranchHead) {
 			c.fail("branch_head", "is %q, not a commit id", r.BranchHead)
+		}
+	}
+	if landed > 0 {
+		r.LandedBranch = c.str("landed_branch")
+		if c.err == nil && (!strings.HasPrefix(r.LandedBranch, "refs/heads/") || len(r.LandedBranch) == len("refs/heads/")) {
+			c.fail("landed_branch", "is %q, not a branch's full ref name (refs/heads/...)", r.LandedBranch)
+		}
+		r.LandedCommit = c.str("landed_commit")
+		if c.err == nil && !commitForm.MatchString(r.LandedCommit) {
+			c.fail("landed_commit", "is %q, not a commit id", r.LandedCommit)
+		}
+		if c.err == nil && r.Outcome != "committed" {
+			c.fail("outcome", "is %s, but the receipt names the commit it landed (landed_commit)", r.Outcome)
 		}
 	}
 	if validators > 0 {
