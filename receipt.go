@@ -42,7 +42,10 @@ type Receipt struct {
 	// Validators are the validate commands that ran on the candidate
 	// tree, in order; after a ValidationFailed refusal the last one failed.
 	Validators []string
-	Digest     string
+	// Merged are the paths a commit three-way merged with the base's own
+	// changes since open; only in a committed receipt, when it merged.
+	Merged []string
+	Digest string
 }
 
 // The conversions below are type changes, not copies: Receipt has the

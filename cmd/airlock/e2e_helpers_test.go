@@ -100,7 +100,7 @@ func (x *h) start(r run) proc {
 
 // blockKeys are SPEC.md's block keys, in order.
 var blockKeys = []string{"tx", "outcome", "added", "modified", "deleted", "refusal", "refused_paths",
-	"base_digest", "result_digest", "diff_digest", "receipt", "not_transactional"}
+	"merged_paths", "base_digest", "result_digest", "diff_digest", "receipt", "branch", "branch_head", "not_transactional"}
 
 var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 

@@ -140,13 +140,19 @@ func resultJSON(res *airlock.Result) map[string]any {
 	if res.Refusal != nil {
 		m["refusal"] = res.Refusal.Kind
 		m["refused_paths"] = rawPaths(res.Refusal.Paths)
-		m["reason"] = res.Refusal.Reason
+		m["reason"] = res.Refusal.Explain(airlock.SurfaceCLI)
 	}
 	if len(res.Kept) > 0 {
 		m["kept"] = rawPaths(res.Kept)
 	}
 	if len(res.Validators) > 0 {
 		m["validators"] = rawPaths(res.Validators)
+	}
+	if len(res.Merged) > 0 {
+		m["merged"] = rawPaths(res.Merged)
+	}
+	if res.Branch != nil {
+		m["branch"], m["branch_head"] = res.Branch.Name, res.Branch.Head
 	}
 	return m
 }

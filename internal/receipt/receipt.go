@@ -73,7 +73,11 @@ type Receipt struct {
 	// one the caller added; the last of a ValidationFailed refusal is the
 	// one that failed. Optional: absent when none ran.
 	Validators []string
-	Digest     string // set by Seal
+	// Merged are the paths a commit three-way merged: the base had
+	// changed them since open too, and what landed combines both sides.
+	// Optional: absent unless a committed receipt merged some.
+	Merged []string
+	Digest string // set by Seal
 }
 
 // wire is a receipt's JSON form. Its member order is the file's reading
@@ -106,6 +110,7 @@ type wire struct {
 	Branch             string      `json:"branch,omitempty"`
 	BranchHead         string      `json:"branch_head,omitempty"`
 	Validators         []fileBytes `json:"validators,omitempty"`
+	Merged             []fileBytes `json:"merged,omitempty"`
 	Digest             string      `json:"digest"`
 }
 
@@ -168,7 +173,7 @@ func (r *Receipt) toWire() wire {
 		ExcludedSelectors: r.ExcludedSelectors, ProtectedSelectors: r.ProtectedSelectors, Approved: r.Approved,
 		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
 		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead,
-		Validators: optionalFile(r.Validators), Digest: r.Digest,
+		Validators: optionalFile(r.Validators), Merged: optionalFile(r.Merged), Digest: r.Digest,
 	}
 }
 
@@ -210,7 +215,7 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		ExcludedSelectors: w.ExcludedSelectors, ProtectedSelectors: w.ProtectedSelectors, Approved: w.Approved,
 		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
 		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead,
-		Validators: fromFile(w.Validators), Digest: w.Digest,
+		Validators: fromFile(w.Validators), Merged: fromFile(w.Merged), Digest: w.Digest,
 	}
 	return nil
 }
