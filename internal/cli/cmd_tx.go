@@ -89,18 +89,19 @@ func newCommitCmd(io IO) *cobra.Command {
 }
 
 func newDiscardCmd(io IO) *cobra.Command {
-	var quiet bool
+	var quiet, dropCommits bool
 	c := &cobra.Command{
 		Use:   "discard ID",
 		Short: "Drop a transaction's changes; the base is not touched",
 		Args:  oneID,
 		RunE: func(c *cobra.Command, args []string) error {
 			return settle(c.Context(), io, args[0], quiet, false, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-				return tx.Discard(ctx, airlock.SettleOptions{})
+				return tx.Discard(ctx, airlock.SettleOptions{DropCommits: dropCommits})
 			})
 		},
 	}
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
+	c.Flags().BoolVar(&dropCommits, "drop-commits", false, "let git commits the command made in the staged workspace go too (by default they are kept on branch airlock/ID in the base's repository)")
 	return c
 }
 
