@@ -143,12 +143,18 @@ func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*kept
 	// whether another branch's commits are on the kept one can be told in
 	// the base's repository, without running git in the agent's.
 	args := []string{
-		// No FETCH_HEAD, no gc or maintenance, no submodules: the fetch
-		// writes objects and the one ref, nothing else.
-		"-c", "fetch.writeFetchHEAD=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
-		"-c", "fetch.recurseSubmodules=false",
-		"fetch", "--no-tags", "--quiet", stagedGit, fresh[0].ref + ":" + ref,
+		// No gc or maintenance, no submodules, no tags: the fetch writes
+		// objects and the one ref, nothing else.
+		"-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "fetch.recurseSubmodules=false",
+		"fetch", "--no-tags", "--quiet",
 	}
+	if v, err := git.Installed(ctx); err == nil {
+		// Nor FETCH_HEAD, where git can be told (2.29 and later).
+		if major, minor, ok := v.Number(); ok && (major > 2 || major == 2 && minor >= 29) {
+			args = append(args, "--no-write-fetch-head")
+		}
+	}
+	args = append(args, stagedGit, fresh[0].ref+":"+ref)
 	for _, f := range fresh[1:] {
 		args = append(args, f.ref)
 	}
