@@ -49,6 +49,15 @@ type Result struct {
 	// order: the project's, then the caller's. After a ValidationFailed
 	// refusal the last is the one that failed.
 	Validators []string
+	// Merged are the paths a commit three-way merged: the base had
+	// changed them since open too, and what landed holds both sides' edits.
+	Merged []string
+	// Branch is the git branch this settle kept the command's own commits
+	// on (airlock/<id>), nil when it kept none: those a copy, reflink or
+	// overlay transaction's command made in its staged repository, fetched
+	// into the base's, or a worktree transaction's branch, when it holds
+	// commits no other ref contains.
+	Branch *Branch
 }
 
 // SettleOptions describe the settle of a transaction.
@@ -74,6 +83,20 @@ type SettleOptions struct {
 	// validated are the validators the commit ran, for its result and
 	// receipt; set by the commit itself on its own copy of the options.
 	validated []string
+	// merged are the paths the commit three-way merged with the base's
+	// own changes since open, for its result and receipt.
+	merged []string
+	// DropCommits, for a discard, lets the commits the command made in the
+	// staged workspace's copy of the base's repository go with it, instead
+	// of keeping them on branch airlock/<id> (see keepCommits). A worktree
+	// transaction's commits are in the base's repository already: it
+	// refuses the option.
+	DropCommits bool
+	// kept is what keepCommits did at this settle.
+	kept *keptCommits
+	// unmeasured: a discard could not compute the change set, so whether
+	// the staged repository changed is unknown.
+	unmeasured bool
 }
 
 // Commit applies the change set to the base through every fail-closed check,
@@ -94,6 +117,7 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (_ *Result, err error)
 		if w := t.branchMoved(ctx); w != "" {
 			res.Warnings = append(res.Warnings, w)
 		}
+		t.noteBranch(ctx, res)
 	}
 	t.copyReceipt(res, o)
 	return res, err
@@ -116,6 +140,10 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	}
 	defer p.release()
 	o.validated = p.validated
+	o.merged = p.merged
+	if err := t.cancelled(ctx); err != nil {
+		return nil, err
+	}
 	switch {
 	case p.set.Empty():
 		return t.settle(ctx, NoChanges, nil, p.set, o)
@@ -123,8 +151,39 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 		return t.settle(ctx, Refused, p.refusal, p.set, o)
 	}
 	fault.Point("checked")
-	return t.apply(ctx, p.root, p.base, p.prepared, p.ops, o)
+	if err := t.cancelled(ctx); err != nil {
+		return nil, err
+	}
+	// From the journal on, the commit runs to its end whatever the
+	// caller's context says: a commit cut short is the one thing a
+	// transaction must not be, and its result must say what happened.
+	return t.apply(context.WithoutCancel(ctx), p.root, p.base, p.prepared, p.ops, o)
 }
+
+// cancelled is the error of a commit whose caller gave up before its
+// journal was written: nothing was applied and nothing recorded, and the
+// transaction is as it was (open or refused), to be committed again.
+func (t *Tx) cancelled(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return &CancelledError{TxID: t.ID(), Cause: context.Cause(ctx)}
+}
+
+// CancelledError is a commit stopped by its caller's context before it
+// wrote its journal: the base was not touched, no outcome was recorded,
+// and the transaction is kept as it was. A context that ends after the
+// journal does not stop the commit, which then reports its real outcome.
+type CancelledError struct {
+	TxID  string
+	Cause error
+}
+
+func (e *CancelledError) Error() string {
+	return fmt.Sprintf("the commit of %s was cancelled before anything was written (%v): the base was not touched and the transaction is kept as it was; commit it again to apply it", e.TxID, e.Cause)
+}
+
+func (e *CancelledError) Unwrap() error { return e.Cause }
 
 // apply is the commit from the journal on, with the base locked and every
 // check passed.
@@ -195,6 +254,9 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 			return nil, err
 		}
 	}
+	// Before the receipt, which names the branch; the staged workspace,
+	// and its repository, go right after it.
+	o.kept = t.keepCommits(ctx, set.GitMeta > 0)
 	res, err := t.record(Committed, nil, set, o, baseDigest, resultDigest, base)
 	if err != nil {
 		// Not recorded as committed: the commit must not stand.

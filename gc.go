@@ -20,7 +20,8 @@ import (
 
 // GCOptions select what gc removes.
 type GCOptions struct {
-	// OlderThan keeps transactions that settled more recently than this.
+	// OlderThan keeps transactions that settled more recently than this,
+	// and abandoned open ones opened more recently than this.
 	OlderThan time.Duration
 	// DryRun reports what would be removed and removes nothing.
 	DryRun bool
@@ -50,7 +51,8 @@ type GCItem struct {
 // owner process is alive, never an interrupted one or one a base marks in
 // flight, never one another process is settling right now (it only tries
 // the transaction's lock, and keeps it when busy), and a refused or open
-// one only when named by id. Every item carries the bytes its state holds,
+// one only when named by id — except an abandoned open one (owner gone, no
+// changes, nobody working in it: see abandoned). Every item carries the bytes its state holds,
 // kept ones too; freed is what removal frees (in a dry run, would free),
 // originals included.
 func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err error) {
@@ -132,7 +134,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 				continue
 			}
 		}
-		it.Removed, it.Reason = s.gcDecide(tx, it.Status, named, o.OlderThan)
+		it.Removed, it.Reason = s.gcDecide(ctx, tx, it.Status, named, o.OlderThan)
 		if it.Removed {
 			// Decided without the lock: decided again under it, since a
 			// commit may have started or ended meanwhile.
@@ -142,7 +144,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 					return false, "", err
 				}
 				it.Status = st
-				ok, why := s.gcDecide(tx, st, named, o.OlderThan)
+				ok, why := s.gcDecide(ctx, tx, st, named, o.OlderThan)
 				return ok, why, nil
 			}, o.DryRun)
 			var k *keptError
@@ -180,8 +182,8 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 
 // gcDecide is gcDecision plus the in-flight marker, which keeps a
 // transaction whatever its status says: its journal is what recover needs.
-func (s *Store) gcDecide(tx *Tx, st Status, named bool, olderThan time.Duration) (bool, string) {
-	ok, why := gcDecision(tx, st, named, olderThan)
+func (s *Store) gcDecide(ctx context.Context, tx *Tx, st Status, named bool, olderThan time.Duration) (bool, string) {
+	ok, why := gcDecision(ctx, tx, st, named, olderThan)
 	if ok && s.inFlight(tx) {
 		return false, fmt.Sprintf("kept: its base marks its apply in flight; run airlock recover --workdir %s", tx.Base())
 	}
@@ -289,7 +291,7 @@ func (s *Store) inFlight(tx *Tx) bool {
 	return err != nil || (ok && id == tx.ID())
 }
 
-func gcDecision(tx *Tx, st Status, named bool, olderThan time.Duration) (bool, string) {
+func gcDecision(ctx context.Context, tx *Tx, st Status, named bool, olderThan time.Duration) (bool, string) {
 	switch st {
 	case StatusInterrupted:
 		return false, fmt.Sprintf("kept: its apply was interrupted; run airlock recover --workdir %s (if that directory no longer exists, airlock gc %s clears it and keeps its journal)", tx.Base(), tx.ID())
@@ -298,7 +300,7 @@ func gcDecision(tx *Tx, st Status, named bool, olderThan time.Duration) (bool, s
 			return false, fmt.Sprintf("kept: open, owner process %d is alive", tx.rec.PID)
 		}
 		if !named {
-			return false, "kept: open; commit or discard it, or name it to gc"
+			return abandoned(ctx, tx, olderThan)
 		}
 		return true, "open, owner gone, named"
 	case StatusRefused:
@@ -315,6 +317,37 @@ func gcDecision(tx *Tx, st Status, named bool, olderThan time.Duration) (bool, s
 		return false, fmt.Sprintf("kept: settled %s ago", age.Round(time.Second))
 	}
 	return true, string(st)
+}
+
+// abandoned decides an open transaction whose owner is gone and that was
+// not named: a headless agent run that never settled it (Claude Code's
+// `claude -p --worktree` fires no WorktreeRemove) leaves one behind with
+// its staged copy. It is removed when nothing would be lost and nobody
+// works in it: no change (and no change under its staged .git, whose
+// commits a settle would keep), no process with its working directory in
+// the staged workspace, opened at least olderThan ago.
+func abandoned(ctx context.Context, tx *Tx, olderThan time.Duration) (bool, string) {
+	const keep = "kept: open; commit or discard it, or name it to gc"
+	if age := time.Since(tx.rec.CreatedAt); age < olderThan {
+		return false, fmt.Sprintf("%s (opened %s ago)", keep, age.Round(time.Second))
+	}
+	set, err := tx.diff(ctx)
+	switch {
+	case err != nil:
+		return false, fmt.Sprintf("%s (its changes cannot be read: %v)", keep, err)
+	case !set.Empty():
+		a, m, d := set.Counts()
+		return false, fmt.Sprintf("kept: open, owner gone, with changes (%d added, %d modified, %d deleted); commit or discard it, or name it to gc", a, m, d)
+	case set.GitMeta > 0:
+		return false, "kept: open, owner gone, its staged repository changed (commits a discard would keep); discard it, or name it to gc"
+	}
+	if pid, busy := workspaceUser(tx.Path()); busy {
+		if pid > 0 {
+			return false, fmt.Sprintf("%s (process %d works in its staged workspace)", keep, pid)
+		}
+		return false, keep
+	}
+	return true, "open, owner gone, no changes: abandoned"
 }
 
 // alive reports whether a process exists (signal 0 reaches it, or it

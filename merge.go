@@ -94,7 +94,7 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string
 	case len(unmergeable) > 0 && len(excluded) == len(unmergeable):
 		// Nothing moved: the paths were excluded from staging, so the
 		// command did not see what the base holds there.
-		return nil, nil, refuse(BaseDrift, append(unmergeable, conflicts...), "excluded from the staged workspace, and the base already holds them: what the command wrote there would overwrite what it never saw; remove those paths from the staged tree (airlock show %s gives its path), or stop excluding them", t.ID()), nil
+		return nil, nil, refuse(BaseDrift, append(unmergeable, conflicts...), "excluded from the staged workspace, and the base already holds them: what the command wrote there would overwrite what it never saw; remove those paths from the staged workspace %s, or stop excluding them", t.Path()), nil
 	case len(unmergeable) > 0:
 		return nil, nil, refuse(BaseDrift, append(unmergeable, conflicts...), "changed in the base since the transaction opened, and cannot be merged"), nil
 	case len(conflicts) > 0:

@@ -53,6 +53,9 @@ type preflight struct {
 	refusal  *Refusal       // the first check that failed, if any
 	// validated are the validators that ran, in order.
 	validated []string
+	// merged are the changed paths that had drifted in the base and were
+	// three-way merged; the prepared change set holds their results.
+	merged []string
 	// root and base are open and locked from the lock step on, until
 	// release: a commit applies under the very lock its checks ran under.
 	root   *safefs.Root
@@ -116,7 +119,7 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 		}
 		return nil, err
 	}
-	if r := checkReviewed(set, o); r != nil {
+	if r := checkReviewed(t.ID(), set, o); r != nil {
 		p.refusal = r
 		return p, nil
 	}
@@ -215,6 +218,9 @@ func (t *Tx) checkBase(ctx context.Context, w *workspace, p *preflight) (*Refusa
 			return r, err
 		}
 		ops, p.prepared = append(ops, merged...), prepared
+		for _, op := range merged {
+			p.merged = append(p.merged, op.Path)
+		}
 	}
 	p.ops = ops
 	return nil, nil
@@ -426,7 +432,9 @@ func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*R
 	}
 	if len(hit) > 0 {
 		sort.Strings(hit)
-		return refuse(ProtectedPathNotApproved, hit, "the change set touches protected paths; review them (airlock diff %s) and commit with --approve", t.ID()), nil
+		r := refuse(ProtectedPathNotApproved, hit, "the change set touches protected paths")
+		r.Remedy = Remedy{Kind: RemedyApprove, Tx: t.ID()}
+		return r, nil
 	}
 	return nil, nil
 }

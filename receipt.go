@@ -47,7 +47,10 @@ type Receipt struct {
 	// landing made there; both or neither (Store.LandRemote).
 	LandedBranch string
 	LandedCommit string
-	Digest       string
+	// Merged are the paths a commit three-way merged with the base's own
+	// changes since open; only in a committed receipt, when it merged.
+	Merged []string
+	Digest string
 }
 
 // The conversions below are type changes, not copies: Receipt has the

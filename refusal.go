@@ -1,6 +1,7 @@
 package airlock
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -42,21 +43,100 @@ const (
 type Refusal struct {
 	Kind   RefusalKind
 	Paths  []string // base-relative paths the refusal names, if any
-	Reason string   // one line for a person: what happened and what to do
+	Reason string   // one line for a person: what happened (and what to do, when Remedy is empty)
+	// Remedy is what to do about it when that depends on how the caller
+	// reaches airlock: Explain says it in the terms of the caller's own
+	// interface (a flag on the command line, a tool argument over MCP).
+	Remedy Remedy
 }
 
+// Error is the refusal as the command line says it.
 func (r *Refusal) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "refused (%s)", r.Kind)
-	if r.Reason != "" {
+	if s := r.Explain(SurfaceCLI); s != "" {
 		b.WriteString(": ")
-		b.WriteString(r.Reason)
+		b.WriteString(s)
 	}
 	if len(r.Paths) > 0 {
 		b.WriteString(": ")
 		b.WriteString(quotePaths(r.Paths, 10))
 	}
 	return b.String()
+}
+
+// Explain is the reason with the remedy said for surface s.
+func (r *Refusal) Explain(s Surface) string {
+	rem := r.Remedy.say(s)
+	switch {
+	case rem == "":
+		return r.Reason
+	case r.Reason == "":
+		return rem
+	}
+	return r.Reason + "; " + rem
+}
+
+// Surface is how a caller reaches airlock, and so the terms a remedy is
+// given in.
+type Surface string
+
+const (
+	SurfaceCLI    Surface = "cli"    // the airlock command line
+	SurfaceMCP    Surface = "mcp"    // the tools of `airlock mcp`
+	SurfaceHook   Surface = "hook"   // an agent's hook: the agent reads it, the user acts
+	SurfaceReview Surface = "review" // the review page's buttons
+)
+
+// RemedyKind names what a caller can do about a refusal.
+type RemedyKind string
+
+const (
+	// RemedyApprove: the change set touches protected paths; committing
+	// it again with approval lands them.
+	RemedyApprove RemedyKind = "approve"
+	// RemedyReviewAgain: the change set is not the one reviewed; review
+	// it again and commit the digest reviewed.
+	RemedyReviewAgain RemedyKind = "review_again"
+	// RemedyRecover: an apply over Base was interrupted; recover it first.
+	RemedyRecover RemedyKind = "recover"
+)
+
+// Remedy is what to do about a refusal, as data; its words are the
+// surface's (Refusal.Explain).
+type Remedy struct {
+	Kind RemedyKind `json:"kind,omitempty"`
+	Tx   string     `json:"tx,omitempty"`   // the transaction to act on
+	Base string     `json:"base,omitempty"` // RemedyRecover: the base to recover
+}
+
+func (m Remedy) say(s Surface) string {
+	switch m.Kind {
+	case RemedyApprove:
+		switch s {
+		case SurfaceMCP:
+			return "look at them (the diff tool) and, only if the user asked for these changes, call commit again with approve: true"
+		case SurfaceHook:
+			return fmt.Sprintf("undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
+		case SurfaceReview:
+			return "look at them, and press Approve & commit if they are wanted"
+		}
+		return fmt.Sprintf("review them (airlock diff %s) and commit with --approve", m.Tx)
+	case RemedyReviewAgain:
+		switch s {
+		case SurfaceMCP:
+			return "review it again (diff, and status for its diff_digest) and commit with expect_digest set to the digest you reviewed"
+		case SurfaceReview:
+			return "reload the page, review it again and commit what you reviewed"
+		}
+		return fmt.Sprintf("review it again (airlock diff %s; airlock show %s --json gives its diff_digest) and commit with --expect-digest set to the digest you reviewed", m.Tx, m.Tx)
+	case RemedyRecover:
+		if s == SurfaceCLI {
+			return fmt.Sprintf("run `airlock recover --workdir %s` first", m.Base)
+		}
+		return fmt.Sprintf("the user has to run `airlock recover --workdir %s` first (a command line step: no tool here does it)", m.Base)
+	}
+	return ""
 }
 
 func quotePaths(paths []string, most int) string {
@@ -83,4 +163,50 @@ func rawPaths(paths []string) []Bytes {
 		out[i] = Bytes(p)
 	}
 	return out
+}
+
+// LastRefusal is the refusal of the transaction's newest refused commit,
+// as its event log recorded it, or nil when none was refused.
+func (t *Tx) LastRefusal() (_ *Refusal, err error) {
+	defer exported(&err)
+	evs, err := t.st.Events()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		if e.Event != eventRefused {
+			continue
+		}
+		r := &Refusal{}
+		kind, _ := e.Detail["refusal"].(string)
+		r.Kind = RefusalKind(kind)
+		if ps, ok := e.Detail["paths"].([]any); ok {
+			for _, p := range ps {
+				if b, err := json.Marshal(p); err == nil {
+					var raw Bytes
+					if json.Unmarshal(b, &raw) == nil {
+						r.Paths = append(r.Paths, string(raw))
+					}
+				}
+			}
+		}
+		cause, ok := e.Detail["cause"].(string)
+		if !ok {
+			// Recorded before remedies were data: the reason says all.
+			cause, _ = e.Detail["reason"].(string)
+		}
+		r.Reason = cause
+		if m, ok := e.Detail["remedy"].(map[string]any); ok {
+			r.Remedy.Kind = RemedyKind(str(m["kind"]))
+			r.Remedy.Tx, r.Remedy.Base = str(m["tx"]), str(m["base"])
+		}
+		return r, nil
+	}
+	return nil, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
 }

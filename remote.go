@@ -212,7 +212,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		}
 		return nil, err
 	}
-	if r := checkReviewed(set, so); r != nil {
+	if r := checkReviewed(t.ID(), set, so); r != nil {
 		return refused(r)
 	}
 	if r, err := t.repoRefusal(ctx); err != nil {

@@ -121,12 +121,14 @@ var testHookReviewMeasured, testHookReviewFrozen func()
 // caller reviewed (SettleOptions.ExpectDiffDigest). It runs under the
 // transaction's lock, on the frozen set: the bytes compared are the bytes
 // that would land.
-func checkReviewed(set *changeset.Set, o SettleOptions) *Refusal {
+func checkReviewed(id string, set *changeset.Set, o SettleOptions) *Refusal {
 	if o.ExpectDiffDigest == "" {
 		return nil
 	}
 	if d := set.Digest(); d != o.ExpectDiffDigest {
-		return refuse(ReviewStale, nil, "the change set changed since it was reviewed (reviewed %s, now %s): review it again (airlock diff, airlock show --json, or reload the review page) and commit the digest you reviewed", o.ExpectDiffDigest, d)
+		r := refuse(ReviewStale, nil, "the change set changed since it was reviewed (reviewed %s, now %s)", o.ExpectDiffDigest, d)
+		r.Remedy = Remedy{Kind: RemedyReviewAgain, Tx: id}
+		return r
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/selector"
+	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
@@ -37,6 +38,7 @@ func (t *Tx) settledAlready() (*Result, bool, error) {
 	res := &Result{TxID: t.ID(), Outcome: Outcome(r.Outcome), Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
 		Receipt: r, ReceiptPath: t.st.Path(receiptFile), Repeat: true}
 	res.Validators = append(res.Validators, r.Validators...)
+	res.Merged = append(res.Merged, r.Merged...)
 	return res, true, nil
 }
 
@@ -44,6 +46,9 @@ func (t *Tx) settledAlready() (*Result, bool, error) {
 func (t *Tx) Discard(ctx context.Context, o SettleOptions) (_ *Result, err error) {
 	defer exported(&err)
 	res, err := t.discard(ctx, o)
+	if res != nil {
+		t.noteBranch(ctx, res)
+	}
 	t.copyReceipt(res, o)
 	return res, err
 }
@@ -67,11 +72,15 @@ func (t *Tx) discard(ctx context.Context, o SettleOptions) (*Result, error) {
 	if status == StatusInterrupted {
 		return nil, interrupted(t.Base(), t.ID())
 	}
+	if o.DropCommits && t.rec.Backend == stage.Worktree {
+		return nil, fmt.Errorf("transaction %s: --drop-commits is for a copy, reflink or overlay transaction; the commits of a worktree transaction are on its branch in the base's repository already (delete it with git branch -D airlock/%s once it is settled)", t.ID(), t.ID())
+	}
 	// The counts say what was dropped; a staged tree that cannot even be
 	// measured is still discarded.
 	set, err := t.diff(ctx)
 	if err != nil {
 		set = &changeset.Set{}
+		o.unmeasured = true
 	}
 	res, err := t.settle(ctx, Discarded, nil, set, o)
 	if res != nil {
@@ -94,6 +103,10 @@ func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset
 	if err != nil {
 		return nil, err
 	}
+	if out != Refused && !o.DropCommits {
+		// The staged workspace goes now, and its repository with it.
+		o.kept = t.keepCommits(ctx, set.GitMeta > 0 || o.unmeasured)
+	}
 	res, err := t.record(out, r, set, o, digest, digest, nil)
 	if err != nil {
 		return nil, err
@@ -112,6 +125,9 @@ func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset
 func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions, baseDigest, resultDigest string, base *state.Base) (*Result, error) {
 	a, m, d := set.Counts()
 	res := &Result{TxID: t.ID(), Outcome: out, Refusal: r, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta, Validators: o.validated}
+	if out == Committed {
+		res.Merged = o.merged
+	}
 	prevBase := base
 	if prevBase == nil {
 		b, err := t.stateBase()
@@ -142,8 +158,19 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	for _, v := range o.validated {
 		rc.Validators = append(rc.Validators, v)
 	}
-	if br, err := t.Branch(context.Background()); err == nil && br != nil && br.Head != "" {
-		rc.Branch, rc.BranchHead = br.Name, br.Head
+	if out == Committed {
+		rc.Merged = append(rc.Merged, o.merged...)
+	}
+	if o.kept != nil && o.kept.branch != nil {
+		rc.Branch, rc.BranchHead = o.kept.branch.Name, o.kept.branch.Head
+		res.Branch = o.kept.branch
+	} else if t.rec.Backend == stage.Worktree {
+		if br, err := t.Branch(context.Background()); err == nil && br != nil && br.Head != "" {
+			rc.Branch, rc.BranchHead = br.Name, br.Head
+		}
+	}
+	if o.kept != nil {
+		res.Warnings = append(res.Warnings, o.kept.warnings...)
 	}
 	if r != nil {
 		rc.Refusal = string(r.Kind)
@@ -162,7 +189,13 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	if r != nil {
 		detail["refusal"] = string(r.Kind)
 		detail["paths"] = rawPaths(r.Paths)
-		detail["reason"] = r.Reason
+		// reason is for a person reading `show`, the command line's
+		// words; cause and remedy let another surface say it in its own.
+		detail["reason"] = r.Explain(SurfaceCLI)
+		detail["cause"] = r.Reason
+		if r.Remedy.Kind != "" {
+			detail["remedy"] = r.Remedy
+		}
 	}
 	ev := map[Outcome]string{Committed: eventCommitted, Discarded: eventDiscarded, Refused: eventRefused, NoChanges: eventNoChanges}[out]
 	if err := t.event(ev, detail); err != nil {

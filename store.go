@@ -578,5 +578,7 @@ func checkNotInterrupted(ctx context.Context, b *state.Base) error {
 }
 
 func interrupted(base, id string) *Refusal {
-	return refuse(InterruptedApply, nil, "an apply of transaction %s over %s was interrupted; run `airlock recover --workdir %s` first", id, base, base)
+	r := refuse(InterruptedApply, nil, "an apply of transaction %s over %s was interrupted", id, base)
+	r.Remedy = Remedy{Kind: RemedyRecover, Tx: id, Base: base}
+	return r
 }

@@ -135,8 +135,14 @@ func (c *ChangeSet) Changes() []Change {
 	return out
 }
 
-// Counts returns how many paths are added, modified and deleted.
+// Counts returns how many paths are added, modified and deleted: files
+// and symlinks, as git counts them, and directories only where they
+// matter on their own (empty, a mode change, a type change).
 func (c *ChangeSet) Counts() (added, modified, deleted int) { return c.set.Counts() }
+
+// Empty reports whether there is nothing to apply and nothing a commit
+// would refuse.
+func (c *ChangeSet) Empty() bool { return c.set.Empty() }
 
 // GitMeta counts changed paths under .git directories, which are never
 // applied.

@@ -149,6 +149,11 @@ func (t *Tx) runValidators(ctx context.Context, cmds []string, gate *project, at
 			SamePath: true, Stdout: logf, Stderr: logf,
 		})
 		logf.Sync()
+		if ctx.Err() != nil {
+			// The caller gave up and the validator was stopped: its exit
+			// says nothing about the candidate.
+			return nil, ran, t.cancelled(ctx)
+		}
 		if runErr != nil && res.ExitCode < 0 {
 			return nil, ran, fmt.Errorf("run the validator `%s`: %w", cmd, runErr)
 		}

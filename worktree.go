@@ -31,12 +31,15 @@ type Branch struct {
 	Detached string
 }
 
-// Branch reports the transaction's git branch; nil when it was not opened
-// with the worktree backend.
+// Branch reports the transaction's git branch: a worktree transaction's,
+// or the branch another transaction kept its staged repository's new
+// commits on when it settled; nil when there is none.
 func (t *Tx) Branch(ctx context.Context) (_ *Branch, err error) {
 	defer exported(&err)
 	if t.rec.Backend != stage.Worktree {
-		return nil, nil
+		// Another backend's staged repository is a copy; its new commits
+		// were fetched into the base's at settle, if there were any.
+		return t.settledBranch()
 	}
 	b, err := stage.WorktreeBranch(ctx, t.Path())
 	if err != nil || b == nil {

@@ -70,7 +70,10 @@ func TestE2EMCPStdio(t *testing.T) {
 	if s["outcome"] != "refused" || s["refusal"] != "ProtectedPathNotApproved" {
 		t.Errorf("commit touching .envrc: %v", s)
 	}
-	if paths, _ := json.Marshal(s["paths"]); string(paths) != `[".envrc"]` {
+	if reason, _ := s["reason"].(string); !strings.Contains(reason, "approve: true") || strings.Contains(reason, "--approve") {
+		t.Errorf("the refusal's remedy is not said as the tool's argument: %q", reason)
+	}
+	if paths, _ := json.Marshal(s["refused_paths"]); string(paths) != `[".envrc"]` {
 		t.Errorf("refused paths %s", paths)
 	}
 	if testbin.ReadFile(t, filepath.Join(x.base, "main.go")) != "package main\n" {

@@ -91,7 +91,7 @@ func TestE2EStagedSwapDuringFreeze(t *testing.T) {
 			}
 			r = x.airlock("commit", "swap")
 			wantCode(t, r, 0)
-			wantBlock(t, r, map[string]string{"tx": "swap", "outcome": "committed", "added": "3"})
+			wantBlock(t, r, map[string]string{"tx": "swap", "outcome": "committed", "added": "2"}) // d/a and d/b; d holds them
 			for n, content := range map[string]string{"a": "a by the agent\n", "b": "b by the agent\n"} {
 				if got := testbin.ReadFile(t, filepath.Join(x.base, "d", n)); got != content {
 					t.Errorf("base d/%s = %q, want %q", n, got, content)

@@ -42,7 +42,24 @@ func TestE2EGitMetadata(t *testing.T) {
 	want := before
 	want["a.txt"] = F(0o644, "a edited\n")
 	wantTree(t, "base outside .git", want, snapshot(t, x.base, skipGit))
-	wantTree(t, "base .git", gitBefore, snapshot(t, x.base, skipOthers))
+	// The agent's commit is kept on airlock/<id>: the base's .git gains
+	// objects and that one ref (with its reflog), and nothing else in it
+	// changes — no FETCH_HEAD, no other ref, no file of the change set.
+	gitAfter := snapshot(t, x.base, skipOthers)
+	for rel := range gitAfter {
+		if _, ok := gitBefore[rel]; ok {
+			continue
+		}
+		for _, p := range []string{".git/objects/", ".git/refs/heads/airlock", ".git/logs/refs/heads/airlock"} {
+			if strings.HasPrefix(rel, p) {
+				delete(gitAfter, rel)
+			}
+		}
+	}
+	wantTree(t, "base .git, less the kept commit's objects and branch", gitBefore, gitAfter)
+	if r.Settle["branch"] == "" || git("log", "-1", "--format=%s", r.Settle["branch"]) != "from the agent\n" {
+		t.Errorf("the agent's commit is not kept on the settle's branch %q", r.Settle["branch"])
+	}
 	if got := git("rev-parse", "HEAD"); got != head {
 		t.Errorf("base HEAD moved from %s to %s", head, got)
 	}

@@ -100,7 +100,7 @@ func (x *h) start(r run) proc {
 
 // blockKeys are SPEC.md's block keys, in order.
 var blockKeys = []string{"tx", "outcome", "added", "modified", "deleted", "refusal", "refused_paths",
-	"base_digest", "result_digest", "diff_digest", "receipt", "not_transactional"}
+	"merged_paths", "base_digest", "result_digest", "diff_digest", "receipt", "branch", "branch_head", "not_transactional"}
 
 var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
@@ -317,21 +317,43 @@ func wantTree(t *testing.T, what string, want, got tree) {
 }
 
 // counts is what a change set from before to after adds, modifies and
-// deletes, path by path; a directory is modified only by its own kind or
-// mode.
+// deletes, as git counts it: files and symlinks, path by path. A directory
+// is modified only by its own kind or mode, and added or deleted counts
+// only when no other changed path lies beneath it (an empty directory).
 func counts(before, after tree) (added, modified, deleted int) {
+	changed := map[string]bool{}
 	for p, a := range after {
-		b, ok := before[p]
-		switch {
-		case !ok:
-			added++
-		case a != b:
-			modified++
+		if b, ok := before[p]; !ok || a != b {
+			changed[p] = true
 		}
 	}
 	for p := range before {
 		if _, ok := after[p]; !ok {
-			deleted++
+			changed[p] = true
+		}
+	}
+	holds := func(dir string) bool {
+		for p := range changed {
+			if strings.HasPrefix(p, dir+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	for p := range changed {
+		a, inAfter := after[p]
+		b, inBefore := before[p]
+		switch {
+		case !inBefore:
+			if a.Kind != "dir" || !holds(p) {
+				added++
+			}
+		case !inAfter:
+			if b.Kind != "dir" || !holds(p) {
+				deleted++
+			}
+		default:
+			modified++
 		}
 	}
 	return

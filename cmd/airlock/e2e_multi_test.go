@@ -730,8 +730,11 @@ func TestE2EGC(t *testing.T) {
 	wantCode(t, x.airlock("run", "--workdir", x.base, "--id", "committed1", "--", "sh", "-c", "echo c > c.txt"), 0)
 	x.openTx("discarded1")
 	wantCode(t, x.airlock("discard", "discarded1"), 0)
-	// orphan: open, its owner (airlock open) gone.
-	x.openTx("orphan")
+	// orphan: open, its owner (airlock open) gone, with a change (without
+	// one it would be abandoned, and gc would remove it:
+	// TestE2EGCRemovesAbandoned).
+	so := x.openTx("orphan")
+	writeFile(t, filepath.Join(so, "orphan.txt"), "work in progress\n")
 
 	txDirs := func() []string {
 		ents, err := os.ReadDir(filepath.Join(x.state, "tx"))

@@ -238,3 +238,49 @@ func lookPath(name, path string) (string, error) {
 	}
 	return "", exec.ErrNotFound
 }
+
+// TestE2EReadmeCodexFlags: every `codex exec` line of the README's Agents
+// section uses flags the installed Codex has. Codex removes flags
+// (`--full-auto` went in 0.147, and the README's line then failed with
+// "unexpected argument"), so the line is checked against the real
+// `codex exec --help`, not a stand-in.
+func TestE2EReadmeCodexFlags(t *testing.T) {
+	var lines []string
+	for _, s := range agentSnippets(t) {
+		for _, l := range strings.Split(s.text, "\n") {
+			if _, rest, ok := strings.Cut(l, "codex exec "); ok && strings.HasPrefix(l, "airlock run -- ") {
+				lines = append(lines, rest)
+			}
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatal("the Agents section has no `airlock run -- codex exec …` line")
+	}
+	codex := testbin.Require(t, "codex", "the README's `codex exec` lines are checked against its --help")
+	help := testbin.Run(t, testbin.Cmd{Bin: codex, Args: []string{"exec", "--help"}, Env: testbin.Environ(t.TempDir(), t.TempDir()), Timeout: commandTimeout})
+	if help.Code != 0 {
+		t.Fatalf("codex exec --help: %v", help)
+	}
+	for _, rest := range lines {
+		flags, _, _ := strings.Cut(rest, `"`) // the prompt is quoted
+		args := strings.Fields(flags)
+		for i, a := range args {
+			if !strings.HasPrefix(a, "-") {
+				continue
+			}
+			name, _, _ := strings.Cut(a, "=")
+			if !regexp.MustCompile(`(?m)(^|[\s,])` + regexp.QuoteMeta(name) + `([\s,=<]|$)`).MatchString(help.Stdout) {
+				t.Errorf("`codex exec %s`: the installed Codex has no %s\n%s", rest, name, help.Stdout)
+				continue
+			}
+			// A value the help lists possible values for must be one.
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && strings.Contains(help.Stdout, "[possible values:") {
+				if m := regexp.MustCompile(regexp.QuoteMeta(name) + ` <[A-Z_]+>\s*\n(?:.*\n)*?\s*\[possible values: ([^\]]*)\]`).FindStringSubmatch(help.Stdout); m != nil {
+					if !slices.Contains(strings.Split(m[1], ", "), args[i+1]) {
+						t.Errorf("`codex exec %s`: %s %s is not one of %s", rest, name, args[i+1], m[1])
+					}
+				}
+			}
+		}
+	}
+}

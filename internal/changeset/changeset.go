@@ -98,19 +98,60 @@ type Set struct {
 	Unsupported []manifest.Bytes `json:"unsupported,omitempty"`
 }
 
-// Counts returns how many paths are added, modified and deleted.
+// Counts returns how many paths are added, modified and deleted, counted
+// as git counts them: files and symlinks. A directory added or deleted
+// with paths beneath it is only their container and is not counted (one
+// new workflow file is "1 added", not 3); one that matters on its own is:
+// an empty directory added or deleted, a directory whose mode changed, a
+// path that became or stopped being a directory.
 func (s *Set) Counts() (added, modified, deleted int) {
+	var parents map[string]bool
+	for _, c := range s.Changes {
+		if c.Op == Modify || (c.Base.Kind != manifest.KindDir && c.Result.Kind != manifest.KindDir) {
+			continue
+		}
+		if parents == nil {
+			parents = s.containers()
+		}
+		break
+	}
 	for _, c := range s.Changes {
 		switch c.Op {
 		case Add:
+			if c.Result.Kind == manifest.KindDir && parents[c.Path] {
+				continue
+			}
 			added++
 		case Modify:
 			modified++
 		case Delete:
+			if c.Base.Kind == manifest.KindDir && parents[c.Path] {
+				continue
+			}
 			deleted++
 		}
 	}
 	return
+}
+
+// containers are the paths that some other changed path lies beneath.
+func (s *Set) containers() map[string]bool {
+	out := map[string]bool{}
+	for _, c := range s.Changes {
+		p := c.Path
+		for {
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				break
+			}
+			p = p[:i]
+			if out[p] {
+				break // its ancestors are in already
+			}
+			out[p] = true
+		}
+	}
+	return out
 }
 
 // Empty reports whether nothing is to be applied.

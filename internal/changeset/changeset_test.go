@@ -214,8 +214,8 @@ func TestDiffReportsEachKindOfChange(t *testing.T) {
 	if got := describe(set); !slices.Equal(got, want) {
 		t.Errorf("change set:\n got %q\nwant %q", got, want)
 	}
-	if a, m, d := set.Counts(); a != 5 || m != 8 || d != 5 {
-		t.Errorf("Counts = %d %d %d, want 5 8 5", a, m, d)
+	if a, m, d := set.Counts(); a != 4 || m != 8 || d != 4 {
+		t.Errorf("Counts = %d %d %d, want 4 8 4 (newdir and olddir hold counted paths: git counts files and symlinks)", a, m, d)
 	}
 	byPath := map[string]Change{}
 	for _, c := range set.Changes {
@@ -434,5 +434,27 @@ func TestDiffCancelled(t *testing.T) {
 	cancel()
 	if _, err := Diff(ctx, Input{Base: f.baseM, StagedOpen: f.open, Staged: f.open, BaseDir: f.base, StagedDir: f.staged}); err == nil {
 		t.Fatal("Diff ignored a cancelled context")
+	}
+}
+
+// TestCountsAreFilesAndSymlinks: one new workflow file is "1 added", as
+// git says, not 3 for the directories that hold it; a directory counts
+// only where it matters on its own.
+func TestCountsAreFilesAndSymlinks(t *testing.T) {
+	f := newFixture(t, []node{
+		file("README", "r", 0o644),
+		file("old/deep/x", "x", 0o644),
+		dir("gone", 0o755),
+		dir("chmod", 0o755),
+	})
+	build(t, f.staged, []node{file(".github/workflows/ci.yml", "on: push\n", 0o644), dir("empty", 0o755), link("l", "README")})
+	must(t, os.RemoveAll(f.s("old")))
+	must(t, os.Remove(f.s("gone")))
+	must(t, os.Chmod(f.s("chmod"), 0o700))
+	set := f.diff(t)
+	// Added: ci.yml, the empty directory, the symlink; deleted: x and the
+	// empty directory gone; modified: chmod's mode.
+	if a, m, d := set.Counts(); a != 3 || m != 1 || d != 2 {
+		t.Errorf("Counts = %d added, %d modified, %d deleted; want 3, 1, 2\n%q", a, m, d, describe(set))
 	}
 }

@@ -29,6 +29,14 @@ func writeBlock(w io.Writer, res *airlock.Result) {
 		}
 		paths = strings.Join(ps, ",")
 	}
+	var merged []string
+	for _, p := range res.Merged {
+		merged = append(merged, escapeValue(p))
+	}
+	var branch, branchHead string
+	if res.Branch != nil {
+		branch, branchHead = res.Branch.Name, res.Branch.Head
+	}
 	var baseD, resultD, diffD, receiptPath string
 	if rc != nil {
 		baseD, resultD, diffD = rc.BaseDigest, rc.ResultDigest, rc.DiffDigest
@@ -42,10 +50,13 @@ func writeBlock(w io.Writer, res *airlock.Result) {
 		{"deleted", fmt.Sprint(res.Deleted)},
 		{"refusal", refusal},
 		{"refused_paths", paths},
+		{"merged_paths", strings.Join(merged, ",")},
 		{"base_digest", baseD},
 		{"result_digest", resultD},
 		{"diff_digest", diffD},
 		{"receipt", escapeValue(receiptPath)},
+		{"branch", branch},
+		{"branch_head", branchHead},
 		{"not_transactional", strings.Join(airlock.NotTransactional, ",")},
 	}
 	var b strings.Builder

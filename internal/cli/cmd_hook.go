@@ -27,9 +27,13 @@ Claude Code events:
   stop              run the commit's checks and validation (or, with
   subagent-stop     [hooks] stop = "commit", commit); block on a refusal
   session-start     tell the agent which transaction it is in
+  session-end       settle the session's transaction: discard it without
+                    changes; with changes commit it ([hooks] stop =
+                    "commit") or park it
 
 Codex events:
   stop              as for Claude; always answers a JSON object
+  subagent-stop     as stop, for a thread-spawned subagent
   session-start     as for Claude`,
 		Args: cobra.ExactArgs(2),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {

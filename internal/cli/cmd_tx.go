@@ -89,18 +89,19 @@ func newCommitCmd(io IO) *cobra.Command {
 }
 
 func newDiscardCmd(io IO) *cobra.Command {
-	var quiet bool
+	var quiet, dropCommits bool
 	c := &cobra.Command{
 		Use:   "discard ID",
 		Short: "Drop a transaction's changes; the base is not touched",
 		Args:  oneID,
 		RunE: func(c *cobra.Command, args []string) error {
 			return settle(c.Context(), io, args[0], quiet, false, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-				return tx.Discard(ctx, airlock.SettleOptions{})
+				return tx.Discard(ctx, airlock.SettleOptions{DropCommits: dropCommits})
 			})
 		},
 	}
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
+	c.Flags().BoolVar(&dropCommits, "drop-commits", false, "let git commits the command made in the staged workspace go too (by default they are kept on branch airlock/ID in the base's repository)")
 	return c
 }
 
@@ -140,13 +141,19 @@ func resultJSON(res *airlock.Result) map[string]any {
 	if res.Refusal != nil {
 		m["refusal"] = res.Refusal.Kind
 		m["refused_paths"] = rawPaths(res.Refusal.Paths)
-		m["reason"] = res.Refusal.Reason
+		m["reason"] = res.Refusal.Explain(airlock.SurfaceCLI)
 	}
 	if len(res.Kept) > 0 {
 		m["kept"] = rawPaths(res.Kept)
 	}
 	if len(res.Validators) > 0 {
 		m["validators"] = rawPaths(res.Validators)
+	}
+	if len(res.Merged) > 0 {
+		m["merged"] = rawPaths(res.Merged)
+	}
+	if res.Branch != nil {
+		m["branch"], m["branch_head"] = res.Branch.Name, res.Branch.Head
 	}
 	return m
 }

@@ -19,10 +19,15 @@
 // changes; Stop and SubagentStop run the commit's checks (or, configured
 // so, the commit) and block with {"decision":"block","reason":…} on a
 // refusal; SessionStart adds context naming the transaction, its base and
-// its protected paths.
+// its protected paths; SessionEnd (which a headless `claude -p --worktree`
+// fires where it never fires WorktreeRemove) discards a transaction
+// without changes and, with changes, commits it under `[hooks] stop =
+// "commit"` or parks it.
 //
-// Codex (https://developers.openai.com/codex/hooks): Stop always answers
-// with a JSON object, {} or a block decision; SessionStart as for Claude.
+// Codex (https://developers.openai.com/codex/hooks): Stop and SubagentStop
+// (a thread-spawned subagent's turn ending, with Stop's semantics) always
+// answer with a JSON object, {} or a block decision; SessionStart as for
+// Claude.
 //
 // # Finding the transaction
 //

@@ -61,6 +61,16 @@ const claudeSettings = `{
           }
         ]
       }
+    ],
+    "SessionEnd": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "airlock hook claude session-end"
+          }
+        ]
+      }
     ]
   }
 }
@@ -87,6 +97,16 @@ const codexHooks = `{
           }
         ]
       }
+    ],
+    "SubagentStop": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "airlock hook codex subagent-stop"
+          }
+        ]
+      }
     ]
   }
 }
@@ -98,8 +118,8 @@ func TestInit(t *testing.T) {
 	cases := []struct {
 		agent, file, want, events string
 	}{
-		{"claude", ".claude/settings.json", claudeSettings, "WorktreeCreate, WorktreeRemove, SessionStart, Stop, SubagentStop"},
-		{"codex", ".codex/hooks.json", codexHooks, "SessionStart, Stop"},
+		{"claude", ".claude/settings.json", claudeSettings, "WorktreeCreate, WorktreeRemove, SessionStart, Stop, SubagentStop, SessionEnd"},
+		{"codex", ".codex/hooks.json", codexHooks, "SessionStart, Stop, SubagentStop"},
 	}
 	for _, c := range cases {
 		t.Run(c.agent, func(t *testing.T) {
@@ -139,7 +159,7 @@ func TestInitMerges(t *testing.T) {
 }`})
 	r := w.run(w.base, "", nil, w.bin, "init", "claude")
 	mustCode(t, r, 0)
-	if !strings.Contains(r.Stderr, "added airlock's WorktreeCreate, WorktreeRemove, Stop, SubagentStop hooks") {
+	if !strings.Contains(r.Stderr, "added airlock's WorktreeCreate, WorktreeRemove, Stop, SubagentStop, SessionEnd hooks") {
 		t.Errorf("an existing airlock SessionStart hook (by absolute path) must count as present\n%s", r)
 	}
 	got := testbin.ReadFile(t, filepath.Join(w.base, ".claude", "settings.json"))

@@ -28,6 +28,9 @@ type Input struct {
 	StopHookActive bool `json:"stop_hook_active"`
 	// SessionStart: startup, resume, clear or compact.
 	Source string `json:"source"`
+	// SessionEnd: clear, resume, logout, prompt_input_exit,
+	// bypass_permissions_disabled or other.
+	Reason string `json:"reason"`
 	// Inside a subagent.
 	AgentID   string `json:"agent_id"`
 	AgentType string `json:"agent_type"`

@@ -23,8 +23,8 @@ const (
 // Events lists the events airlock answers for each agent, by the names the
 // command line uses (`airlock hook AGENT EVENT`).
 var Events = map[Agent][]string{
-	Claude: {"worktree-create", "worktree-remove", "stop", "subagent-stop", "session-start"},
-	Codex:  {"stop", "session-start"},
+	Claude: {"worktree-create", "worktree-remove", "stop", "subagent-stop", "session-start", "session-end"},
+	Codex:  {"stop", "subagent-stop", "session-start"},
 }
 
 // Runner answers hook events against a store.
@@ -57,7 +57,7 @@ func (r *Runner) Run(ctx context.Context, agent Agent, event string, in io.Reade
 	}
 	input, err := ReadInput(in)
 	if err != nil {
-		if agent == Codex && event == "stop" {
+		if agent == Codex && (event == "stop" || event == "subagent-stop") {
 			// Codex reads Stop's stdout as JSON whatever happened.
 			fmt.Fprintf(r.Err, "airlock: %v\n", err)
 			return r.writeJSON(map[string]any{})
@@ -77,6 +77,8 @@ func (r *Runner) Run(ctx context.Context, agent Agent, event string, in io.Reade
 		return r.worktreeRemove(ctx, input)
 	case "session-start":
 		return r.sessionStart(input)
+	case "session-end":
+		return r.sessionEnd(ctx, input)
 	default: // stop, subagent-stop
 		return r.answerStop(agent, r.stop(ctx, input))
 	}

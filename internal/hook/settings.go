@@ -21,19 +21,23 @@ type wanted struct {
 
 // claudeHooks are written to .claude/settings.json. WorktreeCreate and
 // WorktreeRemove make `claude --worktree` and isolated subagents work in
-// transactions; Stop and SubagentStop check them; SessionStart says so.
+// transactions; Stop and SubagentStop check them; SessionStart says so;
+// SessionEnd settles a session's transaction that no WorktreeRemove will
+// (a headless `claude -p --worktree`).
 var claudeHooks = []wanted{
 	{"WorktreeCreate", "airlock hook claude worktree-create"},
 	{"WorktreeRemove", "airlock hook claude worktree-remove"},
 	{"SessionStart", "airlock hook claude session-start"},
 	{"Stop", "airlock hook claude stop"},
 	{"SubagentStop", "airlock hook claude subagent-stop"},
+	{"SessionEnd", "airlock hook claude session-end"},
 }
 
 // codexHooks are written to .codex/hooks.json.
 var codexHooks = []wanted{
 	{"SessionStart", "airlock hook codex session-start"},
 	{"Stop", "airlock hook codex stop"},
+	{"SubagentStop", "airlock hook codex subagent-stop"},
 }
 
 // Installed says what Install did.

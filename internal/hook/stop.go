@@ -125,7 +125,7 @@ func (f *finding) same(g *finding) bool {
 func refused(tx *airlock.Tx, ref *airlock.Refusal, prev, cur *finding, in *Input) Decision {
 	if prev.same(cur) && (in.StopHookActive || cur.digest != "") {
 		return Decision{Message: fmt.Sprintf("airlock: transaction %s would still be refused (%s): %s. The changes are kept; review them with `airlock review %s`.",
-			tx.ID(), ref.Kind, ref.Reason, tx.ID())}
+			tx.ID(), ref.Kind, ref.Explain(airlock.SurfaceCLI), tx.ID())}
 	}
 	return Decision{Block: true, Reason: Reason(tx, ref)}
 }
@@ -134,7 +134,7 @@ func refused(tx *airlock.Tx, ref *airlock.Refusal, prev, cur *finding, in *Input
 // can do about it.
 func Reason(tx *airlock.Tx, ref *airlock.Refusal) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "airlock: committing transaction %s would be refused (%s): %s.", tx.ID(), ref.Kind, strings.TrimSuffix(ref.Reason, "."))
+	fmt.Fprintf(&b, "airlock: committing transaction %s would be refused (%s): %s.", tx.ID(), ref.Kind, strings.TrimSuffix(ref.Explain(airlock.SurfaceHook), "."))
 	if len(ref.Paths) > 0 {
 		fmt.Fprintf(&b, "\nPaths: %s", strings.Join(ref.Paths, ", "))
 	}
@@ -146,11 +146,12 @@ func Reason(tx *airlock.Tx, ref *airlock.Refusal) string {
 	return b.String()
 }
 
-// hint says what the agent can do about a refusal of this kind.
+// hint says what the agent can do about a refusal of this kind, where the
+// refusal's own remedy (said in the hook's terms by Explain) does not.
 func hint(tx *airlock.Tx, kind airlock.RefusalKind) string {
 	switch kind {
 	case airlock.ProtectedPathNotApproved:
-		return "These paths are protected: undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review " + tx.ID() + "` or `airlock commit " + tx.ID() + " --approve`."
+		return "These paths are protected."
 	case airlock.ValidationFailed:
 		return "The project's validation failed on the base plus your changes: fix what its output shows, then finish again."
 	case airlock.BaseDrift:
@@ -166,7 +167,7 @@ func hint(tx *airlock.Tx, kind airlock.RefusalKind) string {
 	case airlock.StagedChanged:
 		return "These files changed while the commit was reading them: stop every process still writing in the workspace, then finish again."
 	case airlock.InterruptedApply:
-		return "An earlier commit over this base was interrupted: the user has to run `airlock recover --workdir " + tx.Base() + "` first. Stop and tell the user."
+		return "Stop and tell the user."
 	}
 	return ""
 }

@@ -132,7 +132,7 @@ func (r *Runner) worktreeRemove(ctx context.Context, in *Input) error {
 		return nil
 	}
 	a, m, d := cs.Counts()
-	if a+m+d == 0 && len(cs.Unsupported()) == 0 {
+	if cs.Empty() {
 		res, err := tx.Discard(ctx, airlock.SettleOptions{})
 		if err != nil {
 			return err

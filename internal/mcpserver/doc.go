@@ -10,15 +10,24 @@
 //	open     {path, id?, exclude?, protect?}   → {id, path, base, backend, port_base, protect, validate}
 //	status   {id}                              → the transaction's Info (as `airlock show --json`)
 //	list     {all?}                            → {transactions: [Info]}
-//	diff     {id, format?: patch|stat|name-status} → {format, text, notes}; the text is also the content
-//	commit   {id, approve?, validate?}         → {tx, outcome, refusal, paths, reason, counts, validators, receipt}
-//	discard  {id}                              → {tx, outcome, counts}
+//	diff     {id, format?: patch|stat|name-status} → {format, bytes, lines, empty, notes}; the text is the content
+//	commit   {id, approve?, validate?, expect_digest?} → {tx, outcome, refusal, refused_paths, reason, counts, merged, branch, validators, receipt}
+//	discard  {id, drop_commits?}               → {tx, outcome, counts, branch}
+//
+// A refusal's reason names its remedy in this server's terms (approve:
+// true, expect_digest), never a command-line flag: see airlock.Surface.
+// The diff text travels as the text content only, unescaped; the
+// structured result stays small, because a client may hand the model the
+// structured result rather than the text.
 //
 // status, list and diff are read-only. open only adds (a staged copy; the
 // base is untouched). commit writes the base and discard drops the agent's
 // work: both are destructive, and both are idempotent (settling a settled
 // transaction reports its first outcome). commit is open-world because it
-// runs the project's validate command.
+// runs the project's validate command. A commit call the client cancels
+// stops only before the commit's journal is written, with nothing applied;
+// from there the commit runs to its end and its outcome is recorded, which
+// status reports.
 //
 // The commit tool cannot lower the project's validate (.airlock.toml at
 // the base, recorded at open): it always runs, first. A `validate` the

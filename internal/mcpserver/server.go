@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,8 +19,8 @@ import (
 const instructions = `airlock gives you a transactional workspace over a project directory (the base).
 1. open {path} returns a transaction id and a staged path: a private copy of the base. Read and write files ONLY under the staged path; the base does not change while you work.
 2. diff {id} shows your change set (format patch, stat or name-status); status {id} summarises it.
-3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the paths and a reason: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) need approve=true, which you should only set when the user asked for that change.
-4. discard {id} drops the change set. list shows the open transactions.`
+3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the refused_paths and a reason that says what to do: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) need approve: true, which you should only set when the user asked for that change. Paths the base had changed too and that were merged are listed in merged. Git commits you made in the staged path are kept in the project's repository on branch airlock/<id> (branch in the result). If a commit call is cancelled before its journal is written, nothing is applied; after that point it completes: call status to see the outcome.
+4. discard {id} drops the change set (your git commits are kept on branch airlock/<id> unless drop_commits is true). list shows the open transactions.`
 
 // Version is the server's version as the module was built.
 func Version() string {
@@ -52,18 +53,18 @@ func New(store *airlock.Store) *mcp.Server {
 	}, h.list)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "diff",
-		Description: "Show a transaction's change set: format patch (default; a git-style patch that `git apply` accepts), stat (like git diff --stat) or name-status (like git diff --name-status).",
+		Description: "Show a transaction's change set: format patch (default; a git-style patch that `git apply` accepts), stat (like git diff --stat) or name-status (like git diff --name-status). The text itself is the result's text content, as it is, not escaped; the structured result only says its format, size and notes.",
 		Annotations: &mcp.ToolAnnotations{Title: "Show the change set", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no},
 		InputSchema: diffSchema(),
 	}, h.diff)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "commit",
-		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), paths and reason; the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve=true approves changes to protected paths: set it only when the user asked for that change. Committing a committed transaction reports its first outcome.",
+		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), refused_paths and reason (what happened and what to do); the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve: true approves changes to protected paths: set it only when the user asked for that change. Committing a committed transaction reports its first outcome. Cancelling the call stops the commit only before its journal is written (nothing applied, the transaction kept as it was); after that it runs to its end, and status tells the outcome.",
 		Annotations: &mcp.ToolAnnotations{Title: "Commit the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes},
 	}, h.commit)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "discard",
-		Description: "Drop the transaction's change set and its staged copy; the base is not touched. The work in the staged path is lost.",
+		Description: "Drop the transaction's change set and its staged copy; the base is not touched. The work in the staged path is lost, except git commits made there, which are kept in the project's repository on branch airlock/<id> unless drop_commits is true.",
 		Annotations: &mcp.ToolAnnotations{Title: "Discard the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no},
 	}, h.discard)
 	return s
@@ -151,10 +152,15 @@ type DiffInput struct {
 	Format string `json:"format,omitempty" jsonschema:"patch (default), stat or name-status"`
 }
 
-// DiffOutput is the diff tool's result.
+// DiffOutput is the diff tool's structured result. The text itself is the
+// result's text content only: a client that hands the model the
+// structured result (Claude Code does) would otherwise give it a patch
+// escaped into one JSON string.
 type DiffOutput struct {
 	Format string   `json:"format"`
-	Text   string   `json:"text" jsonschema:"the change set in the format asked for"`
+	Bytes  int      `json:"bytes" jsonschema:"the size of the text, which is the result's text content"`
+	Lines  int      `json:"lines" jsonschema:"its lines"`
+	Empty  bool     `json:"empty,omitempty" jsonschema:"there are no changes"`
 	Notes  []string `json:"notes,omitempty" jsonschema:"what a git patch cannot carry (directories, permission bits other than x)"`
 }
 
@@ -192,12 +198,12 @@ func (h *handlers) diff(ctx context.Context, _ *mcp.CallToolRequest, in DiffInpu
 		return nil, DiffOutput{}, err
 	}
 	text := buf.String()
+	out := DiffOutput{Format: in.Format, Bytes: len(text), Lines: strings.Count(text, "\n"), Empty: text == "", Notes: notes}
 	content := text
 	if content == "" {
 		content = "(no changes)\n"
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: content}}},
-		DiffOutput{Format: in.Format, Text: text, Notes: notes}, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: content}}}, out, nil
 }
 
 // CommitInput is the commit tool's input.
@@ -208,16 +214,26 @@ type CommitInput struct {
 	ExpectDigest string `json:"expect_digest,omitempty" jsonschema:"commit only if the change set is still the one reviewed: its diff_digest (status returns it); otherwise the commit is refused ReviewStale"`
 }
 
-// SettleOutput is what commit and discard return.
+// DiscardInput is the discard tool's input.
+type DiscardInput struct {
+	ID          string `json:"id" jsonschema:"the transaction id"`
+	DropCommits bool   `json:"drop_commits,omitempty" jsonschema:"let git commits made in the staged path go too, instead of keeping them on branch airlock/<id> in the project's repository"`
+}
+
+// SettleOutput is what commit and discard return. Its member names are
+// those of the command line's JSON (docs/json.md).
 type SettleOutput struct {
-	TxID     string   `json:"tx"`
-	Outcome  string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
-	Refusal  string   `json:"refusal,omitempty" jsonschema:"when refused: BaseDrift, MergeConflict, ProtectedPathNotApproved, BoundaryEscape, SharedInode, UnsupportedEntry, ValidationFailed, ApplyFailed, InterruptedApply, StagedChanged or ReviewStale"`
-	Paths    []string `json:"paths,omitempty" jsonschema:"the base-relative paths the refusal names"`
-	Reason   string   `json:"reason,omitempty" jsonschema:"what happened and what to do"`
-	Added    int      `json:"added"`
-	Modified int      `json:"modified"`
-	Deleted  int      `json:"deleted"`
+	TxID         string   `json:"tx"`
+	Outcome      string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
+	Refusal      string   `json:"refusal,omitempty" jsonschema:"when refused: BaseDrift, MergeConflict, ProtectedPathNotApproved, BoundaryEscape, SharedInode, UnsupportedEntry, ValidationFailed, ApplyFailed, InterruptedApply, StagedChanged or ReviewStale"`
+	RefusedPaths []string `json:"refused_paths,omitempty" jsonschema:"the base-relative paths the refusal names"`
+	Reason       string   `json:"reason,omitempty" jsonschema:"what happened and what to do, in this server's terms (tool arguments)"`
+	Merged       []string `json:"merged,omitempty" jsonschema:"paths the base had changed since open too, three-way merged: what landed holds both sides' edits"`
+	Branch       string   `json:"branch,omitempty" jsonschema:"the git branch in the project's repository that keeps the commits made in the staged path (airlock/<id>)"`
+	BranchHead   string   `json:"branch_head,omitempty" jsonschema:"the commit branch names"`
+	Added        int      `json:"added"`
+	Modified     int      `json:"modified"`
+	Deleted      int      `json:"deleted"`
 	// Kept are deleted directories kept because they hold paths the
 	// transaction never saw.
 	Kept        []string       `json:"kept,omitempty"`
@@ -227,27 +243,33 @@ type SettleOutput struct {
 	Receipt     map[string]any `json:"receipt,omitempty" jsonschema:"the receipt (schema airlock.receipt/v1)"`
 }
 
+// commit passes the request's context on: a client that cancels the call
+// (Claude Code's Esc) stops the commit only up to its journal, and then
+// nothing was applied; from the journal on the commit runs to its end and
+// the result is its real outcome (Tx.Commit).
 func (h *handlers) commit(ctx context.Context, _ *mcp.CallToolRequest, in CommitInput) (*mcp.CallToolResult, SettleOutput, error) {
-	return h.settle(ctx, in.ID, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
+	return h.settle(ctx, in.ID, func(tx *airlock.Tx) (*airlock.Result, error) {
 		return tx.Commit(ctx, airlock.SettleOptions{Approve: in.Approve, Validate: in.Validate, ExpectDiffDigest: in.ExpectDigest})
 	})
 }
 
-func (h *handlers) discard(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, SettleOutput, error) {
-	return h.settle(ctx, in.ID, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-		return tx.Discard(ctx, airlock.SettleOptions{})
+// discard runs to its end even when the client cancels: it is quick, and a
+// discard half done would leave a transaction neither open nor settled.
+func (h *handlers) discard(ctx context.Context, _ *mcp.CallToolRequest, in DiscardInput) (*mcp.CallToolResult, SettleOutput, error) {
+	return h.settle(ctx, in.ID, func(tx *airlock.Tx) (*airlock.Result, error) {
+		return tx.Discard(context.WithoutCancel(ctx), airlock.SettleOptions{DropCommits: in.DropCommits})
 	})
 }
 
-// settle runs do to the end even when the client cancels: a commit cut
-// short is the one thing a transaction must not be. A refusal is a result;
-// only a failure to settle at all is a tool error.
-func (h *handlers) settle(ctx context.Context, id string, do func(context.Context, *airlock.Tx) (*airlock.Result, error)) (*mcp.CallToolResult, SettleOutput, error) {
+// settle turns a settle's result into the tool's. A refusal is a result;
+// only a failure to settle at all (a cancelled commit included) is a tool
+// error.
+func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (*airlock.Result, error)) (*mcp.CallToolResult, SettleOutput, error) {
 	tx, err := h.store.Tx(id)
 	if err != nil {
 		return nil, SettleOutput{}, err
 	}
-	res, err := do(context.WithoutCancel(ctx), tx)
+	res, err := do(tx)
 	var r *airlock.Refusal
 	if err != nil && !errors.As(err, &r) {
 		return nil, SettleOutput{}, err
@@ -258,13 +280,17 @@ func (h *handlers) settle(ctx context.Context, id string, do func(context.Contex
 	out := SettleOutput{
 		TxID: res.TxID, Outcome: string(res.Outcome), Added: res.Added, Modified: res.Modified,
 		Deleted: res.Deleted, Kept: res.Kept, Repeat: res.Repeat, Validators: res.Validators, ReceiptPath: res.ReceiptPath,
+		Merged: res.Merged,
+	}
+	if res.Branch != nil {
+		out.Branch, out.BranchHead = res.Branch.Name, res.Branch.Head
 	}
 	if r == nil {
 		r = res.Refusal
 	}
 	if r != nil {
 		out.Outcome = string(airlock.Refused)
-		out.Refusal, out.Paths, out.Reason = string(r.Kind), r.Paths, r.Reason
+		out.Refusal, out.RefusedPaths, out.Reason = string(r.Kind), r.Paths, r.Explain(airlock.SurfaceMCP)
 	}
 	if res.Receipt != nil {
 		if out.Receipt, err = asObject(res.Receipt); err != nil {

@@ -162,28 +162,32 @@ func TestOpenDiffCommit(t *testing.T) {
 
 	var d DiffOutput
 	res := w.call("diff", map[string]any{"id": o.ID}, &d)
-	if d.Format != "patch" || !strings.Contains(d.Text, "+++ b/new.txt") || !strings.Contains(d.Text, "-two") || text(res) != d.Text {
-		t.Errorf("diff patch: %+v; content %q", d, text(res))
+	patch := text(res)
+	if d.Format != "patch" || !strings.Contains(patch, "+++ b/new.txt") || !strings.Contains(patch, "-two") || d.Bytes != len(patch) || d.Lines != strings.Count(patch, "\n") || d.Empty {
+		t.Errorf("diff patch: %+v; content %q", d, patch)
+	}
+	// The structured result is small: the patch is the text content
+	// alone, never escaped into a JSON string a client hands the model.
+	if sc, _ := json.Marshal(res.StructuredContent); strings.Contains(string(sc), "new.txt") || len(sc) > 200 {
+		t.Errorf("the structured result carries the patch: %s", sc)
 	}
 	// The patch is git's: applied to a copy of the base it gives the
 	// staged tree.
 	cp := filepath.Join(t.TempDir(), "copy")
 	writeFiles(t, cp, map[string]string{"f.txt": "one\ntwo\n", "keep": "k\n"})
 	git := exec.Command("git", "apply", "--binary", "-")
-	git.Dir, git.Stdin = cp, strings.NewReader(d.Text)
+	git.Dir, git.Stdin = cp, strings.NewReader(patch)
 	if out, err := git.CombinedOutput(); err != nil {
-		t.Fatalf("git apply: %v\n%s\n%s", err, out, d.Text)
+		t.Fatalf("git apply: %v\n%s\n%s", err, out, patch)
 	}
 	if readFile(t, filepath.Join(cp, "f.txt")) != "one\n2\n" || readFile(t, filepath.Join(cp, "new.txt")) != "new\n" {
 		t.Error("git apply of the patch did not give the staged tree")
 	}
-	w.call("diff", map[string]any{"id": o.ID, "format": "name-status"}, &d)
-	if d.Text != "M\tf.txt\nA\tnew.txt\n" {
-		t.Errorf("diff name-status: %q", d.Text)
+	if got := text(w.call("diff", map[string]any{"id": o.ID, "format": "name-status"}, &d)); got != "M\tf.txt\nA\tnew.txt\n" {
+		t.Errorf("diff name-status: %q", got)
 	}
-	w.call("diff", map[string]any{"id": o.ID, "format": "stat"}, &d)
-	if !strings.Contains(d.Text, "2 files changed") {
-		t.Errorf("diff stat: %q", d.Text)
+	if got := text(w.call("diff", map[string]any{"id": o.ID, "format": "stat"}, &d)); !strings.Contains(got, "2 files changed") {
+		t.Errorf("diff stat: %q", got)
 	}
 
 	var info airlock.Info
@@ -233,8 +237,19 @@ func TestCommitRefusalIsAResult(t *testing.T) {
 	}
 	var s SettleOutput
 	decode(t, res, &s)
-	if s.Outcome != "refused" || s.Refusal != "ProtectedPathNotApproved" || !slices.Equal(s.Paths, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml"}) || s.Reason == "" {
+	// The refused paths are files as git counts them, under the name
+	// status and the command line's JSON use; the remedy is said in the
+	// tool's own terms, not as a command-line flag.
+	if s.Outcome != "refused" || s.Refusal != "ProtectedPathNotApproved" || !slices.Equal(s.RefusedPaths, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml"}) {
 		t.Errorf("refusal: %+v", s)
+	}
+	if !strings.Contains(s.Reason, "approve: true") || strings.Contains(s.Reason, "--approve") {
+		t.Errorf("the reason does not name the remedy as this tool's argument: %q", s.Reason)
+	}
+	var raw map[string]any
+	decode(t, res, &raw)
+	if _, ok := raw["paths"]; ok || raw["refused_paths"] == nil {
+		t.Errorf("the commit result names its refused paths other than refused_paths: %v", raw)
 	}
 	if _, err := os.Lstat(filepath.Join(w.base, "ok")); err == nil {
 		t.Error("a refused commit changed the base")

@@ -82,7 +82,11 @@ type Receipt struct {
 	// airlock commit before it on that branch.
 	LandedBranch string
 	LandedCommit string
-	Digest       string // set by Seal
+	// Merged are the paths a commit three-way merged: the base had
+	// changed them since open too, and what landed combines both sides.
+	// Optional: absent unless a committed receipt merged some.
+	Merged []string
+	Digest string // set by Seal
 }
 
 // wire is a receipt's JSON form. Its member order is the file's reading
@@ -115,6 +119,7 @@ type wire struct {
 	Branch             string      `json:"branch,omitempty"`
 	BranchHead         string      `json:"branch_head,omitempty"`
 	Validators         []fileBytes `json:"validators,omitempty"`
+	Merged             []fileBytes `json:"merged,omitempty"`
 	LandedBranch       string      `json:"landed_branch,omitempty"`
 	LandedCommit       string      `json:"landed_commit,omitempty"`
 	Digest             string      `json:"digest"`
@@ -179,8 +184,8 @@ func (r *Receipt) toWire() wire {
 		ExcludedSelectors: r.ExcludedSelectors, ProtectedSelectors: r.ProtectedSelectors, Approved: r.Approved,
 		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
 		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead,
-		Validators: optionalFile(r.Validators), LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit,
-		Digest: r.Digest,
+		Validators: optionalFile(r.Validators), Merged: optionalFile(r.Merged),
+		LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit, Digest: r.Digest,
 	}
 }
 
@@ -222,8 +227,8 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		ExcludedSelectors: w.ExcludedSelectors, ProtectedSelectors: w.ProtectedSelectors, Approved: w.Approved,
 		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
 		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead,
-		Validators: fromFile(w.Validators), LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit,
-		Digest: w.Digest,
+		Validators: fromFile(w.Validators), Merged: fromFile(w.Merged),
+		LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit, Digest: w.Digest,
 	}
 	return nil
 }

@@ -49,6 +49,10 @@ var landedMembers = []string{"landed_branch", "landed_commit"}
 // ran, present (and not empty) exactly when one ran.
 const validatorsMember = "validators"
 
+// mergedMember is optional on its own: the paths a commit three-way
+// merged, present (and not empty) only in a committed receipt that merged.
+const mergedMember = "merged"
+
 var (
 	commitForm = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 	digestForm = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -330,14 +334,17 @@ func check(obj map[string]any) (*Receipt, error) {
 	if landed != 0 && landed != len(landedMembers) {
 		return nil, invalid("members %s go together: a receipt has both or neither", strings.Join(landedMembers, " and "))
 	}
-	validators := 0
+	validators, merged := 0, 0
 	if _, ok := obj[validatorsMember]; ok {
 		validators = 1
 	}
-	if len(obj) != len(members)+present+landed+validators {
+	if _, ok := obj[mergedMember]; ok {
+		merged = 1
+	}
+	if len(obj) != len(members)+present+landed+validators+merged {
 		var extra []string
 		for k := range obj {
-			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember {
+			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember {
 				extra = append(extra, strconv.Quote(k))
 			}
 		}
@@ -424,6 +431,16 @@ func check(obj map[string]any) (*Receipt, error) {
 		r.Validators = c.bytesList(validatorsMember, false)
 		if c.err == nil && len(r.Validators) == 0 {
 			c.fail(validatorsMember, "is empty: a receipt names the validators that ran, or leaves the member out")
+		}
+	}
+	if merged > 0 {
+		r.Merged = c.bytesList(mergedMember, false)
+		switch {
+		case c.err != nil:
+		case len(r.Merged) == 0:
+			c.fail(mergedMember, "is empty: a receipt names the paths it merged, or leaves the member out")
+		case r.Outcome != "committed":
+			c.fail(mergedMember, "names %d paths, but the outcome is %s: only a commit merges", len(r.Merged), r.Outcome)
 		}
 	}
 	r.Digest = c.digest("digest", false)

@@ -58,6 +58,26 @@ func TestReviewInChromium(t *testing.T) {
 	ctx, shot := newBrowser(t, chrome)
 	t.Run("commit", func(t *testing.T) { reviewCommit(t, ctx, shot) })
 	t.Run("refusal then approval", func(t *testing.T) { reviewRefusal(t, ctx, shot) })
+	t.Run("counts are files", func(t *testing.T) { reviewCounts(t, ctx) })
+}
+
+// reviewCounts: one new workflow file in new directories is "1 added" on
+// the page, as git counts it, not 3.
+func reviewCounts(t *testing.T, ctx context.Context) {
+	w := newWorld(t, map[string]string{"app.py": "print('hi')\n"})
+	id, staged := w.open()
+	testbin.WriteFiles(t, staged, map[string]string{".github/workflows/ci.yml": "on: push\n"})
+	rv := w.startReview(w.home, id, "--timeout", "2m")
+	if err := chromedp.Do(ctx, chromedp.Navigate(rv.url), chromedp.WaitVisible(chromedp.ID("commit"))); err != nil {
+		t.Fatalf("load the review page: %v\n%s", err, rv.stderr())
+	}
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "1 added · 0 modified · 0 deleted") {
+		t.Errorf("the page does not count one new file as 1 added:\n%s", text)
+	}
 }
 
 func reviewCommit(t *testing.T, ctx context.Context, shot func(string)) {
@@ -316,6 +336,10 @@ func reviewRefusal(t *testing.T, ctx context.Context, shot func(string)) {
 	}
 	if !strings.Contains(outcome, "Commit refused: ProtectedPathNotApproved") || !strings.Contains(outcome, ".envrc") {
 		t.Errorf("outcome banner after Commit: %q", outcome)
+	}
+	// The remedy is the page's own button, not a command-line flag.
+	if !strings.Contains(outcome, "press Approve & commit") || strings.Contains(outcome, "--approve") {
+		t.Errorf("the refusal's remedy is not said in the page's terms: %q", outcome)
 	}
 	shot("review-refused.png")
 	if treeDigest(t, w.base) != w.digest {

@@ -112,7 +112,7 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 <p>This review is over and its server has stopped. You can close this tab.</p></div>
 {{end}}{{end}}
 {{with .Refusal}}
-<div class="banner bad" id="outcome"><h2>Commit refused: {{.Kind}}</h2><p>{{.Reason}}</p>
+<div class="banner bad" id="outcome"><h2>Commit refused: {{.Kind}}</h2><p>{{$.RefusalText}}</p>
 {{with .Paths}}<ul>{{range .}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 <p>The base was not touched; the transaction is kept.</p></div>
 {{else}}{{if and (not .Outcome) (eq (print .Info.Status) "refused")}}

@@ -225,9 +225,11 @@ type pageView struct {
 	Protected []string // changed paths under protected selectors
 	Outcome   *Outcome
 	Refusal   *airlock.Refusal // the outcome's refusal
-	ErrText   string           // the outcome's error, when not a refusal
-	Open      bool             // the transaction can still be settled
-	Truncated bool
+	// RefusalText is its reason with the remedy in the page's terms.
+	RefusalText string
+	ErrText     string // the outcome's error, when not a refusal
+	Open        bool   // the transaction can still be settled
+	Truncated   bool
 	// Digest is the digest of the change set the page shows (the frozen
 	// snapshot its patch was read from), which a Commit or Approve sends
 	// back; Changing says a staged file changed while it was frozen, so
@@ -247,6 +249,8 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 	if out != nil && out.Err != nil {
 		if !errors.As(out.Err, &v.Refusal) {
 			v.ErrText = out.Err.Error()
+		} else {
+			v.RefusalText = v.Refusal.Explain(airlock.SurfaceReview)
 		}
 	}
 	if info.Status == airlock.StatusRefused {
@@ -293,17 +297,12 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 	return v, nil
 }
 
-// lastReason is the reason of the newest refusal in the event log.
+// lastReason is the reason of the newest refusal in the event log, with
+// its remedy in the page's terms.
 func lastReason(tx *airlock.Tx) string {
-	evs, err := tx.Events()
-	if err != nil {
+	r, err := tx.LastRefusal()
+	if err != nil || r == nil {
 		return ""
 	}
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Event == "refused" {
-			s, _ := evs[i].Detail["reason"].(string)
-			return s
-		}
-	}
-	return ""
+	return r.Explain(airlock.SurfaceReview)
 }
