@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/buildinfo"
 	"github.com/airlockdev/airlock/internal/progress"
 )
 
@@ -57,7 +58,9 @@ func newRoot(io IO) *cobra.Command {
 		Long:          "airlock runs a command in a staged copy of a directory and applies its changes\nback only through one all-or-nothing, fail-closed, journaled commit.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Get().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	// Flag errors are airlock failing to start: exit 125 with the message.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see `airlock %s --help`)", err, c.Name())
@@ -82,6 +85,7 @@ func newRoot(io IO) *cobra.Command {
 		newReviewCmd(io),
 		newMCPCmd(io),
 		newCompletionCmd(io),
+		newVersionCmd(io),
 	)
 	completeTxIDs(root)
 	return root
