@@ -14,6 +14,7 @@ import (
 
 func newReceiptCmd(io IO) *cobra.Command {
 	c := &cobra.Command{Use: "receipt", Short: "Work with receipts"}
+	group(c)
 	c.AddCommand(&cobra.Command{
 		Use:   "verify FILE|ID",
 		Short: "Check a receipt's integrity and required fields (exit 0 valid, 1 invalid)",

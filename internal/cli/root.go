@@ -61,9 +61,10 @@ func newRoot(io IO) *cobra.Command {
 		Version:       buildinfo.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	group(root)
 	// Flag errors are airlock failing to start: exit 125 with the message.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w (see `airlock %s --help`)", err, c.Name())
+		return fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())
 	})
 	root.AddCommand(
 		newRunCmd(io),
@@ -89,6 +90,25 @@ func newRoot(io IO) *cobra.Command {
 	)
 	completeTxIDs(root)
 	return root
+}
+
+// group makes c, a command that only holds subcommands, print its help
+// when called alone and refuse a word that names none of them, with the
+// help to read. Left to cobra, an unknown word under a group prints the
+// help and exits 0, and one at the top names no help at all.
+func group(c *cobra.Command) {
+	c.SuggestionsMinimumDistance = 2
+	c.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return fmt.Errorf("%s (see `%s --help`)", msg, c.CommandPath())
+	}
+	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 }
 
 // oneID checks that a command that acts on one transaction got exactly one
@@ -128,6 +148,15 @@ func (f *txFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.noDefaultProtect, "no-default-protect", false, "drop the default protected selectors ("+strings.Join(airlock.DefaultProtect, ", ")+") from this transaction's own list; the project's protection, defaults included unless its .airlock.toml sets default_protect = false, still holds at commit")
 	fl.BoolVar(&f.approve, "approve", false, "approve changes to protected paths")
 	fl.StringVar(&f.backend, "backend", "auto", "how the staged workspace is made: auto|copy|reflink|overlay|worktree")
+	c.RegisterFlagCompletionFunc("backend", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, b := range backends {
+			if strings.HasPrefix(b[0], prefix) {
+				out = append(out, cobra.CompletionWithDesc(b[0], b[1]))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
 	fl.StringVar(&f.validate, "validate", "", validateHelp)
 	fl.StringVar(&f.id, "id", "", "the transaction id ([A-Za-z0-9._-]{1,64}; default: generated)")
 	f.flags = fl
@@ -139,12 +168,25 @@ func (f *txFlags) check() error {
 	if f.flags != nil && f.flags.Changed("id") && f.id == "" {
 		return errors.New(`--id "": an empty id is not an id; leave --id out to have one generated`)
 	}
-	switch f.backend {
-	case "", "auto", "copy", "reflink", "overlay", "worktree":
-	default:
-		return fmt.Errorf("--backend %q: unknown backend (want auto, copy, reflink, overlay or worktree)", f.backend)
+	if f.backend == "" {
+		return nil
 	}
-	return nil
+	for _, b := range backends {
+		if b[0] == f.backend {
+			return nil
+		}
+	}
+	return fmt.Errorf("--backend %q: unknown backend (want auto, copy, reflink, overlay or worktree)", f.backend)
+}
+
+// backends are --backend's values, with what the shell's completion shows
+// beside each.
+var backends = [][2]string{
+	{"auto", "the best this machine and base support (airlock doctor says which)"},
+	{"copy", "a full copy of the base; works everywhere"},
+	{"reflink", "a copy-on-write clone (btrfs, xfs, APFS)"},
+	{"overlay", "a Linux overlayfs over the base"},
+	{"worktree", "a git worktree of the base's repository, on branch airlock/<id>"},
 }
 
 func (f *txFlags) openOptions(command []string) airlock.OpenOptions {
