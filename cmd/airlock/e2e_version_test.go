@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"runtime"
@@ -57,6 +58,15 @@ func TestE2EVersion(t *testing.T) {
 			if v[k] != w {
 				t.Errorf("version --json: %s = %v, want %v", k, v[k], w)
 			}
+		}
+		// What only a stamped build prints is documented too.
+		raw, _ := json.Marshal(v)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var doc any
+		must(t, dec.Decode(&doc))
+		for _, e := range readJSONDoc(t).object("version --json", doc, "airlock version --json") {
+			t.Error(e)
 		}
 		x := newH(t)
 		r := x.exec(run{bin: stamped, args: []string{"--version"}})

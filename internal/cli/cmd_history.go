@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iopkg "io"
 	"slices"
 	"sort"
 	"time"
@@ -57,7 +58,7 @@ func newLogCmd(io IO) *cobra.Command {
 
 func newUndoCmd(io IO) *cobra.Command {
 	var workdir, receipt string
-	var approve, quiet bool
+	var approve, quiet, asJSON bool
 	c := &cobra.Command{
 		Use:   "undo [ID] [--workdir DIR]",
 		Short: "Revert a committed transaction (default: the newest) as a new transaction",
@@ -79,19 +80,25 @@ func newUndoCmd(io IO) *cobra.Command {
 			if res != nil && !quiet {
 				writeBlock(io.Err, res)
 			}
+			if res != nil && asJSON {
+				if jerr := writeJSON(io, resultJSON(res)); jerr != nil {
+					return jerr
+				}
+			}
 			return err
 		},
 	}
 	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory)")
 	c.Flags().BoolVar(&approve, "approve", false, "approve restoring protected paths")
 	c.Flags().StringVar(&receipt, "receipt", "", "also write the receipt JSON to `FILE`")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the undo transaction's result and receipt as JSON on stdout (as commit --json)")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
 	return c
 }
 
 func newLandCmd(io IO) *cobra.Command {
 	var validate string
-	var approve, quiet bool
+	var approve, quiet, asJSON bool
 	c := &cobra.Command{
 		Use:   "land ID... [--validate CMD]",
 		Short: "Integrate several transactions in order, each validated on its exact candidate",
@@ -111,17 +118,34 @@ func newLandCmd(io IO) *cobra.Command {
 					writeBlock(io.Err, l.Result)
 				}
 			}
+			out := io.Out
+			if asJSON {
+				// The table's lines say nothing the JSON does not.
+				out = iopkg.Discard
+			}
+			entries := []map[string]any{}
 			for _, l := range results {
+				e := map[string]any{"tx": l.ID}
+				if l.Result != nil {
+					e["result"] = resultJSON(l.Result)
+				}
 				var r *airlock.Refusal
 				switch {
 				case errors.As(l.Err, &r):
 					refused++
-					fmt.Fprintf(io.Out, "refused  %s  %s\n", l.ID, r.Error())
+					fmt.Fprintf(out, "refused  %s  %s\n", l.ID, r.Error())
 				case l.Err != nil:
 					failed++
-					fmt.Fprintf(io.Out, "failed   %s  %v\n", l.ID, l.Err)
+					fmt.Fprintf(out, "failed   %s  %v\n", l.ID, l.Err)
+					e["error"] = l.Err.Error()
 				default:
-					fmt.Fprintf(io.Out, "%-8s %s  +%d ~%d -%d\n", landWord(l.Result), l.ID, l.Result.Added, l.Result.Modified, l.Result.Deleted)
+					fmt.Fprintf(out, "%-8s %s  +%d ~%d -%d\n", landWord(l.Result), l.ID, l.Result.Added, l.Result.Modified, l.Result.Deleted)
+				}
+				entries = append(entries, e)
+			}
+			if asJSON {
+				if err := writeJSON(io, map[string]any{"transactions": entries}); err != nil {
+					return err
 				}
 			}
 			switch {
@@ -135,6 +159,7 @@ func newLandCmd(io IO) *cobra.Command {
 	}
 	c.Flags().StringVar(&validate, "validate", "", "add a validator: run `CMD` via sh -c on each candidate tree before it lands, after that transaction's validate from .airlock.toml, which always runs")
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
+	c.Flags().BoolVar(&asJSON, "json", false, "print {transactions: [{tx, result, error}]} as JSON on stdout instead of the table")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* blocks")
 	return c
 }
@@ -148,7 +173,7 @@ func landWord(r *airlock.Result) string {
 
 func newGCCmd(io IO) *cobra.Command {
 	var olderThan time.Duration
-	var dryRun bool
+	var dryRun, asJSON bool
 	c := &cobra.Command{
 		Use:   "gc [ID...] [--older-than DUR] [--dry-run]",
 		Short: "Remove settled transactions' state (named ones also when refused, or open with their owner gone)",
@@ -163,15 +188,29 @@ func newGCCmd(io IO) *cobra.Command {
 			if dryRun {
 				verb = "would remove"
 			}
+			out := io.Out
+			if asJSON {
+				out = iopkg.Discard
+			}
 			var kept, held int64
+			entries := []map[string]any{}
 			for _, it := range items {
 				if it.Removed {
-					fmt.Fprintf(io.Out, "%s %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
+					fmt.Fprintf(out, "%s %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
 				} else if slices.Contains(ids, it.ID) || len(ids) == 0 {
-					fmt.Fprintf(io.Out, "kept %s (%s; holds %s)\n", it.ID, it.Reason, size(it.Bytes))
+					fmt.Fprintf(out, "kept %s (%s; holds %s)\n", it.ID, it.Reason, size(it.Bytes))
 					kept++
 					held += it.Bytes
+				} else {
+					continue
 				}
+				entries = append(entries, map[string]any{"id": it.ID, "status": it.Status, "removed": it.Removed, "reason": it.Reason, "bytes": it.Bytes})
+			}
+			if asJSON {
+				if jerr := writeJSON(io, map[string]any{"dry_run": dryRun, "freed": freed, "transactions": entries}); jerr != nil {
+					return jerr
+				}
+				return err
 			}
 			fmt.Fprintf(io.Out, "%s %s\n", map[bool]string{true: "would free", false: "freed"}[dryRun], size(freed))
 			if kept > 0 {
@@ -184,5 +223,6 @@ func newGCCmd(io IO) *cobra.Command {
 	}
 	c.Flags().DurationVar(&olderThan, "older-than", 0, "keep transactions settled more recently than `DUR` (e.g. 24h)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed; remove nothing")
+	c.Flags().BoolVar(&asJSON, "json", false, "print {dry_run, freed, transactions: [{id, status, removed, reason, bytes}]} as JSON")
 	return c
 }

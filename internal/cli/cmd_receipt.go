@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,7 +16,8 @@ import (
 func newReceiptCmd(io IO) *cobra.Command {
 	c := &cobra.Command{Use: "receipt", Short: "Work with receipts"}
 	group(c)
-	c.AddCommand(&cobra.Command{
+	var asJSON bool
+	verify := &cobra.Command{
 		Use:   "verify FILE|ID",
 		Short: "Check a receipt's integrity and required fields (exit 0 valid, 1 invalid)",
 		Args: func(_ *cobra.Command, args []string) error {
@@ -35,12 +37,22 @@ func newReceiptCmd(io IO) *cobra.Command {
 			}
 			r, err := receipt.Verify(data)
 			if err != nil {
+				if asJSON {
+					if jerr := writeJSON(io, map[string]any{"path": path, "valid": false, "error": err.Error()}); jerr != nil {
+						return jerr
+					}
+				}
 				return &exitError{code: 1, msg: fmt.Sprintf("receipt %s is invalid: %v", path, err)}
+			}
+			if asJSON {
+				return writeJSON(io, map[string]any{"path": path, "valid": true, "receipt": json.RawMessage(data)})
 			}
 			fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s\n", path, r.TxID, r.Outcome, r.Digest)
 			return nil
 		},
-	})
+	}
+	verify.Flags().BoolVar(&asJSON, "json", false, "print {path, valid, receipt} as JSON ({path, valid, error} when invalid)")
+	c.AddCommand(verify)
 	return c
 }
 
