@@ -51,6 +51,13 @@ func Main(ctx context.Context, args []string, io IO) int {
 	return ExitCode(err)
 }
 
+// Command is airlock's command tree with nothing to read and nowhere to
+// write, for tools that document it: scripts/release makes the man pages
+// and completion scripts of a release from it.
+func Command() *cobra.Command {
+	return newRoot(IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+}
+
 func newRoot(io IO) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "airlock",
