@@ -21,10 +21,12 @@
 # in a source tarball; the commit is stamped with -X instead, the same from
 # anywhere), -s -w drops the symbol tables, and every time in the tarballs,
 # man pages and .debs is SOURCE_DATE_EPOCH, the commit's. --check builds a
-# second time from `git archive HEAD` unpacked at another path, with an
-# empty Go build cache, and compares SHA256SUMS byte for byte; where
-# dpkg-deb is installed it also checks each .deb's fields and contents and
-# runs the packaged binary of this machine's architecture.
+# second time from `git archive HEAD` unpacked at another path and compares
+# SHA256SUMS byte for byte; with COLD=1 the second build also starts from
+# an empty Go build cache (every package compiled again: several minutes
+# more). Where dpkg-deb is installed --check also checks each .deb's
+# fields and contents and runs the packaged binary of this machine's
+# architecture.
 #
 # The packaging (man pages from the command tree, tarballs, nfpm's .deb)
 # is scripts/release, a Go module of its own so that its dependencies stay
@@ -127,10 +129,14 @@ build "$ROOT" "$DIST"
 if $CHECK; then
   again=$(mktemp -d "${TMPDIR:-/tmp}/airlock-release-check.XXXXXX")
   trap 'chmod -R u+w "$again" 2>/dev/null; rm -rf "$again"' EXIT
-  mkdir -p "$again/src" "$again/gocache"
+  mkdir -p "$again/src"
   git archive HEAD | tar -x -C "$again/src"
-  echo "release.sh: --check: building again from git archive HEAD in $again/src with an empty build cache"
-  GOCACHE=$again/gocache build "$again/src" "$again/dist"
+  cache=$(go env GOCACHE)
+  if [ "${COLD:-}" = 1 ]; then
+    cache=$again/gocache
+  fi
+  echo "release.sh: --check: building again from git archive HEAD in $again/src (GOCACHE=$cache)"
+  GOCACHE=$cache build "$again/src" "$again/dist"
   if ! cmp -s "$DIST/SHA256SUMS" "$again/dist/SHA256SUMS"; then
     diff "$DIST/SHA256SUMS" "$again/dist/SHA256SUMS" >&2 || true
     die "--check: the second build differs (above: first, then second)"
