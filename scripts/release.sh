@@ -11,7 +11,7 @@
 # It builds, for linux/amd64, linux/arm64, darwin/amd64 and darwin/arm64:
 #   airlock_VERSION_OS_ARCH.tar.gz  the binary, README.md, man pages and
 #                                   bash/zsh/fish completion scripts
-#   airlock_VERSION_ARCH.deb        (linux) the same, installed where Debian
+#   airlock_DEBVERSION_ARCH.deb     (linux) the same, installed where Debian
 #                                   looks (/usr/bin, /usr/share/man, ...)
 #   SHA256SUMS                      over all of them (sha256sum -c SHA256SUMS)
 #
@@ -60,6 +60,10 @@ case $VERSION in
   v[0-9]*) ;;
   *) die "version $VERSION: want v followed by a semantic version (v1.2.3)" ;;
 esac
+# Debian's form, as nfpm writes it: a pre-release sorts before its release
+# with "~" (v1.2.3-rc1 is 1.2.3~rc1).
+DEBVERSION=${VERSION#v}
+DEBVERSION=${DEBVERSION/-/\~}
 
 TARGETS="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"
 PKG=github.com/airlockdev/airlock/internal/buildinfo
@@ -86,7 +90,7 @@ build() {
     "$work/release" tar -o "$out/$name.tar.gz" -prefix "$name" "${files[@]}"
     if [ "$os" = linux ]; then
       "$work/release" static "$bin"
-      "$work/release" deb -o "$out/airlock_${VERSION#v}_${arch}.deb" -version "$VERSION" -arch "$arch" -bin "$bin" -docs "$work/docs"
+      "$work/release" deb -o "$out/airlock_${DEBVERSION}_${arch}.deb" -version "$VERSION" -arch "$arch" -bin "$bin" -docs "$work/docs"
     fi
   done
   "$work/release" sums "$out"
@@ -98,7 +102,7 @@ build() {
 checkdeb() {
   local deb=$1 arch=$2 info contents x
   info=$(dpkg-deb --info "$deb")
-  for want in "Package: airlock" "Version: ${VERSION#v}" "Architecture: $arch"; do
+  for want in "Package: airlock" "Version: $DEBVERSION" "Architecture: $arch"; do
     grep -qF "$want" <<<"$info" || die "$deb: dpkg-deb --info has no \"$want\":"$'\n'"$info"
   done
   contents=$(dpkg-deb --contents "$deb")
@@ -142,7 +146,7 @@ if $CHECK; then
     die "--check: the second build differs (above: first, then second)"
   fi
   if command -v dpkg-deb >/dev/null; then
-    for arch in amd64 arm64; do checkdeb "$DIST/airlock_${VERSION#v}_${arch}.deb" "$arch"; done
+    for arch in amd64 arm64; do checkdeb "$DIST/airlock_${DEBVERSION}_${arch}.deb" "$arch"; done
   else
     echo "release.sh: --check: dpkg-deb is not installed; the .debs' contents were not checked" >&2
   fi

@@ -82,7 +82,7 @@ func newCommitCmd(io IO) *cobra.Command {
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
 	c.Flags().StringVar(&validate, "validate", "", validateHelp)
 	c.Flags().StringVar(&receipt, "receipt", "", "also write the receipt JSON to `FILE`")
-	c.Flags().StringVar(&expect, "expect-digest", "", "commit only the change set you reviewed: its diff_digest (`airlock show ID --json`); refused ReviewStale if it changed since")
+	c.Flags().StringVar(&expect, "expect-digest", "", "commit only the change set you reviewed: `DIGEST` is its diff_digest, as airlock show ID --json prints it; refused ReviewStale if it changed since")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result and receipt as JSON on stdout")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
 	return c

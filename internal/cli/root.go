@@ -96,6 +96,7 @@ func newRoot(io IO) *cobra.Command {
 		newVersionCmd(io),
 	)
 	completeTxIDs(root)
+	addExamples(root)
 	return root
 }
 
