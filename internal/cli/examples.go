@@ -62,7 +62,7 @@ var examples = map[string]string{
 	"mcp": `  claude mcp add airlock -- airlock mcp`,
 	"completion": `  # bash (needs the bash-completion package), for this shell, then for good
   source <(airlock completion bash)
-  airlock completion bash | sudo tee /etc/bash_completion.d/airlock >/dev/null
+  airlock completion bash > ~/.local/share/bash-completion/completions/airlock
 
   # zsh and fish
   airlock completion zsh > "${fpath[1]}/_airlock"
