@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // jsonDoc is docs/json.md read as a schema: its member tables, by the
@@ -228,9 +231,14 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 	// want runs airlock with args and checks its stdout, one JSON value,
 	// against the doc: an object of the sections' members, or with array
 	// set, a list of such objects.
+	var checkOutput func(title string, r result, code int, array bool, sections []string) map[string]any
 	want := func(title string, code int, array bool, sections []string, args ...string) map[string]any {
 		t.Helper()
-		r := x.airlock(args...)
+		return checkOutput(title, x.airlock(args...), code, array, sections)
+	}
+	checkOutput = func(title string, r result, code int, array bool, sections []string) map[string]any {
+		t.Helper()
+		args := r.Args
 		wantCode(t, r, code)
 		ran[strings.ToLower(title)] = true
 		dec := json.NewDecoder(strings.NewReader(r.Stdout))
@@ -280,6 +288,7 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		initJSON = "airlock init claude|codex --json"
 		version  = "airlock version --json"
 		gc       = "airlock gc --json"
+		review   = "airlock review [ID] --json"
 	)
 
 	// An open transaction, a refused one and a committed one.
@@ -354,6 +363,24 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		t.Errorf("recover after a killed apply: action %v, want rolled_back", rec["action"])
 	}
 
+	// review: the page's Discard, as the button posts it.
+	s = x.openTx("t-review", "--backend", "copy")
+	writeFile(t, filepath.Join(s, "rv.txt"), "reviewed\n")
+	p := x.start(run{args: []string{"review", "t-review", "--json", "--no-browser", "--timeout", "20s", "--quiet"}})
+	page := reviewURL(t, p)
+	u, err := url.Parse(page)
+	must(t, err)
+	req, err := http.NewRequest(http.MethodPost, page+"discard", nil)
+	must(t, err)
+	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("POST %sdiscard: %s", page, resp.Status)
+	}
+	checkOutput(review, p.WaitSettled(), 0, false, settle)
+
 	want(doctor, 0, false, section(doctor), "doctor", "--workdir", x.base, "--json")
 	want(initJSON, 0, false, section(initJSON), "init", "claude", "--workdir", x.base, "--json")
 	want(initJSON, 0, false, section(initJSON), "init", "codex", "--workdir", x.base, "--json")
@@ -384,4 +411,23 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// reviewURL waits for the page's URL, which review --json prints on
+// stderr.
+func reviewURL(t *testing.T, p proc) string {
+	t.Helper()
+	re := regexp.MustCompile(`airlock: review page: (http://\S+/)\n`)
+	deadline := time.Now().Add(commandTimeout)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(p.Stderr()); m != nil {
+			return m[1]
+		}
+		if p.Ended() {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("review printed no URL on stderr:\n%s", p.Stderr())
+	return ""
 }

@@ -17,7 +17,6 @@ var noJSON = map[string]string{
 	"airlock hook":       "answers in the agent's own JSON hook protocol",
 	"airlock mcp":        "speaks JSON-RPC (MCP) on stdio",
 	"airlock completion": "prints a shell script",
-	"airlock review":     "prints the review page's URL and serves it",
 	"airlock receipt":    "only holds receipt verify",
 	"airlock":            "only holds the commands",
 }
