@@ -68,6 +68,8 @@ func newRoot(io IO) *cobra.Command {
 		Version:       buildinfo.Get().String(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// Now rather than when run, so that docs/cli and the man pages list it.
+	root.InitDefaultVersionFlag()
 	group(root)
 	// Flag errors are airlock failing to start: exit 125 with the message.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
