@@ -13,12 +13,13 @@ func newCompletionCmd(io IO) *cobra.Command {
 		Long: `completion prints a completion script for the shell named. Load it with
 
   bash:  source <(airlock completion bash)
-         (or write it to /etc/bash_completion.d/airlock)
+         (or write it to ~/.local/share/bash-completion/completions/airlock;
+         bash needs the bash-completion package for either)
   zsh:   airlock completion zsh > "${fpath[1]}/_airlock"
   fish:  airlock completion fish > ~/.config/fish/completions/airlock.fish
 
 Commands that take a transaction id complete the ids of the transactions
-in the state directory.`,
+in the state directory; --backend completes its values.`,
 		ValidArgs:             []string{"bash", "zsh", "fish"},
 		Args:                  cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
 		DisableFlagsInUseLine: true,

@@ -111,3 +111,73 @@ func TestCompletionTxIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionBackend: --backend completes its values, with what each
+// is, for both commands that take it.
+func TestCompletionBackend(t *testing.T) {
+	all := []string{"auto", "copy", "reflink", "overlay", "worktree"}
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"open", "--backend", ""}, all},
+		{[]string{"run", "--backend", ""}, all},
+		{[]string{"open", "--backend=re"}, []string{"reflink"}},
+		{[]string{"open", "--backend", "o"}, []string{"overlay"}},
+		{[]string{"open", "--backend", "zfs"}, nil},
+	}
+	for _, tt := range tests {
+		code, out, errs := runMain(t, append([]string{"__complete"}, tt.args...)...)
+		if code != 0 {
+			t.Fatalf("__complete %q: exit %d: %s", tt.args, code, errs)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) == 0 || lines[len(lines)-1] != ":4" {
+			t.Errorf("__complete %q: want the directive :4 (no file completion) last:\n%s", tt.args, out)
+			continue
+		}
+		var got []string
+		for _, l := range lines[:len(lines)-1] {
+			name, desc, _ := strings.Cut(l, "\t")
+			if strings.HasPrefix(name, "--backend=") {
+				name = strings.TrimPrefix(name, "--backend=")
+			}
+			if desc == "" {
+				t.Errorf("__complete %q: %q has no description", tt.args, name)
+			}
+			got = append(got, name)
+		}
+		if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("__complete %q offers %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestUsageErrorsNameTheirHelp: a mistyped flag or command says which
+// help to read, by the command's full path.
+func TestUsageErrorsNameTheirHelp(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "unknown flag: --bogus (see `airlock --help`)"},
+		{[]string{"open", "--bogus"}, "unknown flag: --bogus (see `airlock open --help`)"},
+		{[]string{"receipt", "verify", "--bogus"}, "unknown flag: --bogus (see `airlock receipt verify --help`)"},
+		{[]string{"frob"}, `unknown command "frob" for "airlock" (see ` + "`airlock --help`)"},
+		{[]string{"comit", "x"}, `unknown command "comit" for "airlock"; did you mean "commit"? (see ` + "`airlock --help`)"},
+		{[]string{"receipt", "frob"}, `unknown command "frob" for "airlock receipt" (see ` + "`airlock receipt --help`)"},
+	}
+	for _, tt := range tests {
+		code, out, errs := runMain(t, tt.args...)
+		if code != 125 || out != "" || errs != "airlock: "+tt.want+"\n" {
+			t.Errorf("airlock %q: exit %d, stdout %q, stderr %q\nwant exit 125 and stderr %q", tt.args, code, out, errs, "airlock: "+tt.want+"\n")
+		}
+	}
+	// Alone, a command that only holds others shows their list.
+	for _, args := range [][]string{nil, {"receipt"}} {
+		code, out, errs := runMain(t, args...)
+		if code != 0 || !strings.Contains(out, "Available Commands:") || errs != "" {
+			t.Errorf("airlock %q: exit %d, stdout %q, stderr %q; want its help", args, code, out, errs)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,7 +12,7 @@ import (
 )
 
 func newDiffCmd(io IO) *cobra.Command {
-	var stat, nameStatus bool
+	var stat, nameStatus, asJSON bool
 	c := &cobra.Command{
 		Use:   "diff ID [--stat|--name-status]",
 		Short: "The change set as a git-style patch (binary-aware; `git apply --binary` accepts it)",
@@ -28,12 +29,20 @@ func newDiffCmd(io IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			format := airlock.DiffPatch
+			format, name := airlock.DiffPatch, "patch"
 			switch {
 			case stat:
-				format = airlock.DiffStat
+				format, name = airlock.DiffStat, "stat"
 			case nameStatus:
-				format = airlock.DiffNameStatus
+				format, name = airlock.DiffNameStatus, "name-status"
+			}
+			if asJSON {
+				var text strings.Builder
+				notes, err := tx.Diff(c.Context(), &text, format)
+				if err != nil {
+					return err
+				}
+				return writeJSON(io, map[string]any{"tx": tx.ID(), "format": name, "text": text.String(), "notes": nonNil(notes)})
 			}
 			out := bufio.NewWriter(io.Out)
 			notes, err := tx.Diff(c.Context(), out, format)
@@ -48,5 +57,6 @@ func newDiffCmd(io IO) *cobra.Command {
 	}
 	c.Flags().BoolVar(&stat, "stat", false, "print a diffstat, like git diff --stat")
 	c.Flags().BoolVar(&nameStatus, "name-status", false, "print A/M/D/T and the path of each change, like git diff --name-status")
+	c.Flags().BoolVar(&asJSON, "json", false, "print {tx, format, text, notes} as JSON: text is the patch, stat or name-status")
 	return c
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iopkg "io"
 	"slices"
 	"sort"
 	"time"
@@ -96,7 +97,7 @@ func remoteLog(ctx context.Context, io IO, st *airlock.Store, o airlock.RemoteLo
 
 func newUndoCmd(io IO) *cobra.Command {
 	var workdir, receipt string
-	var approve, quiet bool
+	var approve, quiet, asJSON bool
 	c := &cobra.Command{
 		Use:   "undo [ID] [--workdir DIR]",
 		Short: "Revert a committed transaction (default: the newest) as a new transaction",
@@ -118,19 +119,25 @@ func newUndoCmd(io IO) *cobra.Command {
 			if res != nil && !quiet {
 				writeBlock(io.Err, res)
 			}
+			if res != nil && asJSON {
+				if jerr := writeJSON(io, resultJSON(res)); jerr != nil {
+					return jerr
+				}
+			}
 			return err
 		},
 	}
 	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory)")
 	c.Flags().BoolVar(&approve, "approve", false, "approve restoring protected paths")
 	c.Flags().StringVar(&receipt, "receipt", "", "also write the receipt JSON to `FILE`")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the undo transaction's result and receipt as JSON on stdout (as commit --json)")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
 	return c
 }
 
 func newLandCmd(io IO) *cobra.Command {
 	var validate, remote, branch string
-	var approve, quiet bool
+	var approve, quiet, asJSON bool
 	var retries int
 	c := &cobra.Command{
 		Use:   "land ID... [--validate CMD] [--remote REMOTE --branch BRANCH]",
@@ -168,7 +175,7 @@ pushed again.`,
 			}
 			if remote != "" {
 				return landRemote(c.Context(), io, st, ids, airlock.RemoteOptions{Remote: remote, Branch: branch, Attempts: retries + 1,
-					SettleOptions: airlock.SettleOptions{Validate: validate, Approve: approve}}, quiet)
+					SettleOptions: airlock.SettleOptions{Validate: validate, Approve: approve}}, quiet, asJSON)
 			}
 			results := st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, Approve: approve})
 			refused, failed := 0, 0
@@ -177,17 +184,34 @@ pushed again.`,
 					writeBlock(io.Err, l.Result)
 				}
 			}
+			out := io.Out
+			if asJSON {
+				// The table's lines say nothing the JSON does not.
+				out = iopkg.Discard
+			}
+			entries := []map[string]any{}
 			for _, l := range results {
+				e := map[string]any{"tx": l.ID}
+				if l.Result != nil {
+					e["result"] = resultJSON(l.Result)
+				}
 				var r *airlock.Refusal
 				switch {
 				case errors.As(l.Err, &r):
 					refused++
-					fmt.Fprintf(io.Out, "refused  %s  %s\n", l.ID, r.Error())
+					fmt.Fprintf(out, "refused  %s  %s\n", l.ID, r.Error())
 				case l.Err != nil:
 					failed++
-					fmt.Fprintf(io.Out, "failed   %s  %v\n", l.ID, l.Err)
+					fmt.Fprintf(out, "failed   %s  %v\n", l.ID, l.Err)
+					e["error"] = l.Err.Error()
 				default:
-					fmt.Fprintf(io.Out, "%-8s %s  +%d ~%d -%d\n", landWord(l.Result), l.ID, l.Result.Added, l.Result.Modified, l.Result.Deleted)
+					fmt.Fprintf(out, "%-8s %s  +%d ~%d -%d\n", landWord(l.Result), l.ID, l.Result.Added, l.Result.Modified, l.Result.Deleted)
+				}
+				entries = append(entries, e)
+			}
+			if asJSON {
+				if err := writeJSON(io, map[string]any{"transactions": entries}); err != nil {
+					return err
 				}
 			}
 			switch {
@@ -201,6 +225,7 @@ pushed again.`,
 	}
 	c.Flags().StringVar(&validate, "validate", "", "add a validator: run `CMD` via sh -c on each candidate tree before it lands, after that transaction's validate from .airlock.toml, which always runs")
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
+	c.Flags().BoolVar(&asJSON, "json", false, "print {transactions: [{tx, result, error}]} as JSON on stdout instead of the table")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* blocks")
 	c.Flags().StringVar(&remote, "remote", "", "land into a git remote: a remote of the base's repository or a URL (with --branch)")
 	c.Flags().StringVar(&branch, "branch", "", "the remote branch to land into (with --remote)")
@@ -210,7 +235,7 @@ pushed again.`,
 
 // landRemote prints one line per transaction: landed (with the commit),
 // already (on the branch before: nothing pushed), refused or failed.
-func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o airlock.RemoteOptions, quiet bool) error {
+func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o airlock.RemoteOptions, quiet, asJSON bool) error {
 	results := st.LandRemote(context.WithoutCancel(ctx), ids, o)
 	refused, failed := 0, 0
 	for _, l := range results {
@@ -218,21 +243,46 @@ func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o a
 			writeBlock(io.Err, l.Result)
 		}
 	}
+	out := io.Out
+	if asJSON {
+		out = iopkg.Discard
+	}
+	entries := []map[string]any{}
 	for _, l := range results {
+		e := map[string]any{"tx": l.ID}
+		if l.Result != nil {
+			e["result"] = resultJSON(l.Result)
+		}
+		if l.Commit != "" {
+			e["commit"] = l.Commit
+		}
+		if l.Attempts > 0 {
+			e["attempts"] = l.Attempts
+		}
+		if l.Already {
+			e["already"] = true
+		}
 		var r *airlock.Refusal
 		switch {
 		case errors.As(l.Err, &r):
 			refused++
-			fmt.Fprintf(io.Out, "refused  %s  %s\n", l.ID, r.Error())
+			fmt.Fprintf(out, "refused  %s  %s\n", l.ID, r.Error())
 		case l.Err != nil:
 			failed++
-			fmt.Fprintf(io.Out, "failed   %s  %v\n", l.ID, l.Err)
+			fmt.Fprintf(out, "failed   %s  %v\n", l.ID, l.Err)
+			e["error"] = l.Err.Error()
 		case l.Already:
-			fmt.Fprintf(io.Out, "already  %s  %s\n", l.ID, l.Commit)
+			fmt.Fprintf(out, "already  %s  %s\n", l.ID, l.Commit)
 		case l.Result != nil && l.Result.Outcome == airlock.NoChanges:
-			fmt.Fprintf(io.Out, "empty    %s\n", l.ID)
+			fmt.Fprintf(out, "empty    %s\n", l.ID)
 		default:
-			fmt.Fprintf(io.Out, "landed   %s  %s  +%d ~%d -%d  attempts=%d\n", l.ID, l.Commit, l.Result.Added, l.Result.Modified, l.Result.Deleted, l.Attempts)
+			fmt.Fprintf(out, "landed   %s  %s  +%d ~%d -%d  attempts=%d\n", l.ID, l.Commit, l.Result.Added, l.Result.Modified, l.Result.Deleted, l.Attempts)
+		}
+		entries = append(entries, e)
+	}
+	if asJSON {
+		if err := writeJSON(io, map[string]any{"remote": o.Remote, "branch": o.Branch, "transactions": entries}); err != nil {
+			return err
 		}
 	}
 	switch {
@@ -253,7 +303,7 @@ func landWord(r *airlock.Result) string {
 
 func newGCCmd(io IO) *cobra.Command {
 	var olderThan time.Duration
-	var dryRun, dropPool bool
+	var dryRun, dropPool, asJSON bool
 	c := &cobra.Command{
 		Use:   "gc [ID...] [--older-than DUR] [--dry-run] [--drop-pool]",
 		Short: "Remove settled transactions' state (named ones also when refused, or open with their owner gone)",
@@ -268,24 +318,39 @@ func newGCCmd(io IO) *cobra.Command {
 			if dryRun {
 				verb = "would remove"
 			}
+			out := io.Out
+			if asJSON {
+				out = iopkg.Discard
+			}
 			var kept, held, pooled, poolBytes int64
+			entries, pool := []map[string]any{}, []map[string]any{}
 			for _, it := range items {
 				if it.Pooled {
 					if it.Removed {
-						fmt.Fprintf(io.Out, "%s the pooled tree of %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
+						fmt.Fprintf(out, "%s the pooled tree of %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
 					} else {
 						pooled++
 						poolBytes += it.Bytes
 					}
+					pool = append(pool, map[string]any{"tx": it.ID, "removed": it.Removed, "reason": it.Reason, "bytes": it.Bytes})
 					continue
 				}
 				if it.Removed {
-					fmt.Fprintf(io.Out, "%s %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
+					fmt.Fprintf(out, "%s %s (%s, %s)\n", verb, it.ID, it.Reason, size(it.Bytes))
 				} else if slices.Contains(ids, it.ID) || len(ids) == 0 {
-					fmt.Fprintf(io.Out, "kept %s (%s; holds %s)\n", it.ID, it.Reason, size(it.Bytes))
+					fmt.Fprintf(out, "kept %s (%s; holds %s)\n", it.ID, it.Reason, size(it.Bytes))
 					kept++
 					held += it.Bytes
+				} else {
+					continue
 				}
+				entries = append(entries, map[string]any{"id": it.ID, "status": it.Status, "removed": it.Removed, "reason": it.Reason, "bytes": it.Bytes})
+			}
+			if asJSON {
+				if jerr := writeJSON(io, map[string]any{"dry_run": dryRun, "freed": freed, "transactions": entries, "pooled_trees": pool}); jerr != nil {
+					return jerr
+				}
+				return err
 			}
 			fmt.Fprintf(io.Out, "%s %s\n", map[bool]string{true: "would free", false: "freed"}[dryRun], size(freed))
 			if kept > 0 {
@@ -302,5 +367,6 @@ func newGCCmd(io IO) *cobra.Command {
 	c.Flags().DurationVar(&olderThan, "older-than", 0, "keep transactions settled more recently than `DUR` (e.g. 24h)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be removed; remove nothing")
 	c.Flags().BoolVar(&dropPool, "drop-pool", false, "also remove every pooled staged tree (kept for recycling; without this flag gc keeps the newest two per base that are younger than --older-than, or 7 days)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print {dry_run, freed, transactions: [{id, status, removed, reason, bytes}], pooled_trees: [{tx, removed, reason, bytes}]} as JSON")
 	return c
 }

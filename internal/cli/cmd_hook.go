@@ -59,6 +59,7 @@ Codex events:
 
 func newInitCmd(io IO) *cobra.Command {
 	var workdir string
+	var asJSON bool
 	c := &cobra.Command{
 		Use:   "init claude|codex",
 		Short: "Write airlock's hooks into the agent's project settings",
@@ -93,6 +94,9 @@ is. The hooks run ` + "`airlock`" + ` from PATH.`,
 			if err != nil {
 				return err
 			}
+			if asJSON {
+				return writeJSON(io, map[string]any{"agent": args[0], "path": res.Path, "added": nonNil(res.Added)})
+			}
 			if len(res.Added) == 0 {
 				fmt.Fprintf(io.Err, "airlock: %s already runs airlock's hooks; nothing changed\n", res.Path)
 				return nil
@@ -102,5 +106,6 @@ is. The hooks run ` + "`airlock`" + ` from PATH.`,
 		},
 	}
 	c.Flags().StringVar(&workdir, "workdir", "", "the project directory (default: the current directory)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print {agent, path, added} as JSON instead of the sentence on stderr")
 	return c
 }

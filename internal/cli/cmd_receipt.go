@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,8 @@ import (
 
 func newReceiptCmd(io IO) *cobra.Command {
 	c := &cobra.Command{Use: "receipt", Short: "Work with receipts"}
+	group(c)
+	var asJSON bool
 	var remote, branch, workdir string
 	verify := &cobra.Command{
 		Use:   "verify FILE|ID | --remote REMOTE --branch BRANCH",
@@ -71,7 +74,15 @@ before it.`,
 			}
 			r, err := receipt.Verify(data)
 			if err != nil {
+				if asJSON {
+					if jerr := writeJSON(io, map[string]any{"path": path, "valid": false, "error": err.Error()}); jerr != nil {
+						return jerr
+					}
+				}
 				return &exitError{code: 1, msg: fmt.Sprintf("receipt %s is invalid: %v", path, err)}
+			}
+			if asJSON {
+				return writeJSON(io, map[string]any{"path": path, "valid": true, "receipt": json.RawMessage(data)})
 			}
 			fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s\n", path, r.TxID, r.Outcome, r.Digest)
 			return nil
@@ -80,6 +91,7 @@ before it.`,
 	verify.Flags().StringVar(&remote, "remote", "", "verify the receipts landed into a git remote: a remote name or a URL (with --branch)")
 	verify.Flags().StringVar(&branch, "branch", "", "the remote branch whose receipts to verify (with --remote)")
 	verify.Flags().StringVar(&workdir, "workdir", "", "with --remote: the repository whose remotes REMOTE may name (default: the current directory)")
+	verify.Flags().BoolVar(&asJSON, "json", false, "print {path, valid, receipt} as JSON ({path, valid, error} when invalid)")
 	c.AddCommand(verify)
 	return c
 }

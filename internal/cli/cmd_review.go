@@ -19,7 +19,7 @@ import (
 func newReviewCmd(io IO) *cobra.Command {
 	var workdir, validate string
 	var timeout time.Duration
-	var noBrowser, quiet bool
+	var noBrowser, quiet, asJSON bool
 	c := &cobra.Command{
 		Use:   "review [ID]",
 		Short: "A review page on 127.0.0.1: the diff, Commit / Discard / Approve",
@@ -64,7 +64,12 @@ commit was refused); the transaction is kept unless it was settled.`,
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			fmt.Fprintln(io.Out, srv.URL())
+			if asJSON {
+				// stdout holds the JSON alone; the URL is for a person.
+				fmt.Fprintf(io.Err, "airlock: review page: %s\n", srv.URL())
+			} else {
+				fmt.Fprintln(io.Out, srv.URL())
+			}
 			opened := !noBrowser && review.OpenBrowser(srv.URL())
 			how := "open the URL above in a browser"
 			if opened {
@@ -77,6 +82,11 @@ commit was refused); the transaction is kept unless it was settled.`,
 			}
 			if out.Result != nil && !quiet && (out.Settled || out.Err != nil) {
 				writeBlock(io.Err, out.Result)
+			}
+			if out.Result != nil && asJSON && (out.Settled || out.Err != nil) {
+				if err := writeJSON(io, resultJSON(out.Result)); err != nil {
+					return err
+				}
 			}
 			var refusal *airlock.Refusal
 			switch {
@@ -99,6 +109,7 @@ commit was refused); the transaction is kept unless it was settled.`,
 	c.Flags().BoolVar(&noBrowser, "no-browser", false, "only print the URL; do not open a browser")
 	c.Flags().StringVar(&validate, "validate", "", validateHelp)
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the settle result as JSON on stdout (as commit --json) when the page settled or refused the transaction; the URL then goes to stderr")
 	return c
 }
 

@@ -12,7 +12,7 @@ import (
 
 func newRunCmd(io IO) *cobra.Command {
 	var f txFlags
-	var noSamePath bool
+	var noSamePath, asJSON bool
 	c := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARG...]",
 		Short: "Run COMMAND in a staged workspace; commit its changes if it exits 0, else discard them",
@@ -26,16 +26,17 @@ func newRunCmd(io IO) *cobra.Command {
 			if err := checkValidate(c); err != nil {
 				return err
 			}
-			return runRun(c.Context(), io, &f, noSamePath, args)
+			return runRun(c.Context(), io, &f, noSamePath, asJSON, args)
 		},
 	}
 	f.register(c)
 	c.Flags().BoolVar(&noSamePath, "no-same-path", false, "run COMMAND at the staged path instead of seeing the staged tree at the base's own path")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result and receipt as JSON on stdout (as commit --json, with the command's exit_code); COMMAND's own stdout then goes to stderr")
 	c.Flags().SetInterspersed(false)
 	return c
 }
 
-func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []string) error {
+func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, asJSON bool, argv []string) error {
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -60,9 +61,15 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []stri
 	if why := tx.SamePathOff(); why != "" && !noSamePath && !f.quiet {
 		fmt.Fprintf(io.Err, "airlock: %s; running at %s\n", why, tx.Path())
 	}
+	// With --json stdout carries one JSON value and nothing else, so a
+	// script can parse it: the command's output moves to stderr.
+	cmdOut := io.Out
+	if asJSON {
+		cmdOut = io.Err
+	}
 	res, err := tx.Run(ctx, airlock.RunOptions{
 		Argv: argv, SamePath: !noSamePath,
-		Stdin: io.In, Stdout: io.Out, Stderr: io.Err,
+		Stdin: io.In, Stdout: cmdOut, Stderr: io.Err,
 		Settle: airlock.SettleOptions{Approve: f.approve, ReceiptCopy: rpath, Validate: f.validate},
 		Ended: func(r *airlock.RunResult) {
 			if r.Fallback != "" {
@@ -79,6 +86,13 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []stri
 			noteBranch(context.WithoutCancel(ctx), io, tx)
 		} else {
 			writeWarnings(io.Err, res.Settled)
+		}
+		if asJSON {
+			m := resultJSON(res.Settled)
+			m["exit_code"] = res.ExitCode
+			if jerr := writeJSON(io, m); jerr != nil {
+				return jerr
+			}
 		}
 	}
 	return err

@@ -82,24 +82,25 @@ func newCommitCmd(io IO) *cobra.Command {
 	c.Flags().BoolVar(&approve, "approve", false, "approve changes to protected paths")
 	c.Flags().StringVar(&validate, "validate", "", validateHelp)
 	c.Flags().StringVar(&receipt, "receipt", "", "also write the receipt JSON to `FILE`")
-	c.Flags().StringVar(&expect, "expect-digest", "", "commit only the change set you reviewed: its diff_digest (`airlock show ID --json`); refused ReviewStale if it changed since")
+	c.Flags().StringVar(&expect, "expect-digest", "", "commit only the change set you reviewed: `DIGEST` is its diff_digest, as airlock show ID --json prints it; refused ReviewStale if it changed since")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the result and receipt as JSON on stdout")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
 	return c
 }
 
 func newDiscardCmd(io IO) *cobra.Command {
-	var quiet, dropCommits bool
+	var quiet, dropCommits, asJSON bool
 	c := &cobra.Command{
 		Use:   "discard ID",
 		Short: "Drop a transaction's changes; the base is not touched",
 		Args:  oneID,
 		RunE: func(c *cobra.Command, args []string) error {
-			return settle(c.Context(), io, args[0], quiet, false, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
+			return settle(c.Context(), io, args[0], quiet, asJSON, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
 				return tx.Discard(ctx, airlock.SettleOptions{DropCommits: dropCommits})
 			})
 		},
 	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result and receipt as JSON on stdout (as commit --json)")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
 	c.Flags().BoolVar(&dropCommits, "drop-commits", false, "let git commits the command made in the staged workspace go too (by default they are kept on branch airlock/ID in the base's repository)")
 	return c
@@ -169,6 +170,35 @@ func rawPaths(paths []string) []airlock.Bytes {
 	return out
 }
 
+// recoverJSON is recover's --json object (docs/json.md).
+func recoverJSON(rr *airlock.RecoverResult) map[string]any {
+	action := "rolled_back"
+	switch {
+	case rr.TxID == "":
+		action = "nothing"
+	case rr.BaseGone:
+		action = "base_gone"
+	case rr.Orphaned:
+		action = "orphaned"
+	case rr.RolledForward:
+		action = "rolled_forward"
+	}
+	m := map[string]any{
+		"base": rr.Base, "tx": rr.TxID, "action": action,
+		"displaced": nonNil(rr.Displaced), "notes": nonNil(rr.Notes),
+	}
+	if action == "rolled_back" {
+		m["digest"] = rr.Digest
+	}
+	if rr.Journal != "" {
+		m["journal"] = rr.Journal
+	}
+	if rr.Result != nil {
+		m["result"] = resultJSON(rr.Result)
+	}
+	return m
+}
+
 func writeJSON(io IO, v any) error {
 	enc := json.NewEncoder(io.Out)
 	enc.SetIndent("", "  ")
@@ -178,7 +208,7 @@ func writeJSON(io IO, v any) error {
 
 func newRecoverCmd(io IO) *cobra.Command {
 	var workdir string
-	var quiet bool
+	var quiet, asJSON bool
 	var o airlock.RecoverOptions
 	c := &cobra.Command{
 		Use:   "recover [--workdir DIR] [--moved | --base-gone]",
@@ -199,7 +229,6 @@ func newRecoverCmd(io IO) *cobra.Command {
 			switch {
 			case rr.TxID == "":
 				fmt.Fprintf(io.Err, "airlock: nothing to recover in %s\n", rr.Base)
-				return nil
 			case rr.Orphaned, rr.BaseGone:
 			case rr.RolledForward:
 				fmt.Fprintf(io.Err, "airlock: transaction %s had committed; its leftover journal was retired\n", rr.TxID)
@@ -212,10 +241,14 @@ func newRecoverCmd(io IO) *cobra.Command {
 			if rr.Result != nil && !quiet {
 				writeBlock(io.Err, rr.Result)
 			}
+			if asJSON {
+				return writeJSON(io, recoverJSON(rr))
+			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print what recover found and did as JSON on stdout")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
 	c.Flags().BoolVar(&o.Moved, "moved", false, "confirm that DIR is the interrupted transaction's base, moved here since it opened")
 	c.Flags().BoolVar(&o.BaseGone, "base-gone", false, "confirm that the base at DIR was deleted for good: clear its interrupted apply (its journal is kept)")

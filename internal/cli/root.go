@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/buildinfo"
 	"github.com/airlockdev/airlock/internal/progress"
 )
 
@@ -50,6 +51,13 @@ func Main(ctx context.Context, args []string, io IO) int {
 	return ExitCode(err)
 }
 
+// Command is airlock's command tree with nothing to read and nowhere to
+// write, for tools that document it: scripts/release makes the man pages
+// and completion scripts of a release from it.
+func Command() *cobra.Command {
+	return newRoot(IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+}
+
 func newRoot(io IO) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "airlock",
@@ -57,10 +65,15 @@ func newRoot(io IO) *cobra.Command {
 		Long:          "airlock runs a command in a staged copy of a directory and applies its changes\nback only through one all-or-nothing, fail-closed, journaled commit.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildinfo.Get().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	// Now rather than when run, so that docs/cli and the man pages list it.
+	root.InitDefaultVersionFlag()
+	group(root)
 	// Flag errors are airlock failing to start: exit 125 with the message.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w (see `airlock %s --help`)", err, c.Name())
+		return fmt.Errorf("%w (see `%s --help`)", err, c.CommandPath())
 	})
 	root.AddCommand(
 		newRunCmd(io),
@@ -82,9 +95,30 @@ func newRoot(io IO) *cobra.Command {
 		newReviewCmd(io),
 		newMCPCmd(io),
 		newCompletionCmd(io),
+		newVersionCmd(io),
 	)
 	completeTxIDs(root)
+	addExamples(root)
 	return root
+}
+
+// group makes c, a command that only holds subcommands, print its help
+// when called alone and refuse a word that names none of them, with the
+// help to read. Left to cobra, an unknown word under a group prints the
+// help and exits 0, and one at the top names no help at all.
+func group(c *cobra.Command) {
+	c.SuggestionsMinimumDistance = 2
+	c.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %q?", s[0])
+		}
+		return fmt.Errorf("%s (see `%s --help`)", msg, c.CommandPath())
+	}
+	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 }
 
 // oneID checks that a command that acts on one transaction got exactly one
@@ -126,6 +160,15 @@ func (f *txFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.approve, "approve", false, "approve changes to protected paths")
 	fl.StringVar(&f.backend, "backend", "auto", "how the staged workspace is made: auto|copy|reflink|overlay|worktree")
 	fl.BoolVar(&f.fresh, "fresh", false, "copy the base afresh instead of recycling a pooled staged tree (backend copy)")
+	c.RegisterFlagCompletionFunc("backend", func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, b := range backends {
+			if strings.HasPrefix(b[0], prefix) {
+				out = append(out, cobra.CompletionWithDesc(b[0], b[1]))
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
 	fl.StringVar(&f.validate, "validate", "", validateHelp)
 	fl.StringVar(&f.id, "id", "", "the transaction id ([A-Za-z0-9._-]{1,64}; default: generated)")
 	f.flags = fl
@@ -137,12 +180,25 @@ func (f *txFlags) check() error {
 	if f.flags != nil && f.flags.Changed("id") && f.id == "" {
 		return errors.New(`--id "": an empty id is not an id; leave --id out to have one generated`)
 	}
-	switch f.backend {
-	case "", "auto", "copy", "reflink", "overlay", "worktree":
-	default:
-		return fmt.Errorf("--backend %q: unknown backend (want auto, copy, reflink, overlay or worktree)", f.backend)
+	if f.backend == "" {
+		return nil
 	}
-	return nil
+	for _, b := range backends {
+		if b[0] == f.backend {
+			return nil
+		}
+	}
+	return fmt.Errorf("--backend %q: unknown backend (want auto, copy, reflink, overlay or worktree)", f.backend)
+}
+
+// backends are --backend's values, with what the shell's completion shows
+// beside each.
+var backends = [][2]string{
+	{"auto", "the best this machine and base support (airlock doctor says which)"},
+	{"copy", "a full copy of the base; works everywhere"},
+	{"reflink", "a copy-on-write clone (btrfs, xfs, APFS)"},
+	{"overlay", "a Linux overlayfs over the base"},
+	{"worktree", "a git worktree of the base's repository, on branch airlock/<id>"},
 }
 
 func (f *txFlags) openOptions(command []string) airlock.OpenOptions {

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/buildinfo"
 )
 
 // instructions tell the agent how the tools fit together.
@@ -22,17 +22,9 @@ const instructions = `airlock gives you a transactional workspace over a project
 3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the refused_paths and a reason that says what to do: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) need approve: true, which you should only set when the user asked for that change. Paths the base had changed too and that were merged are listed in merged. Git commits you made in the staged path are kept in the project's repository on branch airlock/<id> (branch in the result). If a commit call is cancelled before its journal is written, nothing is applied; after that point it completes: call status to see the outcome.
 4. discard {id} drops the change set (your git commits are kept on branch airlock/<id> unless drop_commits is true). list shows the open transactions.`
 
-// Version is the server's version as the module was built.
-func Version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
-
 // New returns an MCP server whose tools act on the transactions of store.
 func New(store *airlock.Store) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "airlock transactions", Version: Version()},
+	s := mcp.NewServer(&mcp.Implementation{Name: "airlock", Title: "airlock transactions", Version: buildinfo.Get().Version},
 		&mcp.ServerOptions{Instructions: instructions})
 	h := &handlers{store: store}
 	no, yes := false, true

@@ -46,16 +46,17 @@ func Main(m *testing.M, bin *string) int {
 }
 
 // BuildRelease builds ./cmd/airlock as a user builds it (plain go build, no
-// tags) into a directory the test removes, and returns its path: the test
-// of what the tests' own binary differs in.
-func BuildRelease(t testing.TB) string {
+// tags, plus the go build flags given, such as release.sh's -ldflags) into
+// a directory the test removes, and returns its path: the test of what the
+// tests' own binary differs in.
+func BuildRelease(t testing.TB, flags ...string) string {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "airlock")
-	if err := build(root, p); err != nil {
+	if err := build(root, p, flags...); err != nil {
 		t.Fatal(err)
 	}
 	return p
