@@ -50,7 +50,9 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath bool, argv []stri
 	if io.ErrTerminal && !f.quiet {
 		fmt.Fprintf(io.Err, "airlock: staging %s\n", displayDir(f.workdir))
 	}
-	tx, err := st.Open(ctx, f.openOptions(argv))
+	open := f.openOptions(argv)
+	open.ForRun = true
+	tx, err := st.Open(ctx, open)
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func mountErr(err error) string {
 	return err.Error()
 }
 
-// dropAmbientCaps takes back the CAP_SYS_ADMIN that a helper in a user
+// dropAmbientCaps takes back the capabilities that a helper in a user
 // namespace was given to mount with, so the command runs with the user's
 // own powers: ambient capabilities survive execve, inheritable ones can be
 // picked up by a file with file capabilities.
@@ -186,13 +186,21 @@ type nsAttempt struct {
 	attr func() *syscall.SysProcAttr
 }
 
-func nsAttempts() []nsAttempt {
+func nsAttempts(mount bool) []nsAttempt {
 	uid, gid := os.Getuid(), os.Getgid()
 	var out []nsAttempt
 	if os.Geteuid() == 0 {
 		out = append(out, nsAttempt{"mount namespace", func() *syscall.SysProcAttr {
 			return &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
 		}})
+	}
+	caps := []uintptr{unix.CAP_SYS_ADMIN}
+	if mount {
+		// overlayfs does its own work (the work directory, copy-up) with
+		// the powers its mounter had, and will not mount without
+		// CAP_DAC_OVERRIDE. In a user namespace that reaches only the
+		// user's own files, and the command never has it.
+		caps = append(caps, unix.CAP_DAC_OVERRIDE)
 	}
 	// The user maps to itself, so files keep their owner and what the
 	// command creates belongs to the user.
@@ -204,7 +212,7 @@ func nsAttempts() []nsAttempt {
 			// A non-root user keeps no capabilities across execve, not even
 			// in its own user namespace; the helper needs CAP_SYS_ADMIN
 			// there to mount, and drops it before the command runs.
-			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN},
+			AmbientCaps: caps,
 		}
 	}})
 }
@@ -233,7 +241,7 @@ func (j helperJob) args() []string {
 func startHelper(ctx context.Context, job helperJob, userNS, group bool, env []string, stdin io.Reader, stdout, stderr io.Writer) (h *helper, fallback string, err error) {
 	args := job.args()
 	var whyNot []string
-	attempts := nsAttempts()
+	attempts := nsAttempts(job.mount != nil)
 	if userNS {
 		attempts = attempts[len(attempts)-1:]
 	}
