@@ -65,7 +65,6 @@ log "backends here: $BACKENDS"
 
 find "$BIG" -type f -print0 | xargs -0 cat >/dev/null
 (cd "$BIG" && git status --porcelain >/dev/null)
-rootless_setup
 
 declare -A T   # name -> space-separated ms samples
 RSS=""
@@ -166,6 +165,8 @@ for dir in "$BIG" "$SMALL"; do
 	mkdir -p "$dir/airlock-bench"
 	for i in 1 2 3 4 5; do echo "bench file $i" >"$dir/airlock-bench/m$i.txt"; done
 done
+
+rootless_setup
 
 for r in $(seq 1 "$RUNS"); do
 	log "round $r of $RUNS"
