@@ -23,7 +23,8 @@ type Check struct {
 
 // Doctor reports what this machine supports for transactions over base
 // with their state in this store: same-path mode (mount namespaces), the
-// overlay and reflink backends, the backend auto picks, and git.
+// overlay backend (and overlay without root, for run), the reflink and
+// worktree backends, the backend auto picks, and git.
 func (s *Store) Doctor(base string) []Check {
 	var out []Check
 	// The probes run in the state directory, which the first open would
@@ -42,6 +43,12 @@ func (s *Store) Doctor(base string) []Check {
 			ok, why = stage.ProbeOverlay(s.Dir())
 		}
 		out = append(out, Check{name, ok, why})
+		if name == stage.Overlay {
+			ok, why := stage.ProbeHosted(s.Dir(), func(fsType, data, dir string, replace []string) error {
+				return launch.TryMount(launch.Mount{FSType: fsType, Source: fsType, Data: data}, dir, replace)
+			})
+			out = append(out, Check{checkRootlessOverlay, ok, why})
+		}
 	}
 	if base == "" {
 		base, _ = os.Getwd()
@@ -78,6 +85,10 @@ func (s *Store) recycleCheck(base string) Check {
 	}
 	return Check{"recycle", true, why}
 }
+
+// checkRootlessOverlay is the doctor check of overlay without root: `run
+// --backend overlay` with the mount in the command's user namespace.
+const checkRootlessOverlay = "overlay-rootless"
 
 func gitVersion() (bool, string) {
 	v, err := git.Installed(context.Background())

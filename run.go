@@ -100,6 +100,7 @@ func (s *Store) Run(ctx context.Context, open OpenOptions, o RunOptions) (_ *Run
 	if open.Command == nil {
 		open.Command = o.Argv
 	}
+	open.ForRun = true
 	tx, err := s.Open(ctx, open)
 	if err != nil {
 		return nil, err
@@ -135,12 +136,19 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 	env = append(env[:len(env):len(env)],
 		"AIRLOCK_TX="+t.ID(),
 		"AIRLOCK_PORT_BASE="+strconv.Itoa(t.rec.PortBase))
-	started := time.Now()
-	lr, runErr := launch.Run(ctx, launch.Spec{
+	spec := launch.Spec{
 		Argv: o.Argv, Staged: t.Path(), Base: t.Base(), Dir: startDir(t.Base(), o.Dir),
 		Env: env, SamePath: o.SamePath && t.SamePathOff() == "",
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
-	})
+	}
+	if fsType, data, ok := stage.HostedMount(t.Base(), t.Path()); ok {
+		// The workspace exists only in the command's namespace: the
+		// launcher mounts it there, and the change set is read from its
+		// upper layer once the command has ended.
+		spec.Mount = &launch.Mount{FSType: fsType, Source: fsType, Data: data}
+	}
+	started := time.Now()
+	lr, runErr := launch.Run(ctx, spec)
 	res := &RunResult{Tx: t, ExitCode: lr.ExitCode, Signal: lr.Signal,
 		Succeeded: runErr == nil && lr.ExitCode == 0, SamePath: lr.SamePath, Fallback: lr.Fallback}
 	if o.Ended != nil {

@@ -114,6 +114,12 @@ type OpenOptions struct {
 	// validate along: see undoGate).
 	NoConfig bool
 	Backend  string // "", "auto" or a backend name
+	// ForRun opens the transaction for Tx.Run (Store.Run sets it). A
+	// backend that cannot stage on its own here may then stage a
+	// workspace that only the command's namespace mounts: overlay without
+	// root. Such a workspace is reached through Tx.Run alone; its path
+	// outside the command is an empty mount point.
+	ForRun bool
 	// Fresh stages a fresh copy even where a pooled tree could be
 	// recycled (see pool.go).
 	Fresh    bool
@@ -301,8 +307,16 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w%s", err, from)
 	}
+	hosted := false
 	if ok, why := backend.Supported(s.Dir()); !ok {
-		return nil, fmt.Errorf("backend %s%s is not supported here: %s", backend.Name(), from, why)
+		h, canHost := backend.(stage.Hoster)
+		if !o.ForRun || !canHost {
+			return nil, fmt.Errorf("backend %s%s is not supported here: %s", backend.Name(), from, why)
+		}
+		if ok, hwhy := h.SupportedHosted(s.Dir()); !ok {
+			return nil, fmt.Errorf("backend %s%s is not supported here: %s", backend.Name(), from, hwhy)
+		}
+		hosted = true
 	}
 	id := o.ID
 	if id == "" {
@@ -344,7 +358,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	skip := func(rel string, isDir bool) bool {
 		return exclude.MatchSelf(rel, isDir) || noiseSel.MatchSelf(rel, isDir)
 	}
-	req := stage.Request{Base: base, Dir: staged, Skip: skip, Progress: o.Progress}
+	req := stage.Request{Base: base, Dir: staged, Skip: skip, Hosted: hosted, Progress: o.Progress}
 	staging := &Staging{}
 	var res *stage.Result
 	if backend.Name() == stage.Copy && !o.Fresh {

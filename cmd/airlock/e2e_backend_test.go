@@ -18,7 +18,7 @@ func TestE2EOverlaySamePath(t *testing.T) {
 	if err := os.MkdirAll(x.state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if r := x.airlock("doctor"); !strings.Contains(r.Stdout, "overlay     supported") || !strings.Contains(r.Stdout, "namespaces  supported") {
+	if r := x.airlock("doctor"); !doctorSupports(r.Stdout, "overlay") || !doctorSupports(r.Stdout, "namespaces") {
 		testbin.Missing(t, "overlay or mount namespaces unsupported here (airlock doctor):\n%s", r.Stdout)
 	}
 	build(t, x.base, tree{"sub/f": F(0o644, "f\n"), "gone": F(0o644, "g\n")})

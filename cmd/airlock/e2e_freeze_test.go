@@ -27,7 +27,7 @@ func TestE2EStagedSwapDuringFreeze(t *testing.T) {
 				if err := os.MkdirAll(x.state, 0o700); err != nil {
 					t.Fatal(err)
 				}
-				if r := x.airlock("doctor"); !strings.Contains(r.Stdout, "overlay     supported") {
+				if r := x.airlock("doctor"); !doctorSupports(r.Stdout, "overlay") {
 					t.Skipf("overlay unsupported here:\n%s", r.Stdout)
 				}
 			}

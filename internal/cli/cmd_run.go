@@ -51,7 +51,9 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, asJSON bool, arg
 	if io.ErrTerminal && !f.quiet {
 		fmt.Fprintf(io.Err, "airlock: staging %s\n", displayDir(f.workdir))
 	}
-	tx, err := st.Open(ctx, f.openOptions(argv))
+	open := f.openOptions(argv)
+	open.ForRun = true
+	tx, err := st.Open(ctx, open)
 	if err != nil {
 		return err
 	}

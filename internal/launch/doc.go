@@ -24,4 +24,12 @@
 // helper's entry point and must be the first call in main. Where no
 // namespace can be had, [Run] runs the command at the staged path instead
 // and says why in [Result.Fallback].
+//
+// # A workspace mounted in the namespace
+//
+// A staged workspace that exists only once mounted ([Spec.Mount]: overlay
+// without root) is mounted by the helper at the staged path, in the
+// command's namespace, before the bind over the base. The mount then
+// lives exactly as long as the command and whatever it leaves running;
+// without a namespace there is nothing to fall back to, and Run fails.
 package launch

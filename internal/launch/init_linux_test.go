@@ -3,6 +3,8 @@ package launch
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +34,25 @@ func TestFallbackWithoutInit(t *testing.T) {
 	}
 	if out.String() != staged+"\n" {
 		t.Errorf("pwd printed %q, want the staged path %q", out.String(), staged)
+	}
+}
+
+// TestMountNeedsTheHelper: a workspace that exists only once mounted has
+// no staged path to fall back to, so without the helper Run fails saying
+// why, and the command never runs.
+func TestMountNeedsTheHelper(t *testing.T) {
+	initCalled.Store(false)
+	defer initCalled.Store(true)
+	staged := t.TempDir()
+	res, err := Run(t.Context(), Spec{
+		Argv: []string{"touch", "ran"}, Staged: staged, Base: t.TempDir(), SamePath: true,
+		Env:   []string{"PATH=" + os.Getenv("PATH")},
+		Mount: &Mount{FSType: "tmpfs", Source: "tmpfs"},
+	})
+	if err == nil || res.ExitCode != -1 || !strings.Contains(err.Error(), reasonNoInit) {
+		t.Fatalf("Run = %+v, %v; want exit -1 and an error saying %q", res, err, reasonNoInit)
+	}
+	if _, err := os.Lstat(filepath.Join(staged, "ran")); err == nil {
+		t.Error("the command ran at the staged path")
 	}
 }

@@ -39,6 +39,19 @@ type Spec struct {
 	// null device. An *os.File is handed to the command as it is.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Mount, when set, is a file system to mount at Staged inside the
+	// command's own namespace before anything else: the staged workspace
+	// exists only there (overlay without root). The command then always
+	// runs in a namespace of its own, and where none can be had Run fails
+	// instead of falling back to the staged path, where there is nothing.
+	Mount *Mount
+}
+
+// Mount is a file system as mount(2) takes it.
+type Mount struct {
+	FSType, Source string
+	// Data is the file system's option string.
+	Data string
 }
 
 // Result is how the command ended.
@@ -127,6 +140,13 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	fw := startForwarding()
 	defer fw.stop()
 
+	if spec.Mount != nil {
+		res, fallback, err := runSamePath(ctx, spec, fw)
+		if fallback != "" {
+			return Result{ExitCode: -1}, fmt.Errorf("run %s: its staged workspace %s exists only once mounted in the command's own namespace, and %s", spec.Argv[0], spec.Staged, fallback)
+		}
+		return res, err
+	}
 	if !spec.SamePath {
 		return runDirect(ctx, spec, fw)
 	}

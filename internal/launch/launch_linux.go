@@ -64,27 +64,53 @@ func helperMain() {
 	os.Unsetenv(helperEnv)
 	unix.CloseOnExec(errFD)
 	a := os.Args
-	if len(a) < 6 || a[5] != "--" {
+	if len(a) < 9 || a[8] != "--" {
 		fmt.Fprintln(os.Stderr, "airlock: same-path helper: malformed arguments (is this binary's launch.Init call out of date?)")
 		os.Exit(125)
 	}
-	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[6:]
+	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[9:]
+	fsType, source, data := a[5], a[6], a[7]
 
-	// Private first, so that the bind mount below cannot propagate back to
-	// the host's mount table through a shared parent mount.
+	// Private first, so that the mounts below cannot propagate back to the
+	// host's mount table through a shared parent mount.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		helperFail(msgSetup, err, "make mounts private in the new namespace: "+err.Error())
 	}
-	if err := unix.Mount(staged, base, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		helperFail(msgSetup, err, fmt.Sprintf("bind-mount %s over %s: %v", staged, base, err))
+	// The staged workspace's own mount comes before the bind, while base
+	// still names the real base (an overlay's lower layer).
+	if fsType != "" {
+		if err := unix.Mount(source, staged, fsType, 0, data); err != nil {
+			helperFail(msgSetup, err, fmt.Sprintf("mount %s at %s: %v", fsType, staged, mountErr(err)))
+		}
+	}
+	if base != "" {
+		if err := unix.Mount(staged, base, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			helperFail(msgSetup, err, fmt.Sprintf("bind-mount %s over %s: %v", staged, base, err))
+		}
 	}
 	if err := dropAmbientCaps(); err != nil {
 		helperFail(msgSetup, err, "drop the helper's capabilities: "+err.Error())
 	}
 	if mode == modeProbe {
+		// A probe's arguments name entries to replace by an empty
+		// directory, which proves the mount takes writes of every kind
+		// (a deletion, a directory over a deleted one).
+		for _, name := range argv {
+			p := filepath.Join(staged, name)
+			if err := os.RemoveAll(p); err != nil {
+				helperFail(msgSetup, err, "write to the probe mount: "+err.Error())
+			}
+			if err := os.Mkdir(p, 0o700); err != nil {
+				helperFail(msgSetup, err, "write to the probe mount: "+err.Error())
+			}
+		}
 		os.Exit(0)
 	}
-	cwd := filepath.Join(base, dir)
+	root := base
+	if root == "" {
+		root = staged
+	}
+	cwd := filepath.Join(root, dir)
 	if err := unix.Chdir(cwd); err != nil {
 		helperFail(msgChdir, err, fmt.Sprintf("start directory %s in the staged workspace: %v", cwd, err))
 	}
@@ -101,7 +127,21 @@ func helperMain() {
 	os.Exit(127)
 }
 
-// dropAmbientCaps takes back the CAP_SYS_ADMIN that a helper in a user
+// mountErr says what a failed mount's errno means for a mount made in a
+// user namespace, where the kernel gives few reasons.
+func mountErr(err error) string {
+	switch err {
+	case unix.ENODEV:
+		return "the kernel has no such file system"
+	case unix.EPERM, unix.EACCES:
+		return err.Error() + " (the kernel does not allow this mount in an unprivileged user namespace; overlayfs needs Linux 5.11 or later)"
+	case unix.EINVAL:
+		return err.Error() + " (the kernel refused the options; overlayfs in a user namespace needs Linux 5.11 or later, and the state directory's file system must take user.* extended attributes)"
+	}
+	return err.Error()
+}
+
+// dropAmbientCaps takes back the capabilities that a helper in a user
 // namespace was given to mount with, so the command runs with the user's
 // own powers: ambient capabilities survive execve, inheritable ones can be
 // picked up by a file with file capabilities.
@@ -146,13 +186,21 @@ type nsAttempt struct {
 	attr func() *syscall.SysProcAttr
 }
 
-func nsAttempts() []nsAttempt {
+func nsAttempts(mount bool) []nsAttempt {
 	uid, gid := os.Getuid(), os.Getgid()
 	var out []nsAttempt
 	if os.Geteuid() == 0 {
 		out = append(out, nsAttempt{"mount namespace", func() *syscall.SysProcAttr {
 			return &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
 		}})
+	}
+	caps := []uintptr{unix.CAP_SYS_ADMIN}
+	if mount {
+		// overlayfs does its own work (the work directory, copy-up) with
+		// the powers its mounter had, and will not mount without
+		// CAP_DAC_OVERRIDE. In a user namespace that reaches only the
+		// user's own files, and the command never has it.
+		caps = append(caps, unix.CAP_DAC_OVERRIDE)
 	}
 	// The user maps to itself, so files keep their owner and what the
 	// command creates belongs to the user.
@@ -164,19 +212,40 @@ func nsAttempts() []nsAttempt {
 			// A non-root user keeps no capabilities across execve, not even
 			// in its own user namespace; the helper needs CAP_SYS_ADMIN
 			// there to mount, and drops it before the command runs.
-			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN},
+			AmbientCaps: caps,
 		}
 	}})
 }
 
+// helperJob is what the helper does in its namespace: mount Mount (if
+// any) at Staged, bind Staged over Base (if not ""), and in modeRun exec
+// Argv in Dir, relative to Base (or Staged when Base is "").
+type helperJob struct {
+	mode, staged, base, dir string
+	mount                   *Mount
+	argv                    []string
+}
+
+func (j helperJob) args() []string {
+	m := j.mount
+	if m == nil {
+		m = &Mount{}
+	}
+	return append([]string{helperArg0, j.mode, j.staged, j.base, j.dir, m.FSType, m.Source, m.Data, "--"}, j.argv...)
+}
+
 // startHelper starts the helper in the first kind of namespace that can be
-// had; group makes it (and so the command it becomes) the leader of a
-// process group of its own. A non-empty fallback says why no namespace
-// could be had; err is any other failure.
-func startHelper(ctx context.Context, mode, staged, base, dir string, group bool, argv, env []string, stdin io.Reader, stdout, stderr io.Writer) (h *helper, fallback string, err error) {
-	args := append([]string{helperArg0, mode, staged, base, dir, "--"}, argv...)
+// had (only a user namespace when userNS); group makes it (and so the
+// command it becomes) the leader of a process group of its own. A non-empty
+// fallback says why no namespace could be had; err is any other failure.
+func startHelper(ctx context.Context, job helperJob, userNS, group bool, env []string, stdin io.Reader, stdout, stderr io.Writer) (h *helper, fallback string, err error) {
+	args := job.args()
 	var whyNot []string
-	for _, at := range nsAttempts() {
+	attempts := nsAttempts(job.mount != nil)
+	if userNS {
+		attempts = attempts[len(attempts)-1:]
+	}
+	for _, at := range attempts {
 		errR, errW, err := os.Pipe()
 		if err != nil {
 			return nil, "", fmt.Errorf("same-path helper: %w", err)
@@ -223,7 +292,16 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 		return Result{}, reasonNoInit, nil
 	}
 	name := spec.Argv[0]
-	cwd := filepath.Join(spec.Base, spec.relDir())
+	job := helperJob{mode: modeRun, staged: spec.Staged, base: spec.Base, dir: spec.relDir(), mount: spec.Mount, argv: spec.Argv}
+	if !spec.SamePath {
+		// Only the mount is wanted (Run asks for nothing else).
+		job.base = ""
+	}
+	root := job.base
+	if root == "" {
+		root = spec.Staged
+	}
+	cwd := filepath.Join(root, spec.relDir())
 	env := commandEnv(spec.Env, cwd)
 
 	// exec.Cmd would start copying a non-file stdin into the helper at
@@ -244,7 +322,7 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 		}
 	}
 
-	h, fallback, err := startHelper(ctx, modeRun, spec.Staged, spec.Base, spec.relDir(), fw.group, spec.Argv, env, stdin, spec.Stdout, spec.Stderr)
+	h, fallback, err := startHelper(ctx, job, false, fw.group, env, stdin, spec.Stdout, spec.Stderr)
 	if stdinR != nil {
 		// Only the child may hold the read end, or the copy below would
 		// block on a full pipe instead of failing once the command exits.
@@ -269,7 +347,7 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 		werr := h.cmd.Wait()
 		fw.detach()
 		res, err := waitResult(ctx, name, h.cmd.ProcessState, werr)
-		res.SamePath = true
+		res.SamePath = job.base != ""
 		return res, "", err
 	}
 
@@ -279,13 +357,15 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 	switch {
 	case readErr != nil:
 		return Result{ExitCode: -1}, "", fmt.Errorf("run %s: read the same-path helper's report: %w", name, readErr)
+	case rep.kind == msgSetup && spec.Mount != nil:
+		return Result{}, "it could not be had: " + rep.text, nil
 	case rep.kind == msgSetup:
 		return Result{}, "same path unavailable: " + rep.text, nil
 	case rep.kind == msgChdir:
 		return Result{ExitCode: -1}, "", fmt.Errorf("run %s: %s", name, rep.text)
 	case rep.kind == msgExec:
 		ee := execError(name, rep.errno)
-		return Result{ExitCode: ee.ExitCode(), SamePath: true}, "", ee
+		return Result{ExitCode: ee.ExitCode(), SamePath: job.base != ""}, "", ee
 	}
 	// The helper died before execve. A signal we forwarded does that, and
 	// then the command was interrupted before it began.
@@ -293,7 +373,7 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 	if ps != nil {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res, err := waitResult(ctx, name, ps, werr)
-			res.SamePath = true
+			res.SamePath = job.base != ""
 			return res, "", err
 		}
 	}
@@ -316,21 +396,43 @@ func SamePathSupport() (ok bool, reason string) {
 		return false, "probe directory: " + err.Error()
 	}
 	defer os.Remove(d)
-	h, fallback, err := startHelper(context.Background(), modeProbe, d, d, "", false, nil, os.Environ(), nil, nil, nil)
-	if fallback != "" {
-		return false, fallback
-	}
+	how, err := probe(helperJob{mode: modeProbe, staged: d, base: d}, false)
 	if err != nil {
 		return false, err.Error()
+	}
+	return true, "bind mounts in a private " + how
+}
+
+// probe runs the helper in probe mode and says in which kind of
+// namespace it worked, or why it did not.
+func probe(job helperJob, userNS bool) (how string, err error) {
+	h, fallback, err := startHelper(context.Background(), job, userNS, false, os.Environ(), nil, nil, nil)
+	if fallback != "" {
+		return "", errors.New(fallback)
+	}
+	if err != nil {
+		return "", err
 	}
 	msg, _ := io.ReadAll(h.errR)
 	h.errR.Close()
 	werr := h.cmd.Wait()
 	if rep := parseReport(msg); rep.kind == msgSetup {
-		return false, rep.text
+		return "", errors.New(rep.text)
 	}
 	if werr != nil {
-		return false, "mount helper: " + werr.Error()
+		return "", fmt.Errorf("mount helper: %w", werr)
 	}
-	return true, "bind mounts in a private " + h.how
+	return h.how, nil
+}
+
+// TryMount mounts m at dir in a throw-away user and mount namespace, as
+// Run would for a Spec with a Mount, and then replaces each entry named in
+// replace (relative to dir) by an empty directory: only a real mount that
+// took real writes proves the kernel allows it. It fails saying why not.
+func TryMount(m Mount, dir string, replace []string) error {
+	if !initCalled.Load() {
+		return errors.New(reasonNoInit)
+	}
+	_, err := probe(helperJob{mode: modeProbe, staged: dir, mount: &m, argv: replace}, true)
+	return err
 }

@@ -302,3 +302,42 @@ func TestNoPropagationToSharedMounts(t *testing.T) {
 		testbin.Missing(t, "cannot start a process in its own mount namespace: %v", err)
 	}
 }
+
+// TestMountInTheCommandsNamespace: a Spec.Mount is mounted at the staged
+// path in the command's namespace alone (before the bind over the base in
+// same-path mode); what the command writes there lives and dies with that
+// mount, and the host's mount table never shows it.
+func TestMountInTheCommandsNamespace(t *testing.T) {
+	requireSamePath(t)
+	for _, samePath := range []bool{true, false} {
+		t.Run(fmt.Sprintf("samePath=%v", samePath), func(t *testing.T) {
+			base, staged := roots(t)
+			var out, errOut bytes.Buffer
+			res, err := launch.Run(t.Context(), launch.Spec{
+				Argv:   []string{"sh", "-c", `stat -f -c %T .; /bin/pwd -P; [ ! -e f ] && echo new > g`},
+				Staged: staged, Base: base, SamePath: samePath, Env: env(),
+				Mount:  &launch.Mount{FSType: "tmpfs", Source: "tmpfs", Data: "mode=0755"},
+				Stdout: &out, Stderr: &errOut,
+			})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("Run = %+v, %v (stderr %q)", res, err, errOut.String())
+			}
+			if res.SamePath != samePath || res.Fallback != "" {
+				t.Errorf("result %+v, want SamePath %v and no fallback", res, samePath)
+			}
+			cwd := staged
+			if samePath {
+				cwd = base
+			}
+			if want := "tmpfs\n" + cwd + "\n"; out.String() != want {
+				t.Errorf("output %q, want %q (the mount, at %s)", out.String(), want, cwd)
+			}
+			assertNoFile(t, filepath.Join(staged, "g"))
+			assertNoFile(t, filepath.Join(base, "g"))
+			assertFile(t, filepath.Join(staged, "f"), "staged\n")
+			if m := append(mountsAt(t, staged), mountsAt(t, base)...); len(m) != 0 {
+				t.Errorf("the host's mount table gained mounts: %q", m)
+			}
+		})
+	}
+}

@@ -2,7 +2,10 @@
 
 package launch
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 const reasonUnsupported = "mount namespaces are Linux-only"
 
@@ -17,3 +20,6 @@ func SamePathSupport() (ok bool, reason string) { return false, reasonUnsupporte
 func runSamePath(context.Context, Spec, *forwarder) (Result, string, error) {
 	return Result{}, reasonUnsupported, nil
 }
+
+// TryMount reports that mounts in a namespace are Linux-only.
+func TryMount(Mount, string, []string) error { return errors.New(reasonUnsupported) }

@@ -24,7 +24,10 @@
 // entry of each change is the base path now when its ctime shows it
 // unchanged since open, else an entry no stat can match, so that the
 // commit's drift check refuses (or merges) rather than overwrite an edit
-// the command did not see. [Choose] resolves auto to reflink where the state
+// the command did not see. Without root, overlay is [Hoster]: a run's
+// workspace is hosted (Request.Hosted), its overlay mounted by the
+// command's own user namespace ([HostedMount]) and never in airlock's.
+// [Choose] resolves auto to reflink where the state
 // file system clones files and the base is on it, else copy; never overlay.
 //
 // FIFOs, sockets and device nodes are never staged: they stay in

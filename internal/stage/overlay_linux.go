@@ -29,6 +29,13 @@ import (
 // to the base after open (overlayfs itself leaves it undefined whether and
 // when such edits show). What the command writes never reaches the base
 // before commit. auto never picks it.
+//
+// Without root the overlay is hosted (Request.Hosted): Stage makes the
+// layers and an empty mount point, and the command's own user and mount
+// namespace mounts the overlay there (HostedMount), so the mount lives
+// exactly as long as the command and whatever it left running. The
+// kernel then keeps its marks in user.overlay.* extended attributes
+// instead of trusted.overlay.*; Changes reads both.
 type overlayBackend struct{}
 
 func (overlayBackend) Name() string { return Overlay }
@@ -43,9 +50,17 @@ const (
 	// moment of open on the file system's own clock, against which the
 	// diff tells base paths that changed since open.
 	openedName = "opened"
+	// hostedName marks the layers of a hosted overlay: nothing of it is
+	// ever mounted in airlock's own namespace.
+	hostedName = "hosted"
 
-	xattrOpaque = "trusted.overlay.opaque"
-	xattrOrigin = "trusted.overlay.origin"
+	// overlayfs marks opaque directories and copied-up entries with these
+	// attributes as root (trusted.*) and in a user namespace, mounted with
+	// userxattr (user.*).
+	xattrOpaque     = "trusted.overlay.opaque"
+	xattrOrigin     = "trusted.overlay.origin"
+	xattrUserOpaque = "user.overlay.opaque"
+	xattrUserOrigin = "user.overlay.origin"
 	// Every overlay file system reports this type.
 	overlayMagic = unix.OVERLAYFS_SUPER_MAGIC
 )
@@ -74,7 +89,133 @@ func (overlayBackend) Supported(string) (bool, string) {
 	return true, "overlayfs, as root"
 }
 
-const notRoot = "overlay needs root: its mount must outlive `airlock open`, which a mount made in an unprivileged user namespace cannot; use --backend copy or reflink"
+const notRoot = "overlay needs root for open: without root the overlay can be mounted only in the namespace of a command run in it, and open has no command to host that namespace (the mount must outlive `airlock open`); use `airlock run --backend overlay -- COMMAND`, or --backend copy or reflink"
+
+// SupportedHosted makes the cheap checks for a hosted overlay: a kernel
+// that mounts overlayfs in an unprivileged user namespace (Linux 5.11 or
+// later) and user namespaces that an unprivileged user may create.
+// ProbeHosted proves the rest with a real mount.
+func (overlayBackend) SupportedHosted(string) (bool, string) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return false, "cannot read the kernel version: " + err.Error()
+	}
+	release := unix.ByteSliceToString(u.Release[:])
+	if !kernelAtLeast(release, 5, 11) {
+		return false, "Linux " + release + " cannot mount overlayfs in an unprivileged user namespace (that needs 5.11 or later); run as root, or use --backend copy or reflink"
+	}
+	if why := userNSBlocked(); why != "" {
+		return false, why + "; use --backend copy or reflink"
+	}
+	if b, err := os.ReadFile("/proc/filesystems"); err == nil && !strings.Contains(string(b), "\toverlay\n") {
+		if _, err := os.Stat("/sys/module/overlay"); err != nil {
+			return false, "the kernel has no overlayfs (not in /proc/filesystems and no overlay module loaded)"
+		}
+	}
+	return true, "overlayfs mounted in the command's own user namespace (Linux " + release + ")"
+}
+
+// kernelAtLeast reports whether a kernel release ("6.8.0-45-generic")
+// is major.minor or later. A release that does not parse is not.
+func kernelAtLeast(release string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(release, "%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
+// userNSBlocked says which system setting keeps an unprivileged user
+// from creating a user namespace with the powers to mount, or "".
+func userNSBlocked() string {
+	knobs := []struct{ path, blocked, why string }{
+		{"/proc/sys/kernel/unprivileged_userns_clone", "0", "unprivileged user namespaces are off (kernel.unprivileged_userns_clone = 0)"},
+		{"/proc/sys/user/max_user_namespaces", "0", "user namespaces are off (user.max_user_namespaces = 0)"},
+		{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1", "AppArmor takes the mount capability from unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns = 1)"},
+	}
+	for _, k := range knobs {
+		if b, err := os.ReadFile(k.path); err == nil && strings.TrimSpace(string(b)) == k.blocked {
+			return k.why
+		}
+	}
+	return ""
+}
+
+// HostedMount says how the command's namespace mounts the hosted overlay
+// staged at dir over base: the file system type and its options. ok is
+// false when dir is not a hosted overlay.
+func HostedMount(base, dir string) (fsType, data string, ok bool) {
+	dir = filepath.Clean(dir)
+	if !isHosted(dir) {
+		return "", "", false
+	}
+	layers := layersDir(dir)
+	return "overlay", hostedOpts(filepath.Clean(base), filepath.Join(layers, upperName), filepath.Join(layers, workName)), true
+}
+
+// hostedOpts are mountOverlay's options for a mount in a user namespace:
+// userxattr keeps the marks in user.* attributes, which an unprivileged
+// mount may write, and rules out redirect_dir=off (which follows
+// redirects); nofollow neither makes nor follows them, so a renamed
+// directory is still copied whole and the upper layer alone says what
+// changed.
+func hostedOpts(lower, upper, work string) string {
+	return "lowerdir=" + escapeOpt(lower) + ",upperdir=" + escapeOpt(upper) + ",workdir=" + escapeOpt(work) +
+		",userxattr,redirect_dir=nofollow,metacopy=off,index=off"
+}
+
+func isHosted(dir string) bool {
+	_, err := os.Lstat(filepath.Join(layersDir(dir), hostedName))
+	return err == nil
+}
+
+// ProbeHosted proves a hosted overlay works here with its upper layer in
+// stateDir: try mounts one in a throw-away user namespace (as the command's
+// namespace would) and replaces a base directory by an empty one through
+// it, and the upper layer must then hold the whiteout and the opaque mark
+// that Changes reads. The result is kept for the life of the process.
+func ProbeHosted(stateDir string, try func(fsType, data, dir string, replace []string) error) (bool, string) {
+	key := "hosted\x00" + stateDir
+	if r, ok := probeCache.Load(key); ok {
+		p := r.(probeResult)
+		return p.ok, p.reason
+	}
+	ok, reason := overlayBackend{}.SupportedHosted(stateDir)
+	if ok {
+		ok, reason = probeHosted(stateDir, try, reason)
+	}
+	probeCache.Store(key, probeResult{ok, reason})
+	return ok, reason
+}
+
+func probeHosted(stateDir string, try func(fsType, data, dir string, replace []string) error, how string) (bool, string) {
+	d, err := os.MkdirTemp(stateDir, ".overlay-probe-")
+	if err != nil {
+		return false, fmt.Sprintf("cannot probe in %s: %v", stateDir, unwrapPath(err))
+	}
+	defer removeTree(context.Background(), d)
+	for _, n := range []string{"lower", "lower/d", "upper", "work", "merged"} {
+		if err := os.Mkdir(filepath.Join(d, n), 0o700); err != nil {
+			return false, fmt.Sprintf("cannot probe in %s: %v", stateDir, unwrapPath(err))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(d, "lower", "d", "f"), nil, 0o600); err != nil {
+		return false, fmt.Sprintf("cannot probe in %s: %v", stateDir, unwrapPath(err))
+	}
+	up := func(n string) string { return filepath.Join(d, "upper", n) }
+	opts := hostedOpts(filepath.Join(d, "lower"), up(""), filepath.Join(d, "work"))
+	if err := try("overlay", opts, filepath.Join(d, "merged"), []string{"d"}); err != nil {
+		return false, "overlayfs in an unprivileged user namespace: " + err.Error()
+	}
+	if !isOpaque(up("d")) {
+		return false, "overlayfs in a user namespace left no opaque mark on a replaced directory in " + stateDir
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(up("d"), "f"), &st); err == nil {
+		return false, "overlayfs in a user namespace left an entry in a replaced directory in " + stateDir
+	}
+	return true, how + ", probed in " + stateDir
+}
 
 // ProbeOverlay mounts a throw-away overlay in the state directory: only a
 // real mount proves the kernel, the privileges and the state file system
@@ -209,9 +350,12 @@ func (overlayBackend) Stage(ctx context.Context, req Request) (res *Result, err 
 		}
 	}
 	// The merged root takes its owner, mode and times from the upper
-	// root: make them the base's.
-	if err := os.Lchown(upper, int(root.Uid), int(root.Gid)); err != nil {
-		return nil, fmt.Errorf("overlay layer %s: %w", quote(upper), unwrapPath(err))
+	// root: make them the base's. A hosted overlay's user cannot give
+	// away what it owns, and owns both as a rule.
+	if !req.Hosted {
+		if err := os.Lchown(upper, int(root.Uid), int(root.Gid)); err != nil {
+			return nil, fmt.Errorf("overlay layer %s: %w", quote(upper), unwrapPath(err))
+		}
 	}
 	if err := os.Chmod(upper, safefs.FileMode(root.Mode)); err != nil {
 		return nil, fmt.Errorf("overlay layer %s: %w", quote(upper), unwrapPath(err))
@@ -230,7 +374,13 @@ func (overlayBackend) Stage(ctx context.Context, req Request) (res *Result, err 
 		}
 		return nil, fmt.Errorf("create staged workspace %s: %w", quote(dir), unwrapPath(err))
 	}
-	if err := mountOverlay(base, upper, work, dir); err != nil {
+	if req.Hosted {
+		// The mark comes last: an overlay whose staging failed half-way
+		// is never mistaken for one a command may mount.
+		if err := os.WriteFile(filepath.Join(layers, hostedName), nil, 0o600); err != nil {
+			return nil, fmt.Errorf("overlay hosted mark: %w", unwrapPath(err))
+		}
+	} else if err := mountOverlay(base, upper, work, dir); err != nil {
 		return nil, err
 	}
 	if req.Progress != nil {
@@ -250,8 +400,15 @@ func (overlayBackend) Remove(ctx context.Context, dir string) error {
 	if !filepath.IsAbs(dir) || dir == "/" {
 		return fmt.Errorf("refusing to remove staged workspace %s: not an absolute path below /", quote(dir))
 	}
-	if err := unmountAll(dir); err != nil {
-		return err
+	// A hosted overlay is mounted in the command's namespace alone, and
+	// its mount point can be removed from here whatever is still running
+	// there (the kernel detaches mounts of other namespaces on rmdir).
+	// Only root can unmount; for anyone else isOverlay below tells a
+	// mount still there.
+	if !isHosted(dir) && os.Geteuid() == 0 {
+		if err := unmountAll(dir); err != nil {
+			return err
+		}
 	}
 	if isOverlay(dir) {
 		return fmt.Errorf("staged workspace %s is still an overlay mount; unmount it by hand (umount -l) and retry", quote(dir))
@@ -267,8 +424,10 @@ func (overlayBackend) Remove(ctx context.Context, dir string) error {
 
 // remount mounts the overlay again over its kept layers, as after a
 // reboot dropped the mount, so the staged workspace reads as it was left.
+// A hosted overlay is never mounted here: its upper layer is read as it
+// is.
 func remount(base, dir string) error {
-	if isOverlay(dir) {
+	if isOverlay(dir) || isHosted(dir) {
 		return nil
 	}
 	layers := layersDir(dir)
@@ -470,7 +629,7 @@ func (d *overlayDiff) entry(rel string, hidden bool) error {
 	switch {
 	case l == nil:
 		base := manifest.Entry{Path: rel}
-		if hasXattr(d.up(rel), xattrOrigin) {
+		if hasXattr(d.up(rel), xattrOrigin) || hasXattr(d.up(rel), xattrUserOrigin) {
 			// Copied up from a base entry that is gone now: deleted in
 			// the base since the command touched it.
 			base.Kind = u.Kind
@@ -563,9 +722,13 @@ func (d *overlayDiff) deleteChildren(rel string) error {
 }
 
 func isOpaque(p string) bool {
-	buf := make([]byte, 8)
-	n, err := unix.Lgetxattr(p, xattrOpaque, buf)
-	return err == nil && n == 1 && buf[0] == 'y'
+	for _, name := range []string{xattrOpaque, xattrUserOpaque} {
+		buf := make([]byte, 8)
+		if n, err := unix.Lgetxattr(p, name, buf); err == nil && n == 1 && buf[0] == 'y' {
+			return true
+		}
+	}
+	return false
 }
 
 func hasXattr(p, name string) bool {

@@ -208,3 +208,17 @@ func TestEscapeOpt(t *testing.T) {
 		t.Errorf("escapeOpt = %s", got)
 	}
 }
+
+// TestKernelAtLeast: overlayfs mounts in an unprivileged user namespace
+// from Linux 5.11; distribution suffixes do not matter, and a release that
+// does not parse is taken as too old rather than guessed.
+func TestKernelAtLeast(t *testing.T) {
+	for release, want := range map[string]bool{
+		"5.11.0": true, "5.10.200-lts": false, "6.8.0-45-generic": true, "4.19.0": false,
+		"5.11": true, "10.0.1": true, "5.9.16-fc": false, "": false, "x.y": false,
+	} {
+		if got := kernelAtLeast(release, 5, 11); got != want {
+			t.Errorf("kernelAtLeast(%q, 5, 11) = %v, want %v", release, got, want)
+		}
+	}
+}

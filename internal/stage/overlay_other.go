@@ -30,3 +30,14 @@ func (overlayBackend) Changes(context.Context, DiffRequest) (*changeset.Set, err
 
 // ProbeOverlay reports that overlayfs is Linux-only.
 func ProbeOverlay(string) (bool, string) { return false, overlayUnsupported }
+
+// SupportedHosted reports that overlayfs is Linux-only.
+func (overlayBackend) SupportedHosted(string) (bool, string) { return false, overlayUnsupported }
+
+// HostedMount: there is no hosted overlay off Linux.
+func HostedMount(string, string) (string, string, bool) { return "", "", false }
+
+// ProbeHosted reports that overlayfs is Linux-only.
+func ProbeHosted(string, func(string, string, string, []string) error) (bool, string) {
+	return false, overlayUnsupported
+}

@@ -34,6 +34,11 @@ type Request struct {
 	// staged and not measured; a skipped directory's subtree is not
 	// visited. Nil skips nothing.
 	Skip func(rel string, isDir bool) bool
+	// Hosted asks for a workspace that a command hosts: the backend
+	// prepares it without mounting anything, and the command's own mount
+	// namespace mounts it (HostedMount says how). Only overlay without
+	// root uses it: its mount could not outlive the process that opens.
+	Hosted bool
 	// Progress, if set, is called from time to time with the entries staged
 	// so far and the total, and once more with done == total when staging
 	// succeeds. Calls come from one goroutine at a time and never after
@@ -119,6 +124,16 @@ func sameDevice(a, b string) bool {
 	}
 	y, err := manifest.Lstat(b)
 	return err == nil && x.Dev == y.Dev
+}
+
+// Hoster is implemented by a backend that, where it cannot stage a
+// workspace of its own (overlay without root), can stage one that only
+// the namespace of a command run in it mounts (Request.Hosted).
+type Hoster interface {
+	// SupportedHosted reports whether a hosted workspace works here, and
+	// how or why not, in one line. It makes only cheap checks; the mount
+	// itself, in the command's namespace, is the proof.
+	SupportedHosted(stateDir string) (ok bool, reason string)
 }
 
 // Differ is implemented by a backend that can tell what changed in its
