@@ -45,24 +45,23 @@ type Pooled struct {
 	Since time.Time
 }
 
-// PoolSource makes Pooled.Source for a settled tree: for each file the
-// settling walk found untouched since open (every stat fact as staged, and
-// not one whose staging was too recent for stat to prove it unchanged), the
-// base's stat facts of the version it was copied from. base and open are
+// PoolSource makes Pooled.Source for a settled tree: for each entry the
+// settling walk found untouched since open (every stat fact as staged, ctime
+// included, and no file whose staging was too recent for stat to prove it
+// unchanged), the base's stat facts of the version it was copied from. A
+// directory or symlink missing from it was touched by the command (a
+// chmod, chown or extended attribute moves ctime too). base and open are
 // the transaction's manifests from open (Result.Base, Result.Staged);
 // walked is the settling walk.
 func PoolSource(base, open, walked *manifest.Manifest) *manifest.Manifest {
 	out := &manifest.Manifest{}
 	for i := range walked.Entries {
 		e := &walked.Entries[i]
-		if e.Kind != manifest.KindFile {
-			continue
-		}
 		o, ok := open.Lookup(e.Path)
 		if !ok || !manifest.SameStat(*o, *e) || changeset.Racy(*o) {
 			continue
 		}
-		if b, ok := base.Lookup(e.Path); ok && b.Kind == manifest.KindFile {
+		if b, ok := base.Lookup(e.Path); ok && b.Kind == e.Kind {
 			out.Entries = append(out.Entries, *b)
 		}
 	}
@@ -259,6 +258,7 @@ type refresher struct {
 	// it is made anew.
 	kept    []manifest.Entry
 	touched map[string]bool // directories whose mode or times must be set back
+	scrub   []string        // kept directories the command touched
 	dirs    []int           // base directories to fix, by index
 
 	stats    Refreshed
@@ -361,9 +361,18 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, inodes map[uint64]i
 	}
 	switch b.Kind {
 	case manifest.KindDir:
+		// A directory is kept with its entries; one the command touched
+		// (its ctime moved since staging) is made as a fresh one would be:
+		// the user's own, no extended attributes, the base's mode and
+		// times.
+		if _, ok := r.p.Source.Lookup(t.Path); !ok || !covered {
+			r.scrub = append(r.scrub, t.Path)
+			r.touched[t.Path] = true
+		}
 		return true, nil
 	case manifest.KindSymlink:
-		return t.Target == b.Target && t.MtimeNs == b.MtimeNs, nil
+		_, ok := r.p.Source.Lookup(t.Path)
+		return ok && covered && t.Target == b.Target && t.MtimeNs == b.MtimeNs, nil
 	case manifest.KindFile:
 	default:
 		return false, nil
@@ -439,6 +448,11 @@ func (r *refresher) apply(report func(done, total int)) error {
 		}
 		r.stats.Removed++
 	}
+	for _, rel := range r.scrub {
+		if err := scrubDir(r.dst(rel)); err != nil {
+			return fmt.Errorf("refresh staged workspace: %w", err)
+		}
+	}
 	sub := &manifest.Manifest{Entries: make([]manifest.Entry, len(r.create))}
 	for k, i := range r.create {
 		sub.Entries[k] = r.base.Entries[i]
@@ -493,17 +507,20 @@ func (r *refresher) apply(report func(done, total int)) error {
 		r.kept[i] = f.staged[k]
 	}
 	r.stats.Dirs = len(fix.Entries)
-	if r.touched[""] {
-		fi, err := os.Stat(r.src.path)
-		if err != nil {
-			return fmt.Errorf("stat base %s: %w", quote(r.src.path), unwrapPath(err))
-		}
-		if err := os.Chmod(r.dir, fi.Mode()&manifest.ModeMask); err != nil {
-			return fmt.Errorf("set mode of staged workspace %s: %w", quote(r.dir), unwrapPath(err))
-		}
-		if err := setTimes(r.dir, time.Now().UnixNano(), fi.ModTime().UnixNano()); err != nil {
-			return fmt.Errorf("set times of staged workspace %s: %w", quote(r.dir), err)
-		}
+	// The root's own facts are in no manifest: set them always, as
+	// staging does.
+	fi, err := os.Stat(r.src.path)
+	if err != nil {
+		return fmt.Errorf("stat base %s: %w", quote(r.src.path), unwrapPath(err))
+	}
+	if err := scrubDir(r.dir); err != nil {
+		return fmt.Errorf("refresh staged workspace: %w", err)
+	}
+	if err := os.Chmod(r.dir, fi.Mode()&manifest.ModeMask); err != nil {
+		return fmt.Errorf("set mode of staged workspace %s: %w", quote(r.dir), unwrapPath(err))
+	}
+	if err := setTimes(r.dir, time.Now().UnixNano(), fi.ModTime().UnixNano()); err != nil {
+		return fmt.Errorf("set times of staged workspace %s: %w", quote(r.dir), err)
 	}
 	return nil
 }

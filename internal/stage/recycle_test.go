@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockdev/airlock/internal/manifest"
 )
 
@@ -75,6 +77,10 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 				must(t, os.MkdirAll(filepath.Join(dir, "node_modules/new"), 0o755))
 				writeAll(t, filepath.Join(dir, "a/b/new.log"), "excluded, but made by the command")
 				must(t, os.Chmod(filepath.Join(dir, "a/b/c"), 0o700))
+				// Facts no manifest holds: an extended attribute on a
+				// directory, and the root's mode.
+				must(t, unix.Lsetxattr(filepath.Join(dir, "a"), "user.airlock-test", []byte("left by the command"), 0))
+				must(t, os.Chmod(dir, 0o700))
 			})
 			// The base moves on while the tree waits in the pool.
 			writeAll(t, filepath.Join(base, "a/b/c/d/deep.txt"), "deep, changed in the base\n")
@@ -95,6 +101,9 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 			want, err := copyBackend{}.Stage(t.Context(), Request{Base: base, Dir: fresh, Skip: skipExcluded})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if n, err := unix.Lgetxattr(filepath.Join(dir, "a"), "user.airlock-test", make([]byte, 64)); err == nil {
+				t.Errorf("the command's extended attribute on a directory survived the refresh (%d bytes)", n)
 			}
 			got, exp := facts(t, dir, nil), facts(t, fresh, nil)
 			for path, e := range exp {

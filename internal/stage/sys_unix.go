@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -154,5 +155,34 @@ func removeDetached(path string) error {
 	}
 	// Reap it if this process lives long enough; never block on it.
 	go cmd.Wait()
+	return nil
+}
+
+// scrubDir makes a directory a command touched what a new one made by
+// staging is: owned by this process's user and group, with no extended
+// user attributes or ACLs. Its mode and times are set afterwards.
+func scrubDir(p string) error {
+	if err := unix.Lchown(p, os.Getuid(), os.Getgid()); err != nil && err != unix.EPERM {
+		return fmt.Errorf("chown %s: %w", quote(p), err)
+	}
+	size, err := unix.Llistxattr(p, nil)
+	if err != nil || size == 0 {
+		return nil // none, or none this file system keeps
+	}
+	buf := make([]byte, size)
+	n, err := unix.Llistxattr(p, buf)
+	if err != nil {
+		return fmt.Errorf("list extended attributes of %s: %w", quote(p), err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
+		// What a command can set: user attributes and ACLs. security.*
+		// labels are the system's, and a new directory gets them too.
+		if !strings.HasPrefix(name, "user.") && !strings.HasPrefix(name, "system.posix_acl_") {
+			continue
+		}
+		if err := unix.Lremovexattr(p, name); err != nil && err != unix.ENODATA {
+			return fmt.Errorf("remove extended attribute %s of %s: %w", name, quote(p), err)
+		}
+	}
 	return nil
 }
