@@ -13,6 +13,7 @@ import (
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
@@ -124,6 +125,7 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (_ *Result, err error)
 }
 
 func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
+	t.pooling = recycles() && t.rec.Backend == stage.Copy
 	// One settle of a transaction at a time: a second commit of the same
 	// transaction waits, then reports the first outcome.
 	unlockTx, err := t.st.Lock(ctx)

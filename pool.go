@@ -152,10 +152,10 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 
 // poolSource: see stage.PoolSource.
 func (t *Tx) poolSource() (*manifest.Manifest, error) {
-	if t.baseOpen == nil || t.stagedOpen == nil {
-		return nil, errors.New("no open manifests loaded")
+	if t.poolSrc == nil {
+		return nil, errors.New("no settling diff")
 	}
-	return stage.PoolSource(t.baseOpen, t.stagedOpen, t.walked), nil
+	return t.poolSrc, nil
 }
 
 // trimPool deletes the oldest pooled trees beyond poolMax, and any pooled
@@ -269,14 +269,6 @@ func (s *Store) refresh(ctx context.Context, claimed string, rec poolRecord, req
 		}
 		return manifest.Parse(p, data)
 	}
-	tree, err := load(poolTreeFile)
-	if err != nil {
-		return nil, nil, err
-	}
-	src, err := load(poolSourceFile)
-	if err != nil {
-		return nil, nil, err
-	}
 	noise, err := selector.New(rec.Noise)
 	if err != nil {
 		return nil, nil, err
@@ -285,7 +277,9 @@ func (s *Store) refresh(ctx context.Context, claimed string, rec poolRecord, req
 		return nil, nil, err
 	}
 	res, done, err := stage.Refresh(ctx, req, stage.Pooled{
-		Tree: tree, TreeWalkNs: rec.TreeWalkNs, Source: src, SourceWalkNs: rec.SourceWalkNs,
+		Tree:       func() (*manifest.Manifest, error) { return load(poolTreeFile) },
+		Source:     func() (*manifest.Manifest, error) { return load(poolSourceFile) },
+		TreeWalkNs: rec.TreeWalkNs, SourceWalkNs: rec.SourceWalkNs,
 		Ignore: noise.MatchSelf, Since: rec.Opened,
 	})
 	if err != nil {

@@ -54,6 +54,7 @@ func (t *Tx) Discard(ctx context.Context, o SettleOptions) (_ *Result, err error
 }
 
 func (t *Tx) discard(ctx context.Context, o SettleOptions) (*Result, error) {
+	t.pooling = recycles() && t.rec.Backend == stage.Copy
 	unlockTx, err := t.st.Lock(ctx)
 	if err != nil {
 		return nil, err

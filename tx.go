@@ -25,8 +25,11 @@ type Tx struct {
 	// and walkedNs when that walk began: settling pools the tree with it.
 	walked   *manifest.Manifest
 	walkedNs int64
-	// baseOpen and stagedOpen are the open manifests that diff loaded.
-	baseOpen, stagedOpen *manifest.Manifest
+	// pooling asks diff to keep what pooling the tree needs (poolSrc,
+	// from the open manifests, which are then let go): set by the
+	// settling calls.
+	pooling bool
+	poolSrc *manifest.Manifest
 }
 
 // ID is the transaction's id.
@@ -206,7 +209,9 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
 	t.walked, t.walkedNs = now, start
-	t.baseOpen, t.stagedOpen = base, open
+	if t.pooling {
+		t.poolSrc = stage.PoolSource(base, open, now)
+	}
 	return changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
 }
 

@@ -14,6 +14,7 @@ func main() {
 	// First: a start of this binary as the same-path mount helper never
 	// returns from Init.
 	launch.Init()
+	limitMemory()
 	io := cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTerminal: isTerminal(os.Stderr)}
 	stop := profile()
 	code := cli.Main(context.Background(), os.Args[1:], io)

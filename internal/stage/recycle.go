@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,19 +20,21 @@ import (
 // the next transaction's workspace by Refresh instead of copying the whole
 // base again.
 type Pooled struct {
-	// Tree is the tree as it was measured when it was pooled (the walk of
-	// the settling diff). A tree that differs from it now was written after
-	// its transaction ended and is never reused.
-	Tree *manifest.Manifest
+	// Tree loads the tree as it was measured when it was pooled (the walk
+	// of the settling diff). A tree that differs from it now was written
+	// after its transaction ended and is never reused. (Loaders, so that
+	// the pooled manifests are in memory only while they are needed.)
+	Tree func() (*manifest.Manifest, error)
 	// TreeWalkNs is when that walk started: an entry whose ctime is not
 	// clearly older could have been written again within the same
 	// timestamp tick without a trace.
 	TreeWalkNs int64
-	// Source holds, for each pooled file that was provably untouched since
-	// it was staged, the base's stat facts of the very version its bytes
-	// were copied from. A base file that still shows exactly those facts
-	// still holds those bytes (ctime cannot be set by any user call).
-	Source *manifest.Manifest
+	// Source loads, for each pooled entry that was provably untouched
+	// since it was staged, the base's stat facts of the very version its
+	// bytes were copied from (PoolSource). A base file that still shows
+	// exactly those facts still holds those bytes (ctime cannot be set by
+	// any user call).
+	Source func() (*manifest.Manifest, error)
 	// SourceWalkNs is when the base was measured for Source: a source
 	// entry whose ctime is not clearly older proves nothing by stat alone,
 	// and its bytes are compared.
@@ -43,6 +46,8 @@ type Pooled struct {
 	// Since is when the tree's transaction opened: a process that cannot
 	// be inspected and started later could be its command's (Holders).
 	Since time.Time
+
+	source *manifest.Manifest // Source, once loaded
 }
 
 // PoolSource makes Pooled.Source for a settled tree: for each entry the
@@ -111,30 +116,27 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 	if !root.IsDir() {
 		return nil, nil, fmt.Errorf("stage %s: not a directory", quote(base))
 	}
-	// The two walks are independent: run them at once.
-	var m *manifest.Manifest
-	var merr error
-	walkNs := time.Now().UnixNano()
-	walked := make(chan struct{})
-	go func() {
-		defer close(walked)
-		m, merr = manifest.Walk(ctx, base, manifest.WalkOptions{Skip: req.Skip})
-	}()
-	tree, terr := manifest.Walk(ctx, dir, manifest.WalkOptions{})
-	<-walked
-	if terr != nil {
-		return nil, nil, fmt.Errorf("measure pooled tree: %w", terr)
-	}
-	if merr != nil {
-		return nil, nil, stopped(ctx, base, merr)
+	// One walk after the other: each keeps both cores busy, and the
+	// pooled record is dropped before the base's manifest is made, which
+	// bounds the memory a large tree takes.
+	tree, err := manifest.Walk(ctx, dir, manifest.WalkOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
 	}
 	covered, err := untouched(p, tree)
 	if err != nil {
 		return nil, nil, err
 	}
-	p.Tree = nil // proven equal where covered: let it go
 	if err := free(dir, tree, p.Since); err != nil {
 		return nil, nil, err
+	}
+	walkNs := time.Now().UnixNano()
+	m, err := manifest.Walk(ctx, base, manifest.WalkOptions{Skip: req.Skip})
+	if err != nil {
+		return nil, nil, stopped(ctx, base, err)
+	}
+	if p.source, err = p.Source(); err != nil {
+		return nil, nil, fmt.Errorf("pooled tree's record: %w", err)
 	}
 	src, err := openSource(base)
 	if err != nil {
@@ -145,6 +147,7 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 	if err := r.plan(); err != nil {
 		return nil, nil, err
 	}
+	r.p.source, r.covered = nil, nil // the plan has what it needed from them
 	if err := r.apply(req.Progress); err != nil {
 		return nil, nil, stopped(ctx, base, err)
 	}
@@ -197,12 +200,13 @@ func free(dir string, tree *manifest.Manifest, since time.Time) error {
 // is there that it did not see, apart from paths it did not cover.
 // It reports which entries of now the pooled walk covered.
 func untouched(p Pooled, now *manifest.Manifest) ([]bool, error) {
-	if p.Tree == nil {
-		return nil, fmt.Errorf("%w: no record of it", ErrPoolTouched)
+	rec, err := p.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("%w: its record cannot be read: %v", ErrPoolTouched, err)
 	}
 	covered := make([]bool, len(now.Entries))
 	i, j := 0, 0
-	was, is := p.Tree.Entries, now.Entries
+	was, is := rec.Entries, now.Entries
 	for i < len(was) || j < len(is) {
 		switch {
 		case j == len(is) || (i < len(was) && was[i].Path < is[j].Path):
@@ -254,9 +258,11 @@ type refresher struct {
 
 	remove []string // tree paths to remove, parents before children, none under another
 	create []int    // base entries to make: directories, files, symlinks
-	// kept[i] is the tree's entry kept for base entry i; Kind none where
-	// it is made anew.
-	kept    []manifest.Entry
+	// kept[i] is the index of the tree's entry kept for base entry i, -1
+	// where none is; made[i] is the staged entry of one made or measured
+	// anew (indices, so that the plan does not copy the tree's manifest).
+	kept    []int32
+	made    map[int]manifest.Entry
 	touched map[string]bool // directories whose mode or times must be set back
 	scrub   []string        // kept directories the command touched
 	dirs    []int           // base directories to fix, by index
@@ -267,13 +273,12 @@ type refresher struct {
 
 // plan decides, path by path, what stays and what is made again.
 func (r *refresher) plan() error {
-	r.kept = make([]manifest.Entry, len(r.base.Entries))
-	inodes := map[uint64]int{}
-	for _, t := range r.tree.Entries {
-		if t.Kind == manifest.KindFile {
-			inodes[t.Ino]++
-		}
+	r.kept = make([]int32, len(r.base.Entries))
+	for i := range r.kept {
+		r.kept[i] = -1
 	}
+	r.made = map[int]manifest.Entry{}
+	shared := sharedInodes(r.tree)
 	var removedDir string // the last directory removed: its subtree goes with it
 	gone := func(path string) bool {
 		return removedDir != "" && strings.HasPrefix(path, removedDir+"/")
@@ -300,7 +305,7 @@ func (r *refresher) plan() error {
 			j++
 		default:
 			b, t := &bs[i], &ts[j]
-			keep, err := r.keep(b, t, r.covered[j], inodes)
+			keep, err := r.keep(b, t, r.covered[j], shared)
 			if err != nil {
 				return err
 			}
@@ -310,7 +315,7 @@ func (r *refresher) plan() error {
 				drop(t)
 			}
 			if keep {
-				r.kept[i] = *t
+				r.kept[i] = int32(j)
 				if b.Kind == manifest.KindDir && (t.Mode != b.Mode || t.MtimeNs != b.MtimeNs) {
 					r.touched[b.Path] = true
 				}
@@ -328,6 +333,24 @@ func (r *refresher) plan() error {
 		}
 	}
 	return nil
+}
+
+// sharedInodes lists the inodes that more than one file of the tree has.
+func sharedInodes(tree *manifest.Manifest) map[uint64]bool {
+	inos := make([]uint64, 0, len(tree.Entries))
+	for i := range tree.Entries {
+		if tree.Entries[i].Kind == manifest.KindFile {
+			inos = append(inos, tree.Entries[i].Ino)
+		}
+	}
+	slices.Sort(inos)
+	shared := map[uint64]bool{}
+	for k := 1; k < len(inos); k++ {
+		if inos[k] == inos[k-1] {
+			shared[inos[k]] = true
+		}
+	}
+	return shared
 }
 
 // plant marks base entry i to be made in the tree.
@@ -355,7 +378,7 @@ func (r *refresher) touchParent(path string) {
 
 // keep decides whether the tree's entry t can stay as the staged copy of
 // base entry b.
-func (r *refresher) keep(b, t *manifest.Entry, covered bool, inodes map[uint64]int) (bool, error) {
+func (r *refresher) keep(b, t *manifest.Entry, covered bool, shared map[uint64]bool) (bool, error) {
 	if b.Kind != t.Kind {
 		return false, nil
 	}
@@ -365,13 +388,13 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, inodes map[uint64]i
 		// (its ctime moved since staging) is made as a fresh one would be:
 		// the user's own, no extended attributes, the base's mode and
 		// times.
-		if _, ok := r.p.Source.Lookup(t.Path); !ok || !covered {
+		if _, ok := r.p.source.Lookup(t.Path); !ok || !covered {
 			r.scrub = append(r.scrub, t.Path)
 			r.touched[t.Path] = true
 		}
 		return true, nil
 	case manifest.KindSymlink:
-		_, ok := r.p.Source.Lookup(t.Path)
+		_, ok := r.p.source.Lookup(t.Path)
 		return ok && covered && t.Target == b.Target && t.MtimeNs == b.MtimeNs, nil
 	case manifest.KindFile:
 	default:
@@ -379,7 +402,7 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, inodes map[uint64]i
 	}
 	// A file another tree path shares (a hard link the command made)
 	// would carry a write to one path into the other.
-	if inodes[t.Ino] > 1 {
+	if shared[t.Ino] {
 		return false, nil
 	}
 	// Only a file untouched since it was staged holds the bytes of a
@@ -388,7 +411,7 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, inodes map[uint64]i
 	if !covered || t.CtimeNs >= r.p.TreeWalkNs-racyNs {
 		return false, nil
 	}
-	s, ok := r.p.Source.Lookup(t.Path)
+	s, ok := r.p.source.Lookup(t.Path)
 	if !ok || t.Mode != s.Mode || t.Size != s.Size || t.MtimeNs != s.MtimeNs {
 		return false, nil
 	}
@@ -479,10 +502,10 @@ func (r *refresher) apply(report func(done, total int)) error {
 		case manifest.KindFile:
 			r.stats.Copied++
 			r.stats.Bytes += sub.Entries[k].Size
-			r.kept[i] = c.staged[k]
+			r.made[i] = c.staged[k]
 		case manifest.KindSymlink:
 			r.stats.Copied++
-			r.kept[i] = c.staged[k]
+			r.made[i] = c.staged[k]
 		}
 	}
 	fix := &manifest.Manifest{}
@@ -504,7 +527,7 @@ func (r *refresher) apply(report func(done, total int)) error {
 		}
 	}
 	for k, i := range r.dirs {
-		r.kept[i] = f.staged[k]
+		r.made[i] = f.staged[k]
 	}
 	r.stats.Dirs = len(fix.Entries)
 	// The root's own facts are in no manifest: set them always, as
@@ -534,10 +557,14 @@ func (r *refresher) stagedManifest() (*manifest.Manifest, error) {
 		if b.Kind == manifest.KindOther {
 			continue
 		}
-		if r.kept[i].Kind == manifest.KindNone {
-			return nil, fmt.Errorf("refresh staged workspace: %s was not staged", quote(b.Path))
+		e, ok := r.made[i]
+		if !ok {
+			if r.kept[i] < 0 {
+				return nil, fmt.Errorf("refresh staged workspace: %s was not staged", quote(b.Path))
+			}
+			e = r.tree.Entries[r.kept[i]]
 		}
-		out.Entries = append(out.Entries, r.kept[i])
+		out.Entries = append(out.Entries, e)
 	}
 	return out, nil
 }

@@ -43,9 +43,10 @@ func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	src := PoolSource(res.Base, res.Staged, walked)
 	return dir, Pooled{
-		Tree: walked, TreeWalkNs: walkNs,
-		Source: PoolSource(res.Base, res.Staged, walked), SourceWalkNs: res.WalkNs,
+		Tree: func() (*manifest.Manifest, error) { return walked, nil }, TreeWalkNs: walkNs,
+		Source: func() (*manifest.Manifest, error) { return src, nil }, SourceWalkNs: res.WalkNs,
 		Ignore: noiseSkip, Since: opened,
 	}
 }
