@@ -57,6 +57,10 @@ type Staging struct {
 	Recycled *Recycled `json:"recycled,omitempty"`
 	// NotRecycled says why a pooled tree was there but not reused.
 	NotRecycled string `json:"not_recycled,omitempty"`
+	// RootDevice and RootInode name the staged workspace's root directory
+	// as staging made it.
+	RootDevice uint64 `json:"root_device,omitempty"`
+	RootInode  uint64 `json:"root_inode,omitempty"`
 }
 
 // Recycled says what refreshing a pooled tree took.
@@ -80,6 +84,10 @@ type poolRecord struct {
 	Noise        Selectors `json:"noise,omitempty"`
 	Bytes        int64     `json:"bytes"`   // bytes of the tree's files
 	Entries      int       `json:"entries"` // its entries
+	// RootDevice and RootInode: the tree's root directory, which a reuse
+	// must find at the pooled path (never a symlink or another directory).
+	RootDevice uint64 `json:"root_device"`
+	RootInode  uint64 `json:"root_inode"`
 }
 
 // recycles reports whether this system can prove a pooled tree free
@@ -91,7 +99,20 @@ func recycles() bool { return runtime.GOOS == "linux" }
 // walked it in this process qualifies: that walk is the record later reuse
 // is checked against.
 func (t *Tx) poolTree(ctx context.Context) bool {
-	if !recycles() || t.rec.Backend != stage.Copy || t.walked == nil || t.rec.Staging == nil {
+	if !recycles() || t.rec.Backend != stage.Copy || t.walked == nil || t.rec.Staging == nil || t.rec.Staging.RootInode == 0 {
+		return false
+	}
+	// Only the directory staging made: a command can put a symlink (or
+	// another directory) at its path, and a refresh writes into the tree.
+	root, err := manifest.Lstat(t.Path())
+	if err != nil || root.Kind != manifest.KindDir || root.Dev != t.rec.Staging.RootDevice || root.Ino != t.rec.Staging.RootInode {
+		return false
+	}
+	// The settling walk must have measured that directory too.
+	if t.walkedRoot != (stage.FileID{Dev: root.Dev, Ino: root.Ino}) {
+		return false
+	}
+	if len(t.leftovers) > 0 {
 		return false
 	}
 	b, err := t.stateBase()
@@ -120,7 +141,7 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 	rec := poolRecord{
 		Tx: t.ID(), Base: t.rec.Base, Opened: t.rec.CreatedAt, PooledAt: time.Now().UTC(),
 		TreeWalkNs: t.walkedNs, SourceWalkNs: t.rec.Staging.WalkNs, Noise: t.rec.Noise,
-		Entries: len(t.walked.Entries),
+		Entries: len(t.walked.Entries), RootDevice: root.Dev, RootInode: root.Ino,
 	}
 	for i := range t.walked.Entries {
 		rec.Bytes += t.walked.Entries[i].Size
@@ -275,6 +296,11 @@ func (s *Store) refresh(ctx context.Context, claimed string, rec poolRecord, req
 	}
 	if err := os.Rename(filepath.Join(claimed, poolTreeDir), req.Dir); err != nil {
 		return nil, nil, err
+	}
+	// The very directory that was pooled, not a symlink or another
+	// directory put in its place.
+	if at, err := manifest.Lstat(req.Dir); err != nil || at.Kind != manifest.KindDir || at.Dev != rec.RootDevice || at.Ino != rec.RootInode {
+		return nil, nil, fmt.Errorf("the pooled tree at %s is not the directory that was pooled", req.Dir)
 	}
 	res, done, err := stage.Refresh(ctx, req, stage.Pooled{
 		Tree:       func() (*manifest.Manifest, error) { return load(poolTreeFile) },

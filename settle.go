@@ -238,6 +238,9 @@ func (t *Tx) settleStaged(ctx context.Context) {
 	}
 	err := t.removeStaged(ctx)
 	detail := map[string]any{}
+	if len(t.leftovers) > 0 {
+		detail["left_running"] = t.leftovers
+	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		detail["error"] = err.Error()
 	}

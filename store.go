@@ -416,6 +416,11 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 		Staging: staging,
 	}
 	staging.WalkNs = res.WalkNs
+	// The staged root's identity: settling pools only this very
+	// directory, never what a command may have put at its path.
+	if root, err := manifest.Lstat(staged); err == nil && root.Kind == manifest.KindDir {
+		staging.RootDevice, staging.RootInode = root.Dev, root.Ino
+	}
 	if proj.Under != "" {
 		rec.Project, rec.Under = manifest.Bytes(proj.Root), manifest.Bytes(proj.Under)
 	}

@@ -23,8 +23,12 @@ type Tx struct {
 	rec   Record
 	// walked is the staged tree as this process's last diff measured it,
 	// and walkedNs when that walk began: settling pools the tree with it.
-	walked   *manifest.Manifest
-	walkedNs int64
+	walked     *manifest.Manifest
+	walkedNs   int64
+	walkedRoot stage.FileID // the directory that walk measured
+	// leftovers are processes the command left running (see Run): its
+	// tree is never pooled.
+	leftovers []string
 	// pooling asks diff to keep what pooling the tree needs (poolSrc,
 	// from the open manifests, which are then let go): set by the
 	// settling calls.
@@ -204,11 +208,16 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 		return nil, err
 	}
 	start := time.Now().UnixNano()
+	rootBefore, rerr := manifest.Lstat(t.Path())
 	now, err := manifest.Walk(ctx, t.Path(), manifest.WalkOptions{Skip: noise.MatchSelf})
 	if err != nil {
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
 	t.walked, t.walkedNs = now, start
+	t.walkedRoot = stage.FileID{}
+	if rootAfter, err := manifest.Lstat(t.Path()); rerr == nil && err == nil && rootBefore.Kind == manifest.KindDir && manifest.SameStat(rootBefore, rootAfter) {
+		t.walkedRoot = stage.FileID{Dev: rootAfter.Dev, Ino: rootAfter.Ino}
+	}
 	if t.pooling {
 		t.poolSrc = stage.PoolSource(base, open, now)
 	}

@@ -79,15 +79,21 @@ func TestE2ERecycleNeverLeaksALeftoverProcess(t *testing.T) {
 	cases := []struct {
 		name, script string
 		noSamePath   bool
+		left         bool // the settle must see it left running, and not pool the tree
 		held         bool // the next open must find it holding the tree
 	}{
-		{name: "working directory in the tree", script: `(sleep 1; echo leak > leak.txt) >/dev/null 2>&1 &`, held: true},
-		{name: "base path in its mount namespace", script: `cd /; (sleep 1; echo leak > "$BASE/leak.txt") >/dev/null 2>&1 &`, held: samePath},
-		{name: "old tree path", script: `old=$PWD; cd /; (sleep 1; echo leak > "$old/leak.txt") >/dev/null 2>&1 &`, noSamePath: true},
+		{name: "working directory in the tree", script: `(sleep 1; echo leak > leak.txt) >/dev/null 2>&1 &`, left: true},
+		{name: "base path in its mount namespace", script: `cd /; (sleep 1; echo leak > "$BASE/leak.txt") >/dev/null 2>&1 &`, left: true},
+		{name: "old tree path", script: `old=$PWD; cd /; (sleep 1; echo leak > "$old/leak.txt") >/dev/null 2>&1 &`, noSamePath: true, left: true},
+		// A leftover that drops the environment airlock marks its
+		// command's processes with escapes the settle's look; the next
+		// open's look at every process finds it.
+		{name: "working directory, environment dropped", script: `env -i /bin/sh -c 'sleep 1; echo leak > leak.txt' >/dev/null 2>&1 & sleep 0.3`, held: true},
+		{name: "base path in its mount namespace, environment dropped", script: `cd /; env -i BASE="$BASE" /bin/sh -c 'sleep 1; echo leak > "$BASE/leak.txt"' >/dev/null 2>&1 & sleep 0.3`, held: samePath},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if c.name == "base path in its mount namespace" && !samePath {
+			if strings.HasPrefix(c.name, "base path in its mount namespace") && !samePath {
 				testbin.Missing(t, "same-path mode needs a mount namespace, and `unshare --mount true` failed here")
 			}
 			x := newH(t)
@@ -106,8 +112,14 @@ func TestE2ERecycleNeverLeaksALeftoverProcess(t *testing.T) {
 				t.Fatalf("the leftover process's write reached the base")
 			}
 			s := x.showRecycle(r2.Settle["tx"])
-			if c.held && (s.Recycled != nil || !strings.Contains(s.NotRecycled, "holds it")) {
-				t.Errorf("the next open did not see the leftover process: recycled %+v, not_recycled %q", s.Recycled, s.NotRecycled)
+			if s.Recycled != nil {
+				t.Errorf("the next open recycled the tree a leftover process could write: %+v", s.Recycled)
+			}
+			if c.held && !strings.Contains(s.NotRecycled, "holds it") {
+				t.Errorf("the next open did not see the leftover process: not_recycled %q", s.NotRecycled)
+			}
+			if first := x.airlock("show", r1.Settle["tx"], "--json"); c.left && !strings.Contains(first.Stdout, "left_running") {
+				t.Errorf("the settle did not record the process the command left running:\n%s", first.Stdout)
 			}
 			// The leftover is done by now; nothing it wrote is in any pooled
 			// tree a third run could pick up.
@@ -150,5 +162,50 @@ func TestE2EGCTrimsThePool(t *testing.T) {
 	wantBlock(t, r2, map[string]string{"outcome": "no_changes"})
 	if s := x.showRecycle(r2.Settle["tx"]); s.Recycled != nil {
 		t.Errorf("a run after gc --drop-pool recycled %+v", s.Recycled)
+	}
+}
+
+// TestE2ERecycleNeverFollowsASwappedStagedDir: a command that puts a
+// symlink (to any directory its user can write, or to the base itself) or
+// another directory at its staged workspace's path must not make the next
+// open "refresh" that directory: nothing outside the state directory is
+// written or deleted, and the base is left as it was.
+func TestE2ERecycleNeverFollowsASwappedStagedDir(t *testing.T) {
+	for _, c := range []struct{ name, target string }{
+		{"symlink to another directory", "victim"},
+		{"symlink to the base", "base"},
+		{"another directory", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"keep/src.c": F(0o644, "int main;\n"), "README": F(0o644, "base\n")})
+			backdate(t, x.base, time.Hour)
+			victim := testbin.RealDir(t)
+			build(t, victim, tree{"thesis/chapter1.tex": F(0o644, "years of work\n"), "id_ed25519": F(0o600, "key\n")})
+			target := map[string]string{"victim": victim, "base": x.base}[c.target]
+			swap := `s=$AIRLOCK_STATE_DIR/tx/$AIRLOCK_TX; mv "$s/staged" "$s/staged.old" && `
+			if target != "" {
+				swap += `ln -s "$TARGET" "$s/staged"`
+			} else {
+				swap += `cp -a "$s/staged.old" "$s/staged"`
+			}
+			r1 := x.exec(run{env: []string{"TARGET=" + target}, args: []string{"run", "--no-same-path", "--workdir", x.base, "--", "sh", "-c", swap + "; exit 1"}})
+			wantCode(t, r1, 1)
+			r2 := x.airlock("open", "--workdir", x.base)
+			wantCode(t, r2, 0)
+			id := strings.TrimSpace(strings.SplitN(r2.Stdout, "\n", 2)[0])
+			if s := x.showRecycle(id); s.Recycled != nil {
+				t.Errorf("the next open recycled what the command put at its staged path: %+v", s.Recycled)
+			}
+			if got := testbin.ReadFile(t, filepath.Join(victim, "thesis/chapter1.tex")); got != "years of work\n" {
+				t.Errorf("a directory outside the state was written: chapter1.tex = %q", got)
+			}
+			if !testbin.Exists(filepath.Join(victim, "id_ed25519")) {
+				t.Errorf("a directory outside the state lost a file")
+			}
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "keep/src.c")); got != "int main;\n" {
+				t.Errorf("the base was written: keep/src.c = %q", got)
+			}
+		})
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/airlockdev/airlock/internal/manifest"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -25,12 +27,18 @@ func (h Holder) String() string {
 	return fmt.Sprintf("process %d (%s) holds it: %s", h.PID, h.Command, h.How)
 }
 
-// Holders looks through /proc for processes that can still reach a tree
-// whose inodes are ids. A process of this user that started after since
+// Holders looks through /proc for processes that can still reach the tree
+// at dir, whose inodes are ids: a working or root directory, a descriptor
+// or a mapping of one of them, in any of a process's threads (a thread can
+// unshare its working directory and descriptor table, and a zombie
+// leader's own entries are empty), or a mount of any part of the tree in
+// any mount namespace, this one included (a bind mount outlives the
+// process that made it, and a mount over it hides it from a path lookup,
+// not from mountinfo). A process of this user that started after since
 // and cannot be inspected is reported too: the check fails closed for
 // anything the tree's last command could have started. Processes that
 // started before since cannot have been given the tree by its command.
-func Holders(ids FileIDs, since time.Time) ([]Holder, error) {
+func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("read /proc: %w", err)
@@ -39,26 +47,45 @@ func Holders(ids FileIDs, since time.Time) ([]Holder, error) {
 	if err != nil {
 		return nil, err
 	}
-	self := os.Getpid()
-	selfNS, _ := os.Readlink("/proc/self/ns/mnt")
-	var devs = map[uint64]bool{}
-	for _, id := range ids {
-		devs[id.Dev] = true
+	root, err := treeInFS(dir)
+	if err != nil {
+		return nil, err
 	}
+	self := os.Getpid()
 	var out []Holder
+	seenNS := map[string]bool{}
+	if h, ok := mountedIn("/proc/self", root); ok {
+		h.PID, h.Command = self, "airlock"
+		out = append(out, h)
+	}
+	if ns, err := os.Readlink("/proc/self/ns/mnt"); err == nil {
+		seenNS[ns] = true
+	}
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
 		if err != nil || pid == self {
 			continue
 		}
-		if h, ok := holds(pid, ids, devs, selfNS, since, boot, tick); ok {
+		if h, ok := holds(pid, ids, since, boot, tick); ok {
 			out = append(out, h)
+			continue
+		}
+		// One look at each mount namespace's mounts.
+		pdir := "/proc/" + p.Name()
+		if ns, err := os.Readlink(pdir + "/ns/mnt"); err == nil && !seenNS[ns] {
+			seenNS[ns] = true
+			if h, ok := mountedIn(pdir, root); ok {
+				h.PID = pid
+				comm, _ := os.ReadFile(pdir + "/comm")
+				h.Command = strings.TrimSpace(string(comm))
+				out = append(out, h)
+			}
 		}
 	}
 	return out, nil
 }
 
-func holds(pid int, ids FileIDs, devs map[uint64]bool, selfNS string, since time.Time, boot time.Time, tick int64) (Holder, bool) {
+func holds(pid int, ids FileIDs, since time.Time, boot time.Time, tick int64) (Holder, bool) {
 	dir := "/proc/" + strconv.Itoa(pid)
 	comm, err := os.ReadFile(dir + "/comm")
 	if err != nil {
@@ -69,45 +96,116 @@ func holds(pid int, ids FileIDs, devs map[uint64]bool, selfNS string, since time
 		var st unix.Stat_t
 		return unix.Stat(path, &st) == nil && ids.Has(FileID{uint64(st.Dev), st.Ino})
 	}
-	for _, l := range []string{"cwd", "root"} {
-		if in(dir + "/" + l) {
-			h.How = l
-			return h, true
-		}
-	}
-	fds, err := os.ReadDir(dir + "/fd")
+	tasks, err := os.ReadDir(dir + "/task")
 	if err != nil {
-		if os.IsNotExist(err) {
+		return Holder{}, false // gone
+	}
+	for _, task := range tasks {
+		tdir := dir + "/task/" + task.Name()
+		for _, l := range []string{"cwd", "root"} {
+			if in(tdir + "/" + l) {
+				h.How = l + " (thread " + task.Name() + ")"
+				return h, true
+			}
+		}
+		fds, err := os.ReadDir(tdir + "/fd")
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // the thread ended
+			}
+			// Not ours to see. A process that started after the tree's
+			// command began could be one of its own (through sudo, say).
+			if started, ok := startTime(dir, boot, tick); !ok || started.After(since) {
+				h.How = "cannot be inspected (" + err.Error() + ")"
+				return h, true
+			}
 			return Holder{}, false
 		}
-		// Not ours to see. A process that started after the tree's
-		// command began could be one of its own (through sudo, say).
-		if started, ok := startTime(dir, boot, tick); !ok || started.After(since) {
-			h.How = "cannot be inspected (" + err.Error() + ")"
-			return h, true
+		for _, fd := range fds {
+			if in(tdir + "/fd/" + fd.Name()) {
+				h.How = "fd " + fd.Name() + " (thread " + task.Name() + ")"
+				return h, true
+			}
 		}
-		return Holder{}, false
-	}
-	for _, fd := range fds {
-		if in(dir + "/fd/" + fd.Name()) {
-			h.How = "fd " + fd.Name()
-			return h, true
-		}
-	}
-	if mappedFrom(dir+"/maps", ids) {
-		h.How = "mapped file"
-		return h, true
-	}
-	// A process in a mount namespace of its own (same-path mode) may have
-	// the tree mounted somewhere, reachable by a path that names nothing
-	// here.
-	if ns, err := os.Readlink(dir + "/ns/mnt"); err == nil && ns != selfNS {
-		if mp, ok := mountedFrom(dir, ids, devs); ok {
-			h.How = "mount " + mp
+		if mappedFrom(tdir+"/maps", ids) {
+			h.How = "mapped file (thread " + task.Name() + ")"
 			return h, true
 		}
 	}
 	return Holder{}, false
+}
+
+// fsPath is a directory as its file system sees it: the device, and the
+// path from the file system's root, which is how mountinfo names the root
+// of every mount made from it.
+type fsPath struct {
+	dev  uint64
+	path string
+}
+
+// treeInFS finds dir's path within its file system from this process's
+// mounts: the mount it lies on, and that mount's own root.
+func treeInFS(dir string) (fsPath, error) {
+	st, err := manifest.Lstat(dir)
+	if err != nil {
+		return fsPath{}, fmt.Errorf("pooled tree: %w", err)
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return fsPath{}, fmt.Errorf("read /proc/self/mountinfo: %w", err)
+	}
+	best, found := "", fsPath{}
+	for line := range bytes.Lines(b) {
+		dev, root, mp, ok := mountLine(string(line))
+		if !ok || dev != st.Dev {
+			continue
+		}
+		if mp != "/" && dir != mp && !strings.HasPrefix(dir, mp+"/") {
+			continue
+		}
+		if len(mp) >= len(best) {
+			best = mp
+			found = fsPath{dev: dev, path: path.Join(root, strings.TrimPrefix(dir, mp))}
+		}
+	}
+	if best == "" {
+		return fsPath{}, fmt.Errorf("pooled tree %s: no mount of its file system in /proc/self/mountinfo", dir)
+	}
+	return found, nil
+}
+
+// mountedIn looks through the mounts of a process's mount namespace for
+// one made from the tree or from anything in it.
+func mountedIn(pdir string, tree fsPath) (Holder, bool) {
+	b, err := os.ReadFile(pdir + "/mountinfo")
+	if err != nil {
+		return Holder{}, false
+	}
+	for line := range bytes.Lines(b) {
+		dev, root, mp, ok := mountLine(string(line))
+		if ok && dev == tree.dev && (root == tree.path || strings.HasPrefix(root, tree.path+"/")) {
+			return Holder{How: "mount of " + root + " at " + mp + " in its mount namespace"}, true
+		}
+	}
+	return Holder{}, false
+}
+
+// mountLine reads a mountinfo line: "id parent major:minor root mountpoint ...".
+func mountLine(line string) (dev uint64, root, mountPoint string, ok bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 5 {
+		return 0, "", "", false
+	}
+	maj, min, found := strings.Cut(fields[2], ":")
+	if !found {
+		return 0, "", "", false
+	}
+	ma, err1 := strconv.ParseUint(maj, 10, 32)
+	mi, err2 := strconv.ParseUint(min, 10, 32)
+	if err1 != nil || err2 != nil {
+		return 0, "", "", false
+	}
+	return unix.Mkdev(uint32(ma), uint32(mi)), unescapeMount(fields[3]), unescapeMount(fields[4]), true
 }
 
 // mappedFrom reports whether a process maps a file that is one of ids.
@@ -143,37 +241,6 @@ func mappedFrom(maps string, ids FileIDs) bool {
 		}
 	}
 	return false
-}
-
-// mountedFrom looks through a process's mounts on the tree's file system
-// for one whose root, seen from inside its namespace, is in the tree.
-func mountedFrom(dir string, ids FileIDs, devs map[uint64]bool) (string, bool) {
-	b, err := os.ReadFile(dir + "/mountinfo")
-	if err != nil {
-		return "", false
-	}
-	for line := range bytes.Lines(b) {
-		// id parent major:minor root mountpoint ...
-		fields := strings.Fields(string(line))
-		if len(fields) < 5 {
-			continue
-		}
-		maj, min, ok := strings.Cut(fields[2], ":")
-		if !ok {
-			continue
-		}
-		ma, err1 := strconv.ParseUint(maj, 10, 32)
-		mi, err2 := strconv.ParseUint(min, 10, 32)
-		if err1 != nil || err2 != nil || !devs[unix.Mkdev(uint32(ma), uint32(mi))] {
-			continue
-		}
-		mp := unescapeMount(fields[4])
-		var st unix.Stat_t
-		if unix.Stat(dir+"/root"+mp, &st) == nil && ids.Has(FileID{uint64(st.Dev), st.Ino}) {
-			return mp, true
-		}
-	}
-	return "", false
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space).
@@ -239,4 +306,36 @@ func startTime(dir string, boot time.Time, tick int64) (time.Time, bool) {
 	// btime has a second's resolution: count a start within that second
 	// as after.
 	return boot.Add(time.Duration(t * tick)).Add(time.Second), true
+}
+
+// Marked lists the processes whose environment holds marker (a
+// "NAME=value" line): airlock puts AIRLOCK_TX=<id> in its command's
+// environment, which every process the command starts inherits, daemons
+// included, unless it replaces its environment on purpose.
+func Marked(marker string) []Holder {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	want := []byte(marker)
+	self := os.Getpid()
+	var out []Holder
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + p.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		for v := range bytes.SplitSeq(env, []byte{0}) {
+			if bytes.Equal(v, want) {
+				comm, _ := os.ReadFile("/proc/" + p.Name() + "/comm")
+				out = append(out, Holder{PID: pid, Command: strings.TrimSpace(string(comm)), How: "left running by the command"})
+				break
+			}
+		}
+	}
+	return out
 }

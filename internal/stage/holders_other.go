@@ -21,6 +21,9 @@ func (h Holder) String() string {
 
 // Holders cannot look at other processes' descriptors here (no /proc), so
 // it cannot prove a tree free and says so: pooled trees are not reused.
-func Holders(FileIDs, time.Time) ([]Holder, error) {
+func Holders(string, FileIDs, time.Time) ([]Holder, error) {
 	return nil, errors.New("this system has no /proc to prove that no process holds a pooled tree")
 }
+
+// Marked cannot list other processes' environments here.
+func Marked(string) []Holder { return nil }

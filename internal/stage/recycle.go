@@ -185,7 +185,7 @@ func free(dir string, tree *manifest.Manifest, since time.Time) error {
 	for i := range tree.Entries {
 		list = append(list, FileID{tree.Entries[i].Dev, tree.Entries[i].Ino})
 	}
-	hs, err := Holders(NewFileIDs(list), since)
+	hs, err := Holders(dir, NewFileIDs(list), since)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,12 @@ package stage
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -237,6 +240,80 @@ func TestRefreshRefusesHeldTree(t *testing.T) {
 			c.Wait()
 			if _, _, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p); err != nil {
 				t.Fatalf("Refresh once the holder is gone: %v", err)
+			}
+		})
+	}
+}
+
+// threadHolder, started as a separate process by
+// TestRefreshRefusesThreadHolder, keeps a handle on the tree only in a
+// thread of its own: a working directory (CLONE_FS) or a descriptor table
+// (CLONE_FILES) the thread unshared, so the process's own /proc entries
+// show nothing.
+func threadHolder(mode, dir string) {
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread() // the thread keeps what it unshares: never hand it back
+		switch mode {
+		case "cwd":
+			if err := unix.Unshare(unix.CLONE_FS); err != nil {
+				done <- err
+				return
+			}
+			if err := unix.Chdir(dir); err != nil {
+				done <- err
+				return
+			}
+		case "fd":
+			if err := unix.Unshare(unix.CLONE_FILES); err != nil {
+				done <- err
+				return
+			}
+			if _, err := unix.Open(filepath.Join(dir, "one"), unix.O_RDWR, 0); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+		select {}
+	}()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("ready")
+	select {}
+}
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("AIRLOCK_TEST_THREAD_HOLDER"); mode != "" {
+		threadHolder(mode, os.Getenv("AIRLOCK_TEST_THREAD_DIR"))
+	}
+	os.Exit(m.Run())
+}
+
+// TestRefreshRefusesThreadHolder: a handle only one thread of a process
+// holds is a handle all the same.
+func TestRefreshRefusesThreadHolder(t *testing.T) {
+	for _, mode := range []string{"cwd", "fd"} {
+		t.Run(mode, func(t *testing.T) {
+			base := buildTree(t)
+			dir, p := pool(t, base, nil)
+			c := exec.Command(os.Args[0], "-test.run=^$")
+			c.Env = append(os.Environ(), "AIRLOCK_TEST_THREAD_HOLDER="+mode, "AIRLOCK_TEST_THREAD_DIR="+dir)
+			c.Dir = "/"
+			out, err := c.StdoutPipe()
+			must(t, err)
+			c.Stderr = os.Stderr
+			must(t, c.Start())
+			defer func() { c.Process.Kill(); c.Wait() }()
+			line := make([]byte, 6)
+			if _, err := io.ReadFull(out, line); err != nil || string(line) != "ready\n" {
+				t.Fatalf("thread holder did not start: %q %v", line, err)
+			}
+			_, _, err = Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+			if !errors.Is(err, ErrPoolHeld) || !strings.Contains(err.Error(), "thread") {
+				t.Fatalf("Refresh with a thread holding the tree: %v, want ErrPoolHeld naming the thread", err)
 			}
 		})
 	}
