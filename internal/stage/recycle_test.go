@@ -251,6 +251,9 @@ func TestRefreshRefusesHeldTree(t *testing.T) {
 // (CLONE_FILES) the thread unshared, so the process's own /proc entries
 // show nothing.
 func threadHolder(mode, dir string) {
+	// The main goroutine keeps the leader thread, so that the one below
+	// runs on another.
+	runtime.LockOSThread()
 	done := make(chan error)
 	go func() {
 		runtime.LockOSThread() // the thread keeps what it unshares: never hand it back
