@@ -247,11 +247,15 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 			return nil, err
 		} else if commit != "" {
 			// Landed before, by a process that did not live to record it:
-			// report that commit and push nothing.
-			out.Commit, out.Already = commit, true
+			// report that commit and push nothing. Only when its receipt
+			// proves it is this very transaction (another clone may have
+			// landed one with the same id).
 			res, err := t.recordFound(ctx, l, commit, notes, set)
-			out.Result = res
-			return out, err
+			if err != nil {
+				return nil, err
+			}
+			out.Commit, out.Already, out.Result = commit, true, res
+			return out, nil
 		}
 		gate, err := t.remoteGate(ctx, l, head, &snap)
 		if err != nil {
@@ -1024,29 +1028,38 @@ func (t *Tx) recordLanded(ctx context.Context, rc *receipt.Receipt, data []byte,
 		Receipt: publicReceipt(rc), ReceiptPath: path, Validators: o.validated}, nil
 }
 
-// recordFound settles a transaction found already landed at commit: with
-// the receipt its note holds, when that verifies and is the transaction's;
-// otherwise the transaction is left as it is and the result says why.
+// recordFound settles a transaction found already landed at commit, with
+// the receipt its note holds — only when that verifies and is this very
+// transaction's: its id, its base (path, device and inode) and its change
+// set's digest. Anything else is an error that leaves the transaction as
+// it is: a commit that merely carries its id (another clone's transaction
+// with the same id, or any commit with that trailer) did not land it.
 func (t *Tx) recordFound(ctx context.Context, l *landing, commit, notes string, set *changeset.Set) (*Result, error) {
-	a, m, d := set.Counts()
-	res := &Result{TxID: t.ID(), Outcome: Committed, Added: a, Modified: m, Deleted: d, Repeat: true}
+	notMine := func(why string) error {
+		return fmt.Errorf("commit %s on %s carries %s: %s, but %s; transaction %s was not landed and is kept: discard it, or open it again under another id (--id) and land that", commit, l.ref, TxTrailer, t.ID(), why, t.ID())
+	}
 	ns, err := l.notesOf(ctx, notes)
 	if err != nil {
 		return nil, err
 	}
 	blob, ok := ns[commit]
 	if !ok {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("commit %s on %s carries no receipt note; the transaction is left open here", commit, l.ref))
-		return res, nil
+		return nil, notMine("it has no receipt note")
 	}
 	data, err := l.repo.Run(ctx, "cat-file", "blob", blob)
 	if err != nil {
 		return nil, err
 	}
 	rc, err := receipt.Verify(data)
-	if err != nil || rc.TxID != t.ID() || rc.LandedCommit != commit {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("the receipt note of commit %s on %s is not this transaction's valid receipt; the transaction is left open here", commit, l.ref))
-		return res, nil
+	switch {
+	case err != nil:
+		return nil, notMine("its receipt note does not verify (" + err.Error() + ")")
+	case rc.TxID != t.ID() || rc.LandedCommit != commit:
+		return nil, notMine("its receipt note names another transaction or commit")
+	case rc.Base != t.Base() || rc.BaseDevice != t.rec.BaseDevice || rc.BaseInode != t.rec.BaseInode:
+		return nil, notMine(fmt.Sprintf("its receipt is of a transaction over another base (%s)", rc.Base))
+	case rc.DiffDigest != set.Digest():
+		return nil, notMine("its receipt is of another change set (" + rc.DiffDigest + ")")
 	}
 	r, err := t.recordLanded(ctx, rc, data, set, SettleOptions{validated: rc.Validators})
 	if r != nil {

@@ -550,3 +550,42 @@ func TestE2ERemoteCrashAfterPush(t *testing.T) {
 		t.Errorf("the receipt recorded from the note does not verify:\n%s", v)
 	}
 }
+
+// TestE2ERemoteSameIDOtherHost: a commit on the branch that carries this
+// transaction's id but is another transaction's (another clone opened one
+// with the same --id, or any commit with that trailer) does not settle
+// this one as landed: the landing fails naming the commit, nothing is
+// reported committed, and the transaction is kept, its change in no tree
+// but its own.
+func TestE2ERemoteSameIDOtherHost(t *testing.T) {
+	srv := startDaemon(t)
+	srv.seed(t, "s.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "s.git")
+	one, two := newRemoteHost(t, srv.url("s.git")), newRemoteHost(t, srv.url("s.git"))
+	for _, x := range []*remoteHost{one, two} {
+		if r := x.run(nil, "open", "--workdir", x.clone, "--id", "fix-123"); r.Code != 0 {
+			t.Fatalf("open: %s", r)
+		}
+	}
+	testbin.WriteFiles(t, one.stagedPath("fix-123"), map[string]string{"theirs.txt": "one\n"})
+	testbin.WriteFiles(t, two.stagedPath("fix-123"), map[string]string{"mine.txt": "two\n"})
+	if r := one.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", "fix-123"); r.Code != 0 {
+		t.Fatalf("first landing: %s", r)
+	}
+	head := gitIn(t, bare, "rev-parse", "main")
+	r := two.run(nil, "land", "-q", "--json", "--remote", "origin", "--branch", "main", "fix-123")
+	if r.Code != 125 || !strings.Contains(r.Stdout+r.Stderr, "was not landed") || strings.Contains(r.Stdout, `"already": true`) {
+		t.Fatalf("landing a transaction whose id another one landed under: want exit 125 saying it was not landed\n%s", r)
+	}
+	if h := gitIn(t, bare, "rev-parse", "main"); h != head {
+		t.Errorf("main moved to %s", h)
+	}
+	show := two.run(nil, "show", "fix-123", "--json")
+	var info struct{ Status string }
+	if err := json.Unmarshal([]byte(show.Stdout), &info); err != nil || info.Status != "open" {
+		t.Errorf("the second host's transaction is %q (%v), want it kept open", info.Status, err)
+	}
+	if !testbin.Exists(filepath.Join(two.stagedPath("fix-123"), "mine.txt")) {
+		t.Errorf("the second host's change is gone from its staged workspace")
+	}
+}

@@ -160,7 +160,9 @@ func removeDetached(path string) error {
 
 // scrubDir makes a directory a command touched what a new one made by
 // staging is: owned by this process's user and group, with no extended
-// user attributes or ACLs. Its mode and times are set afterwards.
+// attribute a command could have set. Its mode and times are set
+// afterwards. (Inode flags set with chattr are not cleared: README,
+// Recycled staging.)
 func scrubDir(p string) error {
 	if err := unix.Lchown(p, os.Getuid(), os.Getgid()); err != nil && err != unix.EPERM {
 		return fmt.Errorf("chown %s: %w", quote(p), err)
@@ -175,9 +177,12 @@ func scrubDir(p string) error {
 		return fmt.Errorf("list extended attributes of %s: %w", quote(p), err)
 	}
 	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
-		// What a command can set: user attributes and ACLs. security.*
-		// labels are the system's, and a new directory gets them too.
-		if !strings.HasPrefix(name, "user.") && !strings.HasPrefix(name, "system.posix_acl_") {
+		// What a command can set: user attributes and ACLs, and as root
+		// trusted.* and security.* too. The security label is the
+		// system's, and a new directory gets one too.
+		settable := strings.HasPrefix(name, "user.") || strings.HasPrefix(name, "system.posix_acl_") ||
+			(os.Geteuid() == 0 && name != "security.selinux" && (strings.HasPrefix(name, "trusted.") || strings.HasPrefix(name, "security.")))
+		if !settable {
 			continue
 		}
 		if err := unix.Lremovexattr(p, name); err != nil && err != unix.ENODATA {
