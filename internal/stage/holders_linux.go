@@ -114,7 +114,11 @@ func holds(pid int, ids FileIDs, since time.Time, boot time.Time, tick int64) (H
 				continue // the thread ended
 			}
 			// Not ours to see. A process that started after the tree's
-			// command began could be one of its own (through sudo, say).
+			// command began could be one of its own (through sudo, say);
+			// a kernel thread cannot.
+			if kernelThread(dir) {
+				return Holder{}, false
+			}
 			if started, ok := startTime(dir, boot, tick); !ok || started.After(since) {
 				h.How = "cannot be inspected (" + err.Error() + ")"
 				return h, true
@@ -280,6 +284,26 @@ func bootClock() (time.Time, int64, error) {
 		}
 	}
 	return time.Time{}, 0, fmt.Errorf("/proc/stat has no btime line")
+}
+
+// kernelThread reports whether a process is a kernel thread (PF_KTHREAD in
+// its flags), which no command can have started or handed a descriptor.
+func kernelThread(dir string) bool {
+	b, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return false
+	}
+	k := bytes.LastIndexByte(b, ')')
+	if k < 0 {
+		return false
+	}
+	// flags is field 9 of the line, the 7th after the name.
+	fields := strings.Fields(string(b[k+1:]))
+	if len(fields) < 7 {
+		return false
+	}
+	flags, err := strconv.ParseUint(fields[6], 10, 64)
+	return err == nil && flags&0x00200000 != 0
 }
 
 // startTime reads when a process started.
