@@ -271,9 +271,15 @@ func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req st
 			return res, info, ""
 		}
 		why = err.Error()
-		// Whatever is left of it is deleted, never reused.
+		// Whatever is left of it is deleted, never reused: from the pool's
+		// directory, where gc finds it if the deletion does not finish,
+		// not from the transaction's, which may soon be removed itself.
 		if _, serr := os.Lstat(req.Dir); serr == nil {
 			os.Rename(req.Dir, filepath.Join(claimed, poolTreeDir))
+		}
+		failed := sl.dir + ".failed"
+		if os.Rename(claimed, failed) == nil {
+			claimed = failed
 		}
 		dropPooled(ctx, claimed)
 	}
@@ -326,10 +332,12 @@ func (s *Store) gcPools(ctx context.Context, o GCOptions, items []GCItem, freed 
 		maxAge = poolMaxAge
 	}
 	for dir := range dirs {
-		// What a crash left half-pooled (.tmp) or half-dropped (.drop).
+		// What a crash left half-pooled or half-deleted.
 		if ents, err := os.ReadDir(dir); err == nil && !o.DryRun {
 			for _, e := range ents {
-				if n := e.Name(); strings.HasSuffix(n, ".drop") || strings.HasSuffix(n, ".tmp") {
+				// Every name with a dot is one of these (.tmp, .drop,
+				// .failed, .trash and their combinations); slots have none.
+				if n := e.Name(); strings.Contains(n, ".") {
 					if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
 						dropPooled(ctx, filepath.Join(dir, n))
 					}
