@@ -275,6 +275,27 @@ func TestStopModes(t *testing.T) {
 			t.Error("the commit on stop did not land")
 		}
 	})
+	t.Run("a subagent's stop never commits", func(t *testing.T) {
+		// A Task subagent that ends its turn while the main agent is half
+		// way: under stop = "commit" the session's transaction stays open.
+		w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": "[hooks]\nstop = \"commit\"\n"})
+		staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "s")).Stdout)
+		testbin.WriteFiles(t, staged, map[string]string{"a": "half-done"})
+		for _, agent := range []string{"claude", "codex"} {
+			in := stopInput(staged, false)
+			if agent == "codex" {
+				in = codexStop(staged, false)
+			}
+			r := w.hook(agent, "subagent-stop", in)
+			mustCode(t, r, 0)
+		}
+		if testbin.ReadFile(t, filepath.Join(w.base, "a")) != "a" || w.status("s") != "open" {
+			t.Errorf("a subagent's stop settled the session's transaction: base a = %q, status %s", testbin.ReadFile(t, filepath.Join(w.base, "a")), w.status("s"))
+		}
+		if !testbin.Exists(staged) {
+			t.Error("the session's staged workspace is gone")
+		}
+	})
 	t.Run("off does nothing", func(t *testing.T) {
 		w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": "[hooks]\nstop = \"off\"\n"})
 		staged := strings.TrimSpace(w.hook("claude", "worktree-create", worktreeCreate(w.base, "o")).Stdout)

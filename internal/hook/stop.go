@@ -23,8 +23,11 @@ type Decision struct {
 // project config recorded at open: check (the default) runs the commit's
 // checks and validation without applying; commit commits; off does
 // nothing. Under `airlock run` the run commits when its command exits, so
-// there the stop hook only checks.
-func (r *Runner) stop(ctx context.Context, in *Input) Decision {
+// there the stop hook only checks. A subagent's stop only checks too: a
+// subagent ending its turn is not its session ending, and the transaction
+// its working directory names may be the main agent's, half done (an
+// isolated subagent's own transaction settles at WorktreeRemove).
+func (r *Runner) stop(ctx context.Context, in *Input, subagent bool) Decision {
 	tx, err := r.find(in.Cwd)
 	if err != nil {
 		return r.failed("", in, fmt.Errorf("find the transaction of %s: %w", in.Cwd, err))
@@ -38,7 +41,7 @@ func (r *Runner) stop(ctx context.Context, in *Input) Decision {
 	}
 	underRun := r.getenv("AIRLOCK_TX") == tx.ID()
 	prev := lastFinding(tx)
-	if mode == "commit" && !underRun {
+	if mode == "commit" && !underRun && !subagent {
 		res, err := tx.Commit(ctx, airlock.SettleOptions{})
 		if r, ok := asRefusal(err); ok {
 			return refused(tx, r, prev, lastFinding(tx), in)
