@@ -393,15 +393,66 @@ func resolveRemote(ctx context.Context, dir, remote string) (string, string, err
 
 // redact drops a password from a URL, for messages: airlock never shows
 // or stores a secret, even one the caller put in a URL.
+// RedactRemote is a remote as airlock prints it: a password, a token given
+// as the URL's user, and the query are masked.
+func RedactRemote(remote string) string { return redact(remote) }
+
 func redact(remote string) string {
 	u, err := url.Parse(remote)
-	if err != nil || u.User == nil {
+	if err != nil || (u.User == nil && u.RawQuery == "") {
 		return remote
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if u.User != nil {
+		// A token is often the user part alone (https://TOKEN@host);
+		// ssh's conventional "git" user is no secret.
+		if _, pw := u.User.Password(); pw {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		} else if u.User.Username() != "git" {
+			u.User = url.User("xxxxx")
+		}
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "xxxxx"
 	}
 	return u.String()
+}
+
+// secrets lists the parts of a remote URL redact masks, so that they can
+// be masked in what git says too.
+func secrets(remote string) []string {
+	u, err := url.Parse(remote)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw)
+		} else if name := u.User.Username(); name != "" && name != "git" {
+			out = append(out, name)
+		}
+	}
+	for _, vs := range u.Query() {
+		for _, v := range vs {
+			if v != "" {
+				out = append(out, v)
+			}
+		}
+	}
+	if u.RawQuery != "" {
+		out = append(out, u.RawQuery)
+	}
+	return out
+}
+
+// mask replaces every secret of the landing's remote URLs in text.
+func (l *landing) mask(text string) string {
+	for _, u := range []string{l.fetch, l.push} {
+		for _, s := range secrets(u) {
+			text = strings.ReplaceAll(text, s, "xxxxx")
+		}
+	}
+	return text
 }
 
 // gitSaid is what git said about a failure, without the command line
@@ -425,7 +476,7 @@ func (l *landing) fetchHeads(ctx context.Context) (string, string, error) {
 	_, err := l.repo.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--", l.fetch,
 		"+"+l.ref+":"+fetchedHead, "+refs/notes/*:refs/notes/fetched/*")
 	if err != nil {
-		msg := gitSaid(err)
+		msg := l.mask(gitSaid(err))
 		if strings.Contains(msg, "couldn't find remote ref") {
 			return "", "", fmt.Errorf("%s has no branch %s: create it once with git (git push %s <commit>:%s)", l.remote, l.ref, l.remote, l.ref)
 		}
@@ -983,6 +1034,7 @@ func (l *landing) pushAtomic(ctx context.Context, head, notes, commit, noteCommi
 	if len(refused) > 0 {
 		detail = strings.Join(refused, "; ") + "; " + detail
 	}
+	detail = l.mask(detail)
 	return false, fmt.Errorf("push %s and %s to %s: %s; airlock's push is a plain git push: check that `git push %s` is allowed here (credentials, branch protection, the right to push %s)", l.ref, NotesRef, l.remote, detail, l.remote, NotesRef)
 }
 

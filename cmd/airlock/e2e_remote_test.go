@@ -589,3 +589,30 @@ func TestE2ERemoteSameIDOtherHost(t *testing.T) {
 		t.Errorf("the second host's change is gone from its staged workspace")
 	}
 }
+
+// TestE2ERemoteURLSecretsMasked: a token given as the URL's user (the
+// usual https://TOKEN@host form) or in its query is never printed, by
+// airlock or by the git messages it passes on.
+func TestE2ERemoteURLSecretsMasked(t *testing.T) {
+	srv := startDaemon(t)
+	srv.seed(t, "m.git", map[string]string{"a.txt": "a\n"})
+	hst := newRemoteHost(t, srv.url("m.git"))
+	id := hst.open(map[string]string{"a.txt": "b\n"})
+	url := "http://ghpTOKENSECRET123@127.0.0.1:1/m.git?access_token=QSECRET456"
+	for _, args := range [][]string{
+		{"land", "-q", "--remote", url, "--branch", "main", id},
+		{"land", "-q", "--json", "--remote", url, "--branch", "main", id},
+		{"log", "--remote", url, "--branch", "main"},
+		{"receipt", "verify", "--json", "--remote", url, "--branch", "main"},
+	} {
+		r := hst.run(nil, args...)
+		if r.Code == 0 {
+			t.Errorf("%q against a closed port succeeded\n%s", args, r)
+		}
+		for _, secret := range []string{"ghpTOKENSECRET123", "QSECRET456"} {
+			if strings.Contains(r.Stdout+r.Stderr, secret) {
+				t.Errorf("%q printed the URL's secret %s\n%s", args, secret, r)
+			}
+		}
+	}
+}

@@ -281,7 +281,7 @@ func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o a
 		entries = append(entries, e)
 	}
 	if asJSON {
-		if err := writeJSON(io, map[string]any{"remote": o.Remote, "branch": o.Branch, "transactions": entries}); err != nil {
+		if err := writeJSON(io, map[string]any{"remote": airlock.RedactRemote(o.Remote), "branch": o.Branch, "transactions": entries}); err != nil {
 			return err
 		}
 	}
