@@ -659,7 +659,7 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing, w *workspace, set *
 		return nil, nil, err
 	}
 	cand := &candidate{}
-	var info bytes.Buffer
+	var info, gone bytes.Buffer
 	var unmergeable, conflicts []string
 	zero := strings.Repeat("0", len(head))
 	for i, c := range set.Changes {
@@ -699,20 +699,27 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing, w *workspace, set *
 			continue
 		}
 		cand.after = append(cand.after, r)
-		if r.mode == "" {
-			fmt.Fprintf(&info, "0 %s\t%s\x00", zero, p)
-		} else {
+		switch {
+		case r.mode == "" || r.kind() == manifest.KindDir:
+			// Gone, or a file or link made a directory: git keeps the
+			// directory's children, which are changes of their own.
+			fmt.Fprintf(&gone, "0 %s\t%s\x00", zero, p)
+		default:
 			fmt.Fprintf(&info, "%s %s\t%s\x00", r.mode, r.oid, p)
 		}
 	}
+	// Removals first: a directory's children leave the index before a
+	// file takes its name, and a file leaves before its name is a
+	// directory's.
+	batch := append(gone.Bytes(), info.Bytes()...)
 	switch {
 	case len(unmergeable) > 0:
 		return nil, refuse(BaseDrift, append(unmergeable, conflicts...), "changed on %s since the commit the transaction opened at (%.12s), and cannot be merged", l.ref, snap.Head), nil
 	case len(conflicts) > 0:
 		return nil, refuse(MergeConflict, conflicts, "changed on %s since the commit the transaction opened at (%.12s), with edits that overlap the transaction's", l.ref, snap.Head), nil
 	}
-	if info.Len() > 0 {
-		if _, err := ir.RunInput(ctx, info.Bytes(), "update-index", "-z", "--index-info"); err != nil {
+	if len(batch) > 0 {
+		if _, err := ir.RunInput(ctx, batch, "update-index", "-z", "--index-info"); err != nil {
 			return nil, nil, fmt.Errorf("apply the change set to the landing's index: %w", err)
 		}
 	}

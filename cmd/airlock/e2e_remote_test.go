@@ -616,3 +616,30 @@ func TestE2ERemoteURLSecretsMasked(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ERemoteTypeChanges: a file made a directory, and a directory made
+// a file, land as they would in a local commit.
+func TestE2ERemoteTypeChanges(t *testing.T) {
+	srv := startDaemon(t)
+	srv.seed(t, "t.git", map[string]string{"a.txt": "a\n", "d/x": "x\n", "d/y": "y\n"})
+	bare := filepath.Join(srv.root, "t.git")
+	hst := newRemoteHost(t, srv.url("t.git"))
+	id := hst.open(nil)
+	staged := hst.stagedPath(id)
+	for _, p := range []string{"a.txt", "d"} {
+		if err := os.RemoveAll(filepath.Join(staged, p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testbin.WriteFiles(t, staged, map[string]string{"a.txt/inner": "now a directory\n", "d": "now a file\n"})
+	if r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id); r.Code != 0 {
+		t.Fatalf("landing type changes: %s", r)
+	}
+	got := gitIn(t, bare, "ls-tree", "-r", "--name-only", "main")
+	if got != "a.txt/inner\nd" {
+		t.Errorf("main holds %q, want a.txt/inner and d", got)
+	}
+	if c := gitIn(t, bare, "show", "main:d"); c != "now a file" {
+		t.Errorf("main:d = %q", c)
+	}
+}
