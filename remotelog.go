@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -147,6 +148,36 @@ func (l *landing) walkChain(ctx context.Context, head, notes string, lg *RemoteL
 	}
 	if n := len(lg.Entries); n > 0 && lg.Entries[n-1].Receipt.Previous != "" {
 		lg.Broken = fmt.Sprintf("the receipt of commit %s, the oldest airlock commit on %s, names previous %s, which no commit before it carries", lg.Entries[n-1].Commit, l.ref, lg.Entries[n-1].Receipt.Previous)
+		return nil
+	}
+	// A landing the notes hold for this branch but the branch does not:
+	// the branch was rewound or rewritten past it (a truncated chain
+	// verifies on its own, so the notes are asked).
+	on := map[string]bool{}
+	for _, c := range commits {
+		on[c.commit] = true
+	}
+	var others, otherCommits []string
+	for commit := range ns {
+		if !on[commit] {
+			otherCommits = append(otherCommits, commit)
+		}
+	}
+	slices.Sort(otherCommits)
+	for _, commit := range otherCommits {
+		others = append(others, ns[commit])
+	}
+	rest, err := l.catBlobs(ctx, others)
+	if err != nil {
+		return err
+	}
+	for i, commit := range otherCommits {
+		rc, err := receipt.Verify(rest[others[i]])
+		if err != nil || rc.LandedBranch != l.ref || rc.LandedCommit != commit {
+			continue
+		}
+		lg.Broken = fmt.Sprintf("commit %s (transaction %s) landed on %s, its receipt note says, but it is not on %s's first-parent history any more: the branch was rewound or rewritten past it", commit, rc.TxID, l.ref, l.ref)
+		return nil
 	}
 	return nil
 }

@@ -643,3 +643,28 @@ func TestE2ERemoteTypeChanges(t *testing.T) {
 		t.Errorf("main:d = %q", c)
 	}
 }
+
+// TestE2ERemoteRewoundBranchIsCaught: a branch rewound past a landing (or
+// rewritten without it) still holds a chain that verifies on its own; the
+// notes still hold the landing's receipt, and the check says the chain is
+// broken.
+func TestE2ERemoteRewoundBranchIsCaught(t *testing.T) {
+	srv := startDaemon(t)
+	srv.seed(t, "w.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "w.git")
+	hst := newRemoteHost(t, srv.url("w.git"))
+	for _, f := range []string{"f1.txt", "f2.txt"} {
+		id := hst.open(map[string]string{f: f + "\n"})
+		if r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id); r.Code != 0 {
+			t.Fatalf("land: %s", r)
+		}
+	}
+	if r := hst.run(nil, "receipt", "verify", "--remote", "origin", "--branch", "main"); r.Code != 0 {
+		t.Fatalf("the chain of two landings does not verify: %s", r)
+	}
+	gitIn(t, bare, "update-ref", "refs/heads/main", "main~1")
+	r := hst.run(nil, "receipt", "verify", "--remote", "origin", "--branch", "main")
+	if r.Code != 1 || !strings.Contains(r.Stdout+r.Stderr, "rewound or rewritten") {
+		t.Fatalf("a branch rewound past a landing verifies: want exit 1 naming it\n%s", r)
+	}
+}
