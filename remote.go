@@ -307,9 +307,27 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		fault.Point("land-remote:pushed")
 		out.Commit = commit
 		out.Result, err = t.recordLanded(ctx, rc, data, set, so)
+		if out.Result != nil && len(cand.ignored) > 0 {
+			out.Result.Warnings = append(out.Result.Warnings, fmt.Sprintf("not landed, as git ignores them in %s and %s does not track them: %s", t.Base(), l.ref, strings.Join(cand.ignored, ", ")))
+		}
 		return out, err
 	}
 	return refused(refuse(RemoteMoved, nil, "%s on %s moved under each of %d attempts (another host landed first each time); nothing was pushed. Land again, or give more attempts (--retries)", ref, l.remote, attempts))
+}
+
+// gitIgnored lists the change set's paths that the base's repository
+// ignores (its .gitignore files, info/exclude and core.excludesFile, as
+// the user's checkout holds them).
+func (t *Tx) gitIgnored(ctx context.Context, set *changeset.Set) (map[string]bool, error) {
+	paths := make([]string, len(set.Changes))
+	for i, c := range set.Changes {
+		paths[i] = c.Path
+	}
+	out, err := git.In(t.Base()).Ignored(ctx, paths)
+	if err != nil {
+		return nil, fmt.Errorf("ask git which changed paths %s ignores: %w", t.Base(), err)
+	}
+	return out, nil
 }
 
 // branchRef checks a branch name as git would and returns its full ref.
@@ -620,6 +638,10 @@ type candidate struct {
 	tree          string
 	before, after []treeEntry // per change, as the head holds it and as the tree does
 	merged        []string    // paths three-way merged with the head's version
+	// ignored are the changed paths left out: git ignores them in the
+	// base's repository and neither the head nor the transaction's base
+	// commit tracks them (an .env, a build output), as `git add` would.
+	ignored []string
 	// beforeDigest and afterDigest cover the touched paths as the head
 	// and the candidate hold them (entriesGitDigest).
 	beforeDigest, afterDigest string
@@ -654,6 +676,10 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing, w *workspace, set *
 	if err != nil {
 		return nil, nil, err
 	}
+	ignored, err := t.gitIgnored(ctx, set)
+	if err != nil {
+		return nil, nil, err
+	}
 	orig, err := t.originals()
 	if err != nil {
 		return nil, nil, err
@@ -666,6 +692,11 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing, w *workspace, set *
 		p := paths[i]
 		h, b, r := now[p], then[p], want[i]
 		cand.before = append(cand.before, h)
+		if ignored[c.Path] && h.kind() == manifest.KindNone && b.kind() == manifest.KindNone {
+			cand.after = append(cand.after, h)
+			cand.ignored = append(cand.ignored, c.Path)
+			continue
+		}
 		if h.kind() == manifest.KindDir || r.kind() == manifest.KindDir {
 			// git keeps no directories, only what is in them: a
 			// directory is the change set's children's business, unless

@@ -668,3 +668,26 @@ func TestE2ERemoteRewoundBranchIsCaught(t *testing.T) {
 		t.Fatalf("a branch rewound past a landing verifies: want exit 1 naming it\n%s", r)
 	}
 }
+
+// TestE2ERemoteIgnoredFilesStayLocal: paths git ignores in the base's
+// repository that the branch does not track (a secret .env, a build
+// output) are not landed, as `git add` would not add them; the landing
+// says so.
+func TestE2ERemoteIgnoredFilesStayLocal(t *testing.T) {
+	srv := startDaemon(t)
+	srv.seed(t, "i.git", map[string]string{"a.txt": "a\n", ".gitignore": ".env\nbuild/\n"})
+	bare := filepath.Join(srv.root, "i.git")
+	hst := newRemoteHost(t, srv.url("i.git"))
+	testbin.WriteFiles(t, hst.clone, map[string]string{".env": "secret=1\n"})
+	id := hst.open(map[string]string{".env": "secret=1\nsecret=2\n", "build/out.bin": "binary\n", "a.txt": "b\n"})
+	r := hst.run(nil, "land", "--remote", "origin", "--branch", "main", id)
+	if r.Code != 0 {
+		t.Fatalf("land: %s", r)
+	}
+	if got := gitIn(t, bare, "ls-tree", "-r", "--name-only", "main"); got != ".gitignore\na.txt" {
+		t.Errorf("main holds %q, want only .gitignore and a.txt", got)
+	}
+	if !strings.Contains(r.Stderr, "not landed, as git ignores them") || !strings.Contains(r.Stderr, ".env") {
+		t.Errorf("the landing does not say what it left out\n%s", r)
+	}
+}

@@ -17,9 +17,10 @@ import (
 
 // Repo is how a command finds its repository.
 type Repo struct {
-	dir    string // git -C dir: discovered from a directory in a work tree
-	gitDir string // git --git-dir=gitDir: the repository itself, no work tree
-	index  string // GIT_INDEX_FILE, named by airlock itself (WithIndex)
+	dir    string   // git -C dir: discovered from a directory in a work tree
+	gitDir string   // git --git-dir=gitDir: the repository itself, no work tree
+	index  string   // GIT_INDEX_FILE, named by airlock itself (WithIndex)
+	env    []string // set after the hardened environment (Ignored)
 }
 
 // In names the repository that holds dir, found as git finds it for a user
@@ -82,6 +83,7 @@ func (r Repo) run(ctx context.Context, stdin []byte, args []string) ([]byte, err
 	if r.index != "" {
 		cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+r.index)
 	}
+	cmd.Env = append(cmd.Env, r.env...)
 	cmd.WaitDelay = waitDelay
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
