@@ -19,6 +19,7 @@ import (
 // restore. A path that had drifted before the apply (and was merged) keeps
 // its open entry, so the drift is still seen.
 func (t *Tx) rebaseOpen(root *safefs.Root, ops []journal.Op) error {
+	t.opened = nil
 	path := t.st.Path(baseManifestFile)
 	m, err := t.loadManifest(baseManifestFile)
 	if err != nil {

@@ -436,7 +436,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	if err := st.Append(state.Event{Time: time.Now().UTC(), Event: eventOpened, Detail: map[string]any{"entries": len(res.Base.Entries)}}); err != nil {
 		return nil, err
 	}
-	tx := &Tx{store: s, st: st, rec: rec}
+	tx := &Tx{store: s, st: st, rec: rec, opened: map[string]*manifest.Manifest{baseManifestFile: res.Base, stagedOpenFile: res.Staged}}
 	if err := tx.guardRepo(ctx); err != nil {
 		return nil, err
 	}

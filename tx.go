@@ -34,6 +34,11 @@ type Tx struct {
 	// settling calls.
 	pooling bool
 	poolSrc *manifest.Manifest
+	// opened holds the manifests Open wrote, by file name, for the same
+	// process's diffs (a run's commit): decoding them again costs tens
+	// of milliseconds on a large tree. Dropped where a manifest is
+	// rewritten (rebaseOpen).
+	opened map[string]*manifest.Manifest
 }
 
 // ID is the transaction's id.
@@ -228,6 +233,9 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 // package's checks: a manifest that is not the user's own, or that others
 // could have written, is refused like any other state file.
 func (t *Tx) loadManifest(name string) (*manifest.Manifest, error) {
+	if m, ok := t.opened[name]; ok {
+		return m, nil
+	}
 	b, err := t.st.ReadFile(name)
 	if err != nil {
 		return nil, err

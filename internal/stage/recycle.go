@@ -59,7 +59,7 @@ type Pooled struct {
 // the transaction's manifests from open (Result.Base, Result.Staged);
 // walked is the settling walk.
 func PoolSource(base, open, walked *manifest.Manifest) *manifest.Manifest {
-	out := &manifest.Manifest{}
+	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(walked.Entries))}
 	for i := range walked.Entries {
 		e := &walked.Entries[i]
 		o, ok := open.Lookup(e.Path)
