@@ -150,8 +150,10 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	if t.walked.Save(filepath.Join(tmp, poolTreeFile)) != nil ||
-		src.Save(filepath.Join(tmp, poolSourceFile)) != nil ||
+	srcSaved := make(chan error, 1)
+	go func() { srcSaved <- src.Save(filepath.Join(tmp, poolSourceFile)) }()
+	treeErr := t.walked.Save(filepath.Join(tmp, poolTreeFile))
+	if <-srcSaved != nil || treeErr != nil ||
 		os.WriteFile(filepath.Join(tmp, poolRecordFile), data, 0o600) != nil {
 		return false
 	}

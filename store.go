@@ -381,9 +381,14 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 			return nil, err
 		}
 	}
-	if err := res.Base.Save(st.Path(baseManifestFile)); err != nil {
-		return nil, err
-	}
+	// The base's manifest is written while the staged one is finished.
+	baseSaved := make(chan error, 1)
+	go func() { baseSaved <- res.Base.Save(st.Path(baseManifestFile)) }()
+	defer func() {
+		if baseSaved != nil {
+			<-baseSaved
+		}
+	}()
 	// The base's symlinks, kept apart so that every commit's protection
 	// check (linkAliases) need not read the whole base manifest.
 	if err := st.Write(baseLinksFile, baseLinks(res.Base)); err != nil {
@@ -401,6 +406,11 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 		}
 	}
 	if err := res.Staged.Save(st.Path(stagedOpenFile)); err != nil {
+		return nil, err
+	}
+	err = <-baseSaved
+	baseSaved = nil
+	if err != nil {
 		return nil, err
 	}
 	port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -116,27 +117,44 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 	if !root.IsDir() {
 		return nil, nil, fmt.Errorf("stage %s: not a directory", quote(base))
 	}
-	// One walk after the other: each keeps both cores busy, and the
-	// pooled record is dropped before the base's manifest is made, which
-	// bounds the memory a large tree takes.
+	// One walk after the other (each keeps both cores busy), with the
+	// pooled record decoded beside the first and the holders looked for
+	// and the sources decoded beside the second; nothing in the tree is
+	// touched before all of them are done. The pooled walk's record is
+	// dropped before the base's manifest is made, which bounds the memory
+	// a large tree takes.
+	recDone := make(chan struct{})
+	var rec *manifest.Manifest
+	var recErr error
+	go func() { defer close(recDone); rec, recErr = p.Tree() }()
 	tree, err := manifest.Walk(ctx, dir, manifest.WalkOptions{})
+	<-recDone
 	if err != nil {
 		return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
 	}
-	covered, err := untouched(p, tree)
+	if recErr != nil {
+		return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrPoolTouched, recErr)
+	}
+	covered, err := untouched(rec, p.Ignore, tree)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := free(dir, tree, p.Since); err != nil {
-		return nil, nil, err
-	}
+	rec = nil
+	var freeErr, srcErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { freeErr = free(dir, tree, p.Since) })
+	wg.Go(func() { p.source, srcErr = p.Source() })
 	walkNs := time.Now().UnixNano()
 	m, err := manifest.Walk(ctx, base, manifest.WalkOptions{Skip: req.Skip})
+	wg.Wait()
+	if freeErr != nil {
+		return nil, nil, freeErr
+	}
 	if err != nil {
 		return nil, nil, stopped(ctx, base, err)
 	}
-	if p.source, err = p.Source(); err != nil {
-		return nil, nil, fmt.Errorf("pooled tree's record: %w", err)
+	if srcErr != nil {
+		return nil, nil, fmt.Errorf("pooled tree's record: %w", srcErr)
 	}
 	src, err := openSource(base)
 	if err != nil {
@@ -199,11 +217,7 @@ func free(dir string, tree *manifest.Manifest, since time.Time) error {
 // entry the pooled walk saw is there with the same stat facts, and nothing
 // is there that it did not see, apart from paths it did not cover.
 // It reports which entries of now the pooled walk covered.
-func untouched(p Pooled, now *manifest.Manifest) ([]bool, error) {
-	rec, err := p.Tree()
-	if err != nil {
-		return nil, fmt.Errorf("%w: its record cannot be read: %v", ErrPoolTouched, err)
-	}
+func untouched(rec *manifest.Manifest, ignore func(string, bool) bool, now *manifest.Manifest) ([]bool, error) {
 	covered := make([]bool, len(now.Entries))
 	i, j := 0, 0
 	was, is := rec.Entries, now.Entries
@@ -212,7 +226,7 @@ func untouched(p Pooled, now *manifest.Manifest) ([]bool, error) {
 		case j == len(is) || (i < len(was) && was[i].Path < is[j].Path):
 			return nil, fmt.Errorf("%w: %s is gone", ErrPoolTouched, quote(was[i].Path))
 		case i == len(was) || is[j].Path < was[i].Path:
-			if p.Ignore == nil || !ignored(p.Ignore, is[j]) {
+			if ignore == nil || !ignored(ignore, is[j]) {
 				return nil, fmt.Errorf("%w: %s appeared", ErrPoolTouched, quote(is[j].Path))
 			}
 			j++
