@@ -122,7 +122,11 @@ type OpenOptions struct {
 	ForRun bool
 	// Fresh stages a fresh copy even where a pooled tree could be
 	// recycled (see pool.go).
-	Fresh    bool
+	Fresh bool
+	// Session is the agent session that opens the transaction (Claude
+	// Code's session_id at WorktreeCreate): only that session's end
+	// settles it.
+	Session  string
 	ID       string   // "" generates one
 	Command  []string // recorded in the transaction and its receipt
 	Progress func(done, total int)
@@ -172,6 +176,8 @@ type Record struct {
 	// Staging says how the workspace was made (a fresh copy or a recycled
 	// tree); nil in records of earlier versions.
 	Staging *Staging `json:"staging,omitempty"`
+	// Session is the agent session that opened it (OpenOptions.Session).
+	Session string `json:"session,omitempty"`
 	// Digest seals the record (sha256 of its JSON with this field empty):
 	// a hand edit that still parses, such as dropping a protected
 	// selector, is refused rather than acted on.
@@ -423,7 +429,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 		Exclude: excl, Noise: noise, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
 		PortBase: port, Warnings: res.Warnings,
 		Config: cfg.Path, Validate: cfg.Validate, StopHook: string(cfg.Hooks.Stop),
-		Staging: staging,
+		Staging: staging, Session: o.Session,
 	}
 	staging.WalkNs = res.WalkNs
 	// The staged root's identity: settling pools only this very

@@ -8,7 +8,7 @@ import (
 )
 
 // sessionEnd settles the session's transaction when Claude Code ends the
-// session. A headless `claude -p --worktree NAME` never fires
+// session: the one its WorktreeCreate opened, recorded with its session_id. A headless `claude -p --worktree NAME` never fires
 // WorktreeRemove, so without this every run would leave an open
 // transaction behind, its owner gone, with its staged copy. The policy is
 // the stop hook's (`[hooks] stop` in .airlock.toml, recorded at open):
@@ -29,6 +29,13 @@ func (r *Runner) sessionEnd(ctx context.Context, in *Input) error {
 	tx, err := r.find(in.Cwd)
 	if err != nil || tx == nil {
 		return err
+	}
+	if s := tx.Record().Session; s == "" || s != in.SessionID {
+		// Only the session that opened it (WorktreeCreate) ends it: a
+		// nested `claude -p` in the workspace, or a second session in the
+		// same directory, ending is not this one ending. A transaction
+		// opened by hand is settled by hand.
+		return nil
 	}
 	if r.getenv("AIRLOCK_TX") == tx.ID() {
 		// Under `airlock run` the run settles its transaction when its

@@ -52,6 +52,20 @@ func TestClaudeSessionEnd(t *testing.T) {
 		return r
 	}
 
+	t.Run("another session's end settles nothing", func(t *testing.T) {
+		// A nested `claude -p` the agent runs in its workspace, or a
+		// second session there, ends: the transaction stays the opening
+		// session's, open, with its half-done changes.
+		w := newWorld(t, map[string]string{"a": "a\n", ".airlock.toml": "[hooks]\nstop = \"commit\"\n"})
+		staged := open(t, w, "main-session")
+		testbin.WriteFiles(t, staged, map[string]string{"a": "half done\n"})
+		in := fixture(t, "claude-session-end.json", map[string]string{"CWD": staged, "REASON": "other"})
+		in["session_id"] = "another-session"
+		mustCode(t, w.hook("claude", "session-end", in), 0)
+		if w.status("main-session") != "open" || testbin.ReadFile(t, filepath.Join(w.base, "a")) != "a\n" {
+			t.Errorf("another session's end settled the transaction: status %s, base a %q", w.status("main-session"), testbin.ReadFile(t, filepath.Join(w.base, "a")))
+		}
+	})
 	t.Run("no changes: discarded", func(t *testing.T) {
 		w := newWorld(t, map[string]string{"a": "a\n"})
 		staged := open(t, w, "quiet-run")

@@ -40,7 +40,7 @@ func (r *Runner) worktreeCreate(ctx context.Context, in *Input) error {
 			id = uniqueID(id, time.Now())
 		}
 	}
-	tx, err := r.Store.Open(ctx, airlock.OpenOptions{Base: base, ID: id, Command: []string{"claude", "--worktree", name}})
+	tx, err := r.Store.Open(ctx, airlock.OpenOptions{Base: base, ID: id, Command: []string{"claude", "--worktree", name}, Session: in.SessionID})
 	if err != nil {
 		return err
 	}
