@@ -52,9 +52,19 @@ func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 		return nil, err
 	}
 	self := os.Getpid()
+	sc := &scan{ids: ids, dir: dir, since: since, boot: boot, tick: tick, liveNS: map[string]bool{}}
+	sc.nsfsDev, sc.anonDev = specialDevs()
+	// The mount namespaces processes are in: one held only by a
+	// descriptor (or a bind of its nsfs file) has mounts no process's
+	// mountinfo shows.
+	for _, p := range procs {
+		if ns, err := os.Readlink("/proc/" + p.Name() + "/ns/mnt"); err == nil {
+			sc.liveNS[ns] = true
+		}
+	}
 	var out []Holder
 	seenNS := map[string]bool{}
-	if h, ok := mountedIn("/proc/self", root); ok {
+	if h, ok := sc.mountedIn("/proc/self", root); ok {
 		h.PID, h.Command = self, "airlock"
 		out = append(out, h)
 	}
@@ -66,7 +76,7 @@ func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		if h, ok := holds(pid, ids, since, boot, tick); ok {
+		if h, ok := sc.holds(pid); ok {
 			out = append(out, h)
 			continue
 		}
@@ -74,7 +84,7 @@ func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 		pdir := "/proc/" + p.Name()
 		if ns, err := os.Readlink(pdir + "/ns/mnt"); err == nil && !seenNS[ns] {
 			seenNS[ns] = true
-			if h, ok := mountedIn(pdir, root); ok {
+			if h, ok := sc.mountedIn(pdir, root); ok {
 				h.PID = pid
 				comm, _ := os.ReadFile(pdir + "/comm")
 				h.Command = strings.TrimSpace(string(comm))
@@ -85,16 +95,89 @@ func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 	return out, nil
 }
 
-func holds(pid int, ids FileIDs, since time.Time, boot time.Time, tick int64) (Holder, bool) {
+// scan is one look through /proc.
+type scan struct {
+	ids     FileIDs
+	dir     string // the tree
+	since   time.Time
+	boot    time.Time
+	tick    int64
+	liveNS  map[string]bool // mount namespaces some process is in ("mnt:[N]")
+	nsfsDev uint64          // the device of namespace files
+	anonDev uint64          // the device of anonymous inodes (io_uring, eventfd, ...)
+}
+
+// specialDevs finds the devices of namespace files and anonymous inodes,
+// so that only descriptors of those are looked at more closely.
+func specialDevs() (nsfs, anon uint64) {
+	var st unix.Stat_t
+	if unix.Stat("/proc/self/ns/mnt", &st) == nil {
+		nsfs = uint64(st.Dev)
+	}
+	if fd, err := unix.Eventfd(0, unix.EFD_CLOEXEC); err == nil {
+		if unix.Fstat(fd, &st) == nil {
+			anon = uint64(st.Dev)
+		}
+		unix.Close(fd)
+	}
+	return nsfs, anon
+}
+
+// special decides a descriptor of a namespace file or an anonymous inode:
+// a mount namespace no process is in (its mounts cannot be inspected, so
+// it counts as holding the tree), or an io_uring instance with a file of
+// the tree among its registered files (which no descriptor shows).
+func (sc *scan) special(fdPath, fdinfo string, dev uint64) (string, bool) {
+	if dev != sc.nsfsDev && dev != sc.anonDev {
+		return "", false
+	}
+	link, err := os.Readlink(fdPath)
+	if err != nil {
+		return "", false
+	}
+	switch {
+	case strings.HasPrefix(link, "mnt:[") && !sc.liveNS[link]:
+		return "a descriptor of mount namespace " + link + ", which no process is in: its mounts cannot be inspected", true
+	case link == "anon_inode:[io_uring]":
+		b, err := os.ReadFile(fdinfo)
+		if err != nil {
+			return "", false
+		}
+		inFiles := false
+		for line := range strings.Lines(string(b)) {
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(line, "UserFiles:") {
+				inFiles = true
+				continue
+			}
+			if !inFiles {
+				continue
+			}
+			k := strings.Index(line, ": ")
+			if k < 0 || strings.TrimLeft(line[:k], "0123456789") != "" {
+				inFiles = false // the next section
+				continue
+			}
+			if p := line[k+2:]; p == sc.dir || strings.HasPrefix(p, sc.dir+"/") {
+				return "a file of the tree registered with io_uring (" + p + ")", true
+			}
+		}
+	}
+	return "", false
+}
+
+func (sc *scan) holds(pid int) (Holder, bool) {
+	ids, since, boot, tick := sc.ids, sc.since, sc.boot, sc.tick
 	dir := "/proc/" + strconv.Itoa(pid)
 	comm, err := os.ReadFile(dir + "/comm")
 	if err != nil {
 		return Holder{}, false // gone
 	}
 	h := Holder{PID: pid, Command: strings.TrimSpace(string(comm))}
+	var last unix.Stat_t
 	in := func(path string) bool {
-		var st unix.Stat_t
-		return unix.Stat(path, &st) == nil && ids.Has(FileID{uint64(st.Dev), st.Ino})
+		last = unix.Stat_t{}
+		return unix.Stat(path, &last) == nil && ids.Has(FileID{uint64(last.Dev), last.Ino})
 	}
 	tasks, err := os.ReadDir(dir + "/task")
 	if err != nil {
@@ -128,6 +211,10 @@ func holds(pid int, ids FileIDs, since time.Time, boot time.Time, tick int64) (H
 		for _, fd := range fds {
 			if in(tdir + "/fd/" + fd.Name()) {
 				h.How = "fd " + fd.Name() + " (thread " + task.Name() + ")"
+				return h, true
+			}
+			if how, ok := sc.special(tdir+"/fd/"+fd.Name(), tdir+"/fdinfo/"+fd.Name(), uint64(last.Dev)); ok {
+				h.How = how + " (fd " + fd.Name() + ", thread " + task.Name() + ")"
 				return h, true
 			}
 		}
@@ -180,7 +267,7 @@ func treeInFS(dir string) (fsPath, error) {
 
 // mountedIn looks through the mounts of a process's mount namespace for
 // one made from the tree or from anything in it.
-func mountedIn(pdir string, tree fsPath) (Holder, bool) {
+func (sc *scan) mountedIn(pdir string, tree fsPath) (Holder, bool) {
 	b, err := os.ReadFile(pdir + "/mountinfo")
 	if err != nil {
 		return Holder{}, false
@@ -189,6 +276,11 @@ func mountedIn(pdir string, tree fsPath) (Holder, bool) {
 		dev, root, mp, ok := mountLine(string(line))
 		if ok && dev == tree.dev && (root == tree.path || strings.HasPrefix(root, tree.path+"/")) {
 			return Holder{How: "mount of " + root + " at " + mp + " in its mount namespace"}, true
+		}
+		// A bind of a mount namespace's file keeps that namespace alive
+		// with no process in it.
+		if ok && strings.HasPrefix(root, "mnt:[") && !sc.liveNS[root] {
+			return Holder{How: "a bind of mount namespace " + root + " at " + mp + ", which no process is in: its mounts cannot be inspected"}, true
 		}
 	}
 	return Holder{}, false

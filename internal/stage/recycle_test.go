@@ -267,6 +267,29 @@ func threadHolder(mode, dir string) {
 				done <- err
 				return
 			}
+		case "orphan-mount-namespace":
+			// A namespace with a bind of the tree, which no process is in,
+			// kept alive by a descriptor alone.
+			orig, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				err = unix.Unshare(unix.CLONE_NEWNS)
+			}
+			if err == nil {
+				err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+			}
+			if err == nil {
+				err = unix.Mount(dir, "/mnt", "", unix.MS_BIND, "")
+			}
+			if err == nil {
+				_, err = unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			}
+			if err == nil {
+				err = unix.Setns(orig, unix.CLONE_NEWNS)
+			}
+			if err != nil {
+				done <- err
+				return
+			}
 		case "fd":
 			if err := unix.Unshare(unix.CLONE_FILES); err != nil {
 				done <- err
@@ -296,10 +319,15 @@ func TestMain(m *testing.M) {
 }
 
 // TestRefreshRefusesThreadHolder: a handle only one thread of a process
-// holds is a handle all the same.
+// holds is a handle all the same; and so is a mount namespace that no
+// process is in, with a bind of the tree in it, kept alive by a
+// descriptor (its mounts cannot be inspected).
 func TestRefreshRefusesThreadHolder(t *testing.T) {
-	for _, mode := range []string{"cwd", "fd"} {
+	for _, mode := range []string{"cwd", "fd", "orphan-mount-namespace"} {
 		t.Run(mode, func(t *testing.T) {
+			if mode == "orphan-mount-namespace" && os.Geteuid() != 0 {
+				t.Skip("making a mount namespace and leaving it needs root")
+			}
 			base := buildTree(t)
 			dir, p := pool(t, base, nil)
 			c := exec.Command(os.Args[0], "-test.run=^$")
@@ -316,7 +344,7 @@ func TestRefreshRefusesThreadHolder(t *testing.T) {
 			}
 			_, _, err = Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
 			if !errors.Is(err, ErrPoolHeld) || !strings.Contains(err.Error(), "thread") {
-				t.Fatalf("Refresh with a thread holding the tree: %v, want ErrPoolHeld naming the thread", err)
+				t.Fatalf("Refresh with a thread holding the tree (%s): %v, want ErrPoolHeld naming the thread", mode, err)
 			}
 		})
 	}
