@@ -54,12 +54,14 @@ func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 	self := os.Getpid()
 	sc := &scan{ids: ids, dir: dir, since: since, boot: boot, tick: tick, liveNS: map[string]bool{}}
 	sc.nsfsDev, sc.anonDev = specialDevs()
-	// The mount namespaces processes are in: one held only by a
-	// descriptor (or a bind of its nsfs file) has mounts no process's
-	// mountinfo shows.
+	// The mount namespaces processes' threads are in (a thread can
+	// unshare its own): one held only by a descriptor (or a bind of its
+	// nsfs file) has mounts no thread's mountinfo shows.
 	for _, p := range procs {
-		if ns, err := os.Readlink("/proc/" + p.Name() + "/ns/mnt"); err == nil {
-			sc.liveNS[ns] = true
+		for _, tdir := range threads("/proc/" + p.Name()) {
+			if ns, err := os.Readlink(tdir + "/ns/mnt"); err == nil {
+				sc.liveNS[ns] = true
+			}
 		}
 	}
 	var out []Holder
@@ -80,19 +82,38 @@ func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 			out = append(out, h)
 			continue
 		}
-		// One look at each mount namespace's mounts.
+		// One look at each mount namespace's mounts, through any thread
+		// in it (a zombie leader shows none).
 		pdir := "/proc/" + p.Name()
-		if ns, err := os.Readlink(pdir + "/ns/mnt"); err == nil && !seenNS[ns] {
+		for _, tdir := range threads(pdir) {
+			ns, err := os.Readlink(tdir + "/ns/mnt")
+			if err != nil || seenNS[ns] {
+				continue
+			}
 			seenNS[ns] = true
-			if h, ok := sc.mountedIn(pdir, root); ok {
+			if h, ok := sc.mountedIn(tdir, root); ok {
 				h.PID = pid
 				comm, _ := os.ReadFile(pdir + "/comm")
 				h.Command = strings.TrimSpace(string(comm))
 				out = append(out, h)
+				break
 			}
 		}
 	}
 	return out, nil
+}
+
+// threads lists a process's task directories (one per thread).
+func threads(pdir string) []string {
+	tasks, err := os.ReadDir(pdir + "/task")
+	if err != nil {
+		return nil
+	}
+	out := make([]string, len(tasks))
+	for i, t := range tasks {
+		out[i] = pdir + "/task/" + t.Name()
+	}
+	return out
 }
 
 // scan is one look through /proc.
@@ -126,8 +147,10 @@ func specialDevs() (nsfs, anon uint64) {
 // special decides a descriptor of a namespace file or an anonymous inode:
 // a mount namespace no process is in (its mounts cannot be inspected, so
 // it counts as holding the tree), or an io_uring instance with a file of
-// the tree among its registered files (which no descriptor shows).
-func (sc *scan) special(fdPath, fdinfo string, dev uint64) (string, bool) {
+// the tree among its registered files (which no descriptor shows), or with
+// any registered file at all in a process started since the tree's
+// transaction opened (recent).
+func (sc *scan) special(fdPath, fdinfo string, dev uint64, recent bool) (string, bool) {
 	if dev != sc.nsfsDev && dev != sc.anonDev {
 		return "", false
 	}
@@ -160,6 +183,12 @@ func (sc *scan) special(fdPath, fdinfo string, dev uint64) (string, bool) {
 			}
 			if p := line[k+2:]; p == sc.dir || strings.HasPrefix(p, sc.dir+"/") {
 				return "a file of the tree registered with io_uring (" + p + ")", true
+			} else if recent {
+				// fdinfo names a registered file by a path, not an inode,
+				// and a path through a detached mount names nothing here:
+				// a process that may be the tree's command's cannot be
+				// cleared by it.
+				return "a file registered with io_uring (" + p + ") by a process started since the tree's transaction opened", true
 			}
 		}
 	}
@@ -174,6 +203,10 @@ func (sc *scan) holds(pid int) (Holder, bool) {
 		return Holder{}, false // gone
 	}
 	h := Holder{PID: pid, Command: strings.TrimSpace(string(comm))}
+	recent := func() bool {
+		started, ok := startTime(dir, boot, tick)
+		return !ok || started.After(since)
+	}
 	var last unix.Stat_t
 	in := func(path string) bool {
 		last = unix.Stat_t{}
@@ -213,7 +246,7 @@ func (sc *scan) holds(pid int) (Holder, bool) {
 				h.How = "fd " + fd.Name() + " (thread " + task.Name() + ")"
 				return h, true
 			}
-			if how, ok := sc.special(tdir+"/fd/"+fd.Name(), tdir+"/fdinfo/"+fd.Name(), uint64(last.Dev)); ok {
+			if how, ok := sc.special(tdir+"/fd/"+fd.Name(), tdir+"/fdinfo/"+fd.Name(), uint64(last.Dev), recent()); ok {
 				h.How = how + " (fd " + fd.Name() + ", thread " + task.Name() + ")"
 				return h, true
 			}
