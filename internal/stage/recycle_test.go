@@ -267,6 +267,23 @@ func threadHolder(mode, dir string) {
 				done <- err
 				return
 			}
+		case "thread-mount-namespace":
+			// The thread alone is in a namespace with a bind of the tree;
+			// the leader's namespace has none.
+			err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS)
+			if err == nil {
+				err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+			}
+			if err == nil {
+				err = unix.Mount(dir, "/mnt", "", unix.MS_BIND, "")
+			}
+			if err == nil {
+				err = unix.Chdir("/")
+			}
+			if err != nil {
+				done <- err
+				return
+			}
 		case "orphan-mount-namespace":
 			// A namespace with a bind of the tree, which no process is in,
 			// kept alive by a descriptor alone.
@@ -323,9 +340,9 @@ func TestMain(m *testing.M) {
 // process is in, with a bind of the tree in it, kept alive by a
 // descriptor (its mounts cannot be inspected).
 func TestRefreshRefusesThreadHolder(t *testing.T) {
-	for _, mode := range []string{"cwd", "fd", "orphan-mount-namespace"} {
+	for _, mode := range []string{"cwd", "fd", "thread-mount-namespace", "orphan-mount-namespace"} {
 		t.Run(mode, func(t *testing.T) {
-			if mode == "orphan-mount-namespace" && os.Geteuid() != 0 {
+			if strings.HasSuffix(mode, "mount-namespace") && os.Geteuid() != 0 {
 				t.Skip("making a mount namespace and leaving it needs root")
 			}
 			base := buildTree(t)
