@@ -202,15 +202,7 @@ func (c *copier) run(root fs.FileInfo) error {
 		stop := c.report()
 		defer stop()
 	}
-	for _, level := range c.dirs {
-		if err := c.each(c.byParent(level), true, c.mkdir); err != nil {
-			return err
-		}
-	}
-	if err := c.each(c.byParent(c.files), true, c.copyFile); err != nil {
-		return err
-	}
-	if err := c.each(c.byParent(c.links), true, c.symlink); err != nil {
+	if err := c.make(); err != nil {
 		return err
 	}
 	for d := len(c.dirs) - 1; d >= 0; d-- {
@@ -225,6 +217,20 @@ func (c *copier) run(root fs.FileInfo) error {
 		return fmt.Errorf("set times of staged workspace %s: %w", quote(c.dir), err)
 	}
 	return nil
+}
+
+// make creates the manifest's entries: directories first, parents before
+// children, so every file has a place to go; then files and symlinks.
+func (c *copier) make() error {
+	for _, level := range c.dirs {
+		if err := c.each(c.byParent(level), true, c.mkdir); err != nil {
+			return err
+		}
+	}
+	if err := c.each(c.byParent(c.files), true, c.copyFile); err != nil {
+		return err
+	}
+	return c.each(c.byParent(c.links), true, c.symlink)
 }
 
 // groupMax bounds a group of entries one worker handles in a row, so that

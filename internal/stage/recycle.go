@@ -497,15 +497,7 @@ func (r *refresher) apply(report func(done, total int)) error {
 	c := newCopier(r.ctx, r.src, r.dir, sub, report)
 	defer c.cancel(nil)
 	defer c.meter.Done()
-	for _, level := range c.dirs {
-		if err := c.each(c.byParent(level), true, c.mkdir); err != nil {
-			return err
-		}
-	}
-	if err := c.each(c.byParent(c.files), true, c.copyFile); err != nil {
-		return err
-	}
-	if err := c.each(c.byParent(c.links), true, c.symlink); err != nil {
+	if err := c.make(); err != nil {
 		return err
 	}
 	// The copies may have found newer versions than the walk: the base

@@ -190,18 +190,14 @@ func (b *Base) SetHead(digest string) error {
 // directory when that cannot be read). gc consults it for transactions
 // whose own state is too damaged to say which base they belong to.
 func (s *Store) InflightMarks() (map[string]string, error) {
-	root := filepath.Join(s.dir, "bases")
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	dirs, err := s.baseDirs()
 	if err != nil {
-		return nil, fmt.Errorf("list bases in %s: %w", root, err)
+		return nil, err
 	}
 	marks := map[string]string{}
-	for _, e := range entries {
-		b := &Base{dir: filepath.Join(root, e.Name())}
-		if !e.IsDir() || !isKey(e.Name()) || b.check() != nil {
+	for _, dir := range dirs {
+		b := &Base{dir: dir}
+		if b.check() != nil {
 			continue
 		}
 		b.path = b.dir

@@ -320,6 +320,25 @@ func (s *Store) checkLegacy(b *Base) error {
 // PoolDirs lists the pools of recycled staged trees (Base.PoolDir) that
 // exist, each with the base path its base.json records.
 func (s *Store) PoolDirs() (map[string]string, error) {
+	dirs, err := s.baseDirs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, dir := range dirs {
+		pool := filepath.Join(dir, "pool")
+		if checkDir(pool) != nil {
+			continue
+		}
+		rec, _ := readRecord(filepath.Join(dir, "base.json"))
+		out[pool] = rec.Path
+	}
+	return out, nil
+}
+
+// baseDirs lists the directories under bases/ that are named as a base's
+// state directory is; none when there is no bases/ yet.
+func (s *Store) baseDirs() ([]string, error) {
 	root := filepath.Join(s.dir, "bases")
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -328,17 +347,11 @@ func (s *Store) PoolDirs() (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list bases in %s: %w", root, err)
 	}
-	out := map[string]string{}
+	var out []string
 	for _, e := range entries {
-		if !e.IsDir() || !isKey(e.Name()) {
-			continue
+		if e.IsDir() && isKey(e.Name()) {
+			out = append(out, filepath.Join(root, e.Name()))
 		}
-		dir := filepath.Join(root, e.Name(), "pool")
-		if checkDir(dir) != nil {
-			continue
-		}
-		rec, _ := readRecord(filepath.Join(root, e.Name(), "base.json"))
-		out[dir] = rec.Path
 	}
 	return out, nil
 }
