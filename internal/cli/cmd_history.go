@@ -177,42 +177,13 @@ pushed again.`,
 				return landRemote(c.Context(), io, st, ids, airlock.RemoteOptions{Remote: remote, Branch: branch, Attempts: retries + 1,
 					SettleOptions: airlock.SettleOptions{Validate: validate, Approve: approve}}, quiet, asJSON)
 			}
-			results := st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, Approve: approve})
-			refused, failed := 0, 0
-			for _, l := range results {
-				if l.Result != nil && !quiet {
-					writeBlock(io.Err, l.Result)
-				}
+			var results []airlock.RemoteLanded
+			for _, l := range st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, Approve: approve}) {
+				results = append(results, airlock.RemoteLanded{ID: l.ID, Result: l.Result, Err: l.Err})
 			}
-			out := io.Out
-			if asJSON {
-				// The table's lines say nothing the JSON does not.
-				out = iopkg.Discard
-			}
-			entries := []map[string]any{}
-			for _, l := range results {
-				e := map[string]any{"tx": l.ID}
-				if l.Result != nil {
-					e["result"] = resultJSON(l.Result)
-				}
-				var r *airlock.Refusal
-				switch {
-				case errors.As(l.Err, &r):
-					refused++
-					fmt.Fprintf(out, "refused  %s  %s\n", l.ID, r.Error())
-				case l.Err != nil:
-					failed++
-					fmt.Fprintf(out, "failed   %s  %v\n", l.ID, l.Err)
-					e["error"] = l.Err.Error()
-				default:
-					fmt.Fprintf(out, "%-8s %s  +%d ~%d -%d\n", landWord(l.Result), l.ID, l.Result.Added, l.Result.Modified, l.Result.Deleted)
-				}
-				entries = append(entries, e)
-			}
-			if asJSON {
-				if err := writeJSON(io, map[string]any{"transactions": entries}); err != nil {
-					return err
-				}
+			refused, failed, err := reportLandings(io, results, quiet, asJSON, nil)
+			if err != nil {
+				return err
 			}
 			switch {
 			case failed > 0:
@@ -237,7 +208,23 @@ pushed again.`,
 // already (on the branch before: nothing pushed), refused or failed.
 func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o airlock.RemoteOptions, quiet, asJSON bool) error {
 	results := st.LandRemote(context.WithoutCancel(ctx), ids, o)
-	refused, failed := 0, 0
+	refused, failed, err := reportLandings(io, results, quiet, asJSON, map[string]any{"remote": airlock.RedactRemote(o.Remote), "branch": o.Branch})
+	if err != nil {
+		return err
+	}
+	switch {
+	case failed > 0:
+		return fmt.Errorf("%d of %d transactions could not be landed into branch %s (see above)", failed, len(ids), o.Branch)
+	case refused > 0:
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of %d transactions were refused and are kept; the others landed", refused, len(ids))}
+	}
+	return nil
+}
+
+// reportLandings prints what a land did: the settle blocks on stderr, and
+// a line per transaction on stdout, or with asJSON one object (top's
+// members, and transactions). A landing into a remote has a commit.
+func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, top map[string]any) (refused, failed int, err error) {
 	for _, l := range results {
 		if l.Result != nil && !quiet {
 			writeBlock(io.Err, l.Result)
@@ -245,6 +232,7 @@ func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o a
 	}
 	out := io.Out
 	if asJSON {
+		// The table's lines say nothing the JSON does not.
 		out = iopkg.Discard
 	}
 	entries := []map[string]any{}
@@ -273,25 +261,23 @@ func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o a
 			e["error"] = l.Err.Error()
 		case l.Already:
 			fmt.Fprintf(out, "already  %s  %s\n", l.ID, l.Commit)
-		case l.Result != nil && l.Result.Outcome == airlock.NoChanges:
-			fmt.Fprintf(out, "empty    %s\n", l.ID)
-		default:
+		case l.Commit != "" && l.Result.Outcome != airlock.NoChanges:
 			fmt.Fprintf(out, "landed   %s  %s  +%d ~%d -%d  attempts=%d\n", l.ID, l.Commit, l.Result.Added, l.Result.Modified, l.Result.Deleted, l.Attempts)
+		default:
+			fmt.Fprintf(out, "%-8s %s  +%d ~%d -%d\n", landWord(l.Result), l.ID, l.Result.Added, l.Result.Modified, l.Result.Deleted)
 		}
 		entries = append(entries, e)
 	}
 	if asJSON {
-		if err := writeJSON(io, map[string]any{"remote": airlock.RedactRemote(o.Remote), "branch": o.Branch, "transactions": entries}); err != nil {
-			return err
+		doc := map[string]any{"transactions": entries}
+		for k, v := range top {
+			doc[k] = v
+		}
+		if err := writeJSON(io, doc); err != nil {
+			return refused, failed, err
 		}
 	}
-	switch {
-	case failed > 0:
-		return fmt.Errorf("%d of %d transactions could not be landed into branch %s (see above)", failed, len(ids), o.Branch)
-	case refused > 0:
-		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of %d transactions were refused and are kept; the others landed", refused, len(ids))}
-	}
-	return nil
+	return refused, failed, nil
 }
 
 func landWord(r *airlock.Result) string {
