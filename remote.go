@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/config"
@@ -27,7 +26,6 @@ import (
 	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
-	"github.com/airlockdev/airlock/internal/selector"
 )
 
 // DefaultRemoteAttempts is how many times a landing into a remote fetches,
@@ -946,22 +944,8 @@ func (t *Tx) landedReceipt(ctx context.Context, l *landing, commit, head, notes 
 	if err != nil {
 		return nil, nil, err
 	}
-	a, m, d := set.Counts()
-	started := o.StartedAt
-	if started.IsZero() {
-		started = t.rec.CreatedAt
-	}
-	excl, _ := selector.New(t.rec.Exclude)
-	prot, _ := selector.New(t.rec.Protect)
-	rc := &receipt.Receipt{
-		TxID: t.ID(), Base: t.Base(), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode,
-		Backend: t.rec.Backend, Command: plain(t.rec.Command),
-		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: o.ExitCode,
-		Outcome: string(Committed), Added: a, Modified: m, Deleted: d,
-		ExcludedSelectors: excl.Len(), ProtectedSelectors: prot.Len(), Approved: o.Approve,
-		BaseDigest: cand.beforeDigest, ResultDigest: cand.afterDigest, DiffDigest: set.Digest(),
-		Previous: prev, Validators: o.validated, LandedBranch: l.ref, LandedCommit: commit,
-	}
+	rc := t.newReceipt(Committed, set, o, cand.beforeDigest, cand.afterDigest, prev)
+	rc.Validators, rc.LandedBranch, rc.LandedCommit = o.validated, l.ref, commit
 	data, err := rc.Seal()
 	if err != nil {
 		return nil, nil, err

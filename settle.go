@@ -141,21 +141,7 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	if err != nil {
 		return nil, err
 	}
-	started := o.StartedAt
-	if started.IsZero() {
-		started = t.rec.CreatedAt
-	}
-	excl, _ := selector.New(t.rec.Exclude)
-	prot, _ := selector.New(t.rec.Protect)
-	rc := &receipt.Receipt{
-		TxID: t.ID(), Base: t.Base(), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode,
-		Backend: t.rec.Backend, Command: plain(t.rec.Command),
-		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: o.ExitCode,
-		Outcome: string(out), Added: a, Modified: m, Deleted: d,
-		ExcludedSelectors: excl.Len(), ProtectedSelectors: prot.Len(), Approved: o.Approve,
-		BaseDigest: baseDigest, ResultDigest: resultDigest, DiffDigest: set.Digest(),
-		Previous: prev,
-	}
+	rc := t.newReceipt(out, set, o, baseDigest, resultDigest, prev)
 	for _, v := range o.validated {
 		rc.Validators = append(rc.Validators, v)
 	}
@@ -226,6 +212,27 @@ func (t *Tx) copyReceipt(res *Result, o SettleOptions) {
 	}
 	if err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("--receipt %s: the receipt copy was not written (%v); the receipt is at %s", o.ReceiptCopy, err, res.ReceiptPath))
+	}
+}
+
+// newReceipt fills the members every receipt of the transaction has, a
+// local settle's and a landing's alike.
+func (t *Tx) newReceipt(out Outcome, set *changeset.Set, o SettleOptions, baseDigest, resultDigest, prev string) *receipt.Receipt {
+	a, m, d := set.Counts()
+	started := o.StartedAt
+	if started.IsZero() {
+		started = t.rec.CreatedAt
+	}
+	excl, _ := selector.New(t.rec.Exclude)
+	prot, _ := selector.New(t.rec.Protect)
+	return &receipt.Receipt{
+		TxID: t.ID(), Base: t.Base(), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode,
+		Backend: t.rec.Backend, Command: plain(t.rec.Command),
+		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: o.ExitCode,
+		Outcome: string(out), Added: a, Modified: m, Deleted: d,
+		ExcludedSelectors: excl.Len(), ProtectedSelectors: prot.Len(), Approved: o.Approve,
+		BaseDigest: baseDigest, ResultDigest: resultDigest, DiffDigest: set.Digest(),
+		Previous: prev,
 	}
 }
 
