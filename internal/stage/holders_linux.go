@@ -7,6 +7,7 @@ import (
 	"github.com/airlockdev/airlock/internal/manifest"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,16 @@ func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 		}
 	}
 	var out []Holder
+	// A loop device keeps its backing file open with no process's
+	// descriptor to show for it.
+	if loops, _ := filepath.Glob("/sys/block/loop*/loop/backing_file"); len(loops) > 0 {
+		for _, l := range loops {
+			b, err := os.ReadFile(l)
+			if p := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)"); err == nil && strings.HasPrefix(p, dir+"/") {
+				out = append(out, Holder{Command: "kernel", How: "loop device " + filepath.Base(filepath.Dir(filepath.Dir(l))) + " is backed by " + p})
+			}
+		}
+	}
 	seenNS := map[string]bool{}
 	if h, ok := sc.mountedIn("/proc/self", root); ok {
 		h.PID, h.Command = self, "airlock"

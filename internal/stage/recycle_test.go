@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // noiseSkip stands for the agent-noise excludes, which the settling walk
@@ -364,5 +365,28 @@ func TestRefreshRefusesThreadHolder(t *testing.T) {
 				t.Fatalf("Refresh with a thread holding the tree (%s): %v, want ErrPoolHeld naming the thread", mode, err)
 			}
 		})
+	}
+}
+
+// TestRefreshRefusesLoopBackedTree: a loop device backed by a file of the
+// tree keeps it open with no process's descriptor to show for it.
+func TestRefreshRefusesLoopBackedTree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("setting up a loop device needs root")
+	}
+	if _, err := exec.LookPath("losetup"); err != nil {
+		testbin.Missing(t, "losetup (util-linux) is not installed")
+	}
+	base := buildTree(t)
+	dir, p := pool(t, base, nil)
+	out, err := exec.Command("losetup", "-f", "--show", filepath.Join(dir, "big.bin")).Output()
+	if err != nil {
+		testbin.Missing(t, "no loop device here (losetup -f: %v)", err)
+	}
+	dev := strings.TrimSpace(string(out))
+	defer exec.Command("losetup", "-d", dev).Run()
+	_, _, err = Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+	if !errors.Is(err, ErrPoolHeld) || !strings.Contains(err.Error(), "loop device") {
+		t.Fatalf("Refresh of a tree backing a loop device: %v, want ErrPoolHeld naming it", err)
 	}
 }
