@@ -76,6 +76,14 @@ func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 			}
 		}
 	}
+	// So does a swap file.
+	if b, err := os.ReadFile("/proc/swaps"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(unescapeMount(f[0]), dir+"/") {
+				out = append(out, Holder{Command: "kernel", How: "swap file " + f[0]})
+			}
+		}
+	}
 	seenNS := map[string]bool{}
 	if h, ok := sc.mountedIn("/proc/self", root); ok {
 		h.PID, h.Command = self, "airlock"
