@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/airlockdev/airlock/internal/git"
+	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/stage"
 )
 
@@ -54,11 +57,66 @@ func (t *Tx) keepCommits(ctx context.Context, changed bool) *keptCommits {
 			return nil
 		}
 	}
+	if why := t.stagedGitUnsafe(ctx, baseGit, stagedGit); why != "" {
+		return &keptCommits{warnings: []string{fmt.Sprintf("the commits made in the staged repository %s were not kept in %s: %s; they go with the staged workspace", stagedGit, baseGit, why)}}
+	}
+	// git reads what the command left in the staged repository: bounded,
+	// so that nothing there can hold the settle.
+	ctx, cancel := context.WithTimeout(ctx, keepCommitsTimeout)
+	defer cancel()
 	kept, err := t.fetchCommits(ctx, baseGit, stagedGit)
 	if err != nil {
 		return &keptCommits{warnings: []string{fmt.Sprintf("the commits made in the staged repository %s could not be kept in %s (%v); they go with the staged workspace", stagedGit, baseGit, err)}}
 	}
 	return kept
+}
+
+// keepCommitsTimeout bounds the git commands that read the staged
+// repository.
+const keepCommitsTimeout = time.Minute
+
+// maxKeptBranches bounds the staged branches looked at: each costs a few
+// git commands, under the transaction's lock.
+const maxKeptBranches = 64
+
+// stagedGitUnsafe says why the staged repository is not read at all: the
+// command left in it something git would follow out of it or block on — a
+// FIFO, socket, device or symlink (git opens them as files), or a
+// commondir or alternates file the base's repository does not have (git
+// would read another repository's refs and objects as the staged one's).
+// The settling walk measured the staged .git already.
+func (t *Tx) stagedGitUnsafe(ctx context.Context, baseGit, stagedGit string) string {
+	entries, prefix := []manifest.Entry(nil), ".git/"
+	if t.walked != nil {
+		entries = t.walked.Entries
+	} else {
+		// The backend did not walk the tree (overlay): walk its .git.
+		m, err := manifest.Walk(ctx, stagedGit, manifest.WalkOptions{})
+		if err != nil {
+			return fmt.Sprintf("it cannot be measured (%v)", err)
+		}
+		entries, prefix = m.Entries, ""
+	}
+	for _, e := range entries {
+		// Hooks are never run by airlock's git (core.hooksPath is
+		// /dev/null), and people link theirs in.
+		if !strings.HasPrefix(e.Path, prefix) || strings.HasPrefix(e.Path, prefix+"hooks/") {
+			continue
+		}
+		if e.Kind == manifest.KindOther || e.Kind == manifest.KindSymlink {
+			return fmt.Sprintf("it holds %s %s, which git would open as a file", e.Kind, path.Join(".git", strings.TrimPrefix(e.Path, ".git/")))
+		}
+	}
+	for _, name := range []string{"commondir", "objects/info/alternates", "objects/info/http-alternates"} {
+		staged, serr := os.ReadFile(filepath.Join(stagedGit, name))
+		base, berr := os.ReadFile(filepath.Join(baseGit, name))
+		if (serr == nil) != (berr == nil) || string(staged) != string(base) {
+			if serr == nil || berr == nil {
+				return fmt.Sprintf("its %s differs from the base repository's (it would make git read another repository)", name)
+			}
+		}
+	}
+	return ""
 }
 
 func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*keptCommits, error) {
@@ -109,6 +167,11 @@ func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*kept
 		rl, err := base.Run(ctx, "rev-list", "-n1", sha, "--not", "--all")
 		return len(strings.TrimSpace(string(rl))) > 0, err
 	}
+	var warnings []string
+	if len(branches) > maxKeptBranches {
+		warnings = append(warnings, fmt.Sprintf("the staged repository has %d branches; only HEAD and the first %d were looked at for commits to keep", len(branches), maxKeptBranches))
+		branches = branches[:maxKeptBranches]
+	}
 	var fresh []tip
 	if head != nil {
 		n, err := isNew(head.sha)
@@ -132,6 +195,9 @@ func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*kept
 		}
 	}
 	if len(fresh) == 0 {
+		if len(warnings) > 0 {
+			return &keptCommits{warnings: warnings}, nil
+		}
 		return nil, nil
 	}
 	name := "airlock/" + t.ID()
@@ -165,7 +231,7 @@ func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*kept
 	if err != nil {
 		return nil, err
 	}
-	kept := &keptCommits{branch: &Branch{Name: name, Head: strings.TrimSpace(string(h)), Kept: true}}
+	kept := &keptCommits{branch: &Branch{Name: name, Head: strings.TrimSpace(string(h)), Kept: true}, warnings: warnings}
 	for _, f := range fresh[1:] {
 		if _, err := base.Run(ctx, "merge-base", "--is-ancestor", f.sha, ref); err == nil {
 			continue

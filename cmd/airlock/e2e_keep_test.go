@@ -214,3 +214,33 @@ func TestE2EGCRemovesAbandoned(t *testing.T) {
 		t.Error("gc removed a kept transaction's staged tree")
 	}
 }
+
+// TestE2EKeepCommitsReadsOnlyTheStagedRepository: a staged .git that would
+// make git block (a FIFO where it reads) or read another repository (a
+// commondir the base's has not) is not read at all: the settle finishes,
+// with the change applied, and says the commits were not kept; nothing of
+// the other repository reaches the base's.
+func TestE2EKeepCommitsReadsOnlyTheStagedRepository(t *testing.T) {
+	for name, plant := range map[string]string{
+		"fifo":      `rm -f .git/packed-refs && mkfifo .git/packed-refs`,
+		"commondir": `printf '%s\n' "$OTHER/.git" > .git/commondir`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			x := newH(t)
+			g := gitRepoBase(t, x, tree{"f": F(0o644, "f\n")})
+			other := testbin.RealDir(t)
+			testbin.WriteFiles(t, other, map[string]string{"s": "TOPSECRET\n"})
+			g(other, "init", "-q", "-b", "main")
+			g(other, "add", "-A")
+			g(other, "commit", "-q", "-m", "secret")
+			r := x.exec(run{env: []string{"OTHER=" + other}, args: []string{"run", "--backend", "copy", "--workdir", x.base, "--", "sh", "-c", plant + " && echo changed > f"}})
+			wantBlock(t, r, map[string]string{"outcome": "committed", "modified": "1"})
+			if !strings.Contains(r.Stderr, "were not kept") {
+				t.Errorf("the settle does not say the commits were not kept\n%s", r)
+			}
+			if refs := g(x.base, "for-each-ref", "refs/heads/airlock/"); refs != "" {
+				t.Errorf("a branch was kept from a repository airlock should not read: %q", refs)
+			}
+		})
+	}
+}
