@@ -380,7 +380,7 @@ func (s *Store) gcPools(ctx context.Context, o GCOptions, items []GCItem, freed 
 	return items, freed
 }
 
-// poolBytes reports what a base's pool holds: trees and bytes.
+// poolUsage reports what a base's pool holds: trees and bytes.
 func poolUsage(dir string) (trees int, bytes int64) {
 	for _, sl := range poolSlots(dir) {
 		trees++

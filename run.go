@@ -150,9 +150,12 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 	started := time.Now()
 	lr, runErr := launch.Run(ctx, spec)
 	// Processes the command left running (a dev server) may write into
-	// its tree at any time: such a tree is never recycled.
-	for _, h := range stage.Marked("AIRLOCK_TX=" + t.ID()) {
-		t.leftovers = append(t.leftovers, fmt.Sprintf("%d (%s)", h.PID, h.Command))
+	// its tree at any time: such a tree is never recycled. Only a tree
+	// that could be pooled is worth the look through /proc.
+	if recycles() && t.rec.Backend == stage.Copy {
+		for _, h := range stage.Marked("AIRLOCK_TX=" + t.ID()) {
+			t.leftovers = append(t.leftovers, fmt.Sprintf("%d (%s)", h.PID, h.Command))
+		}
 	}
 	res := &RunResult{Tx: t, ExitCode: lr.ExitCode, Signal: lr.Signal,
 		Succeeded: runErr == nil && lr.ExitCode == 0, SamePath: lr.SamePath, Fallback: lr.Fallback}

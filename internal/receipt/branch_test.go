@@ -23,19 +23,9 @@ func TestBranchMembers(t *testing.T) {
 			r := sample()
 			r.Backend = "worktree"
 			r.Branch, r.BranchHead = tc.branch, tc.head
-			data, err := r.Seal()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Seal: err %v, want one naming %s", err, tc.wantErr)
-				}
+			got := roundTrip(t, r, tc.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("Seal: %v", err)
-			}
-			got, err := Verify(data)
-			if err != nil {
-				t.Fatalf("Verify: %v", err)
 			}
 			if got.Branch != tc.branch || got.BranchHead != tc.head {
 				t.Errorf("round trip: branch %q head %q", got.Branch, got.BranchHead)
@@ -54,4 +44,25 @@ func TestBranchMembers(t *testing.T) {
 	if strings.Contains(string(data), `"branch`) {
 		t.Errorf("a receipt without a branch carries branch members:\n%s", data)
 	}
+}
+
+// roundTrip seals r and verifies what it wrote. With wantErr, Seal must
+// refuse naming it, and roundTrip returns nil.
+func roundTrip(t *testing.T, r *Receipt, wantErr string) *Receipt {
+	t.Helper()
+	data, err := r.Seal()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("Seal: err %v, want one naming %s", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("Seal: %v", err)
+	}
+	got, err := Verify(data)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	return got
 }

@@ -27,19 +27,9 @@ func TestLandedMembers(t *testing.T) {
 			r := sample()
 			r.Outcome = tc.outcome
 			r.LandedBranch, r.LandedCommit = tc.branch, tc.commit
-			data, err := r.Seal()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("Seal: err %v, want one naming %s", err, tc.wantErr)
-				}
+			got := roundTrip(t, r, tc.wantErr)
+			if got == nil {
 				return
-			}
-			if err != nil {
-				t.Fatalf("Seal: %v", err)
-			}
-			got, err := Verify(data)
-			if err != nil {
-				t.Fatalf("Verify: %v", err)
 			}
 			if got.LandedBranch != tc.branch || got.LandedCommit != tc.commit {
 				t.Errorf("round trip: landed_branch %q landed_commit %q", got.LandedBranch, got.LandedCommit)

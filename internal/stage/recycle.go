@@ -80,7 +80,6 @@ type Refreshed struct {
 	Copied  int   // files and symlinks (re)made from the base
 	Bytes   int64 // bytes of the files copied
 	Removed int   // entries removed (a directory counts once)
-	Dirs    int   // directories made or set back to the base's mode and times
 }
 
 // ErrPoolTouched is wrapped by Refresh's error when the pooled tree was
@@ -535,7 +534,6 @@ func (r *refresher) apply(report func(done, total int)) error {
 	for k, i := range r.dirs {
 		r.made[i] = f.staged[k]
 	}
-	r.stats.Dirs = len(fix.Entries)
 	// The root's own facts are in no manifest: set them always, as
 	// staging does.
 	fi, err := os.Stat(r.src.path)
