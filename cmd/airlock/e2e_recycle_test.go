@@ -317,3 +317,64 @@ func TestE2ERecycleNeverFollowsASwappedStagedDir(t *testing.T) {
 		})
 	}
 }
+
+// waitForFile waits until path exists, for as long as p runs: a readiness
+// handshake with the command p runs, never a guess at how long it takes.
+func waitForFile(t *testing.T, path string, p *testbin.Proc) {
+	t.Helper()
+	for !testbin.Exists(path) {
+		select {
+		case <-p.Done():
+			if testbin.Exists(path) {
+				return
+			}
+			t.Fatalf("the command ended before it created %s:\n%s", path, p.Wait())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestE2ERecycleAsAnotherUser: a user who is not root recycles as root
+// does, on a machine where other users' processes start and stop while its
+// transactions run. Its command runs contained (in a user and PID
+// namespace), so airlock knows its processes without inspecting anyone
+// else's.
+func TestE2ERecycleAsAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to start another user's process while airlock runs as this one: run as root (CI does)")
+	}
+	w := newRootlessWorld(t, map[string]string{"f": "f\n", "sub/g": "g\n"})
+	if r := w.airlock("doctor"); !doctorSupports(r.Stdout, "contain") {
+		testbin.Missing(t, "a user who is not root cannot contain run's command here (no user and PID namespace):\n%s", r.Stdout)
+	}
+	tag := fmt.Sprintf("airlock-other-user-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { killAll(tag) })
+	// While the first run's command runs, a process of another user
+	// (root's) starts and keeps running.
+	p := w.start("", "run", "--", "sh", "-c", `touch "$OUT/ready"; while [ ! -e "$OUT/other" ]; do sleep 0.01; done; echo one > one`)
+	waitForFile(t, filepath.Join(w.out, "ready"), p)
+	other := exec.Command("sh", "-c", `exec sleep 1000 "$0"`, tag)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go other.Wait()
+	if err := os.WriteFile(filepath.Join(w.out, "other"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r1 := p.WaitSettled()
+	wantBlock(t, r1, map[string]string{"outcome": "committed", "added": "1"})
+	// And one that starts and stops meanwhile.
+	if err := exec.Command("true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	r2 := w.airlock("run", "--", "sh", "-c", `[ "$(cat one)" = one ]`)
+	wantBlock(t, r2, map[string]string{"outcome": "no_changes"})
+	show := w.airlock("show", r2.Settle["tx"], "--json")
+	var s recycleShow
+	if err := json.Unmarshal([]byte(show.Stdout), &s); err != nil {
+		t.Fatalf("show --json: %v\n%s", err, show)
+	}
+	if s.Recycled == nil || s.Recycled.From != r1.Settle["tx"] {
+		t.Errorf("the second run as another user did not recycle the first's tree: recycled %+v, not_recycled %q", s.Recycled, s.NotRecycled)
+	}
+}

@@ -35,6 +35,14 @@ type rootless struct {
 
 func newRootless(t *testing.T, files map[string]string) *rootless {
 	t.Helper()
+	w := newRootlessWorld(t, files)
+	w.needRootlessOverlay()
+	return w
+}
+
+// newRootlessWorld is newRootless without the need for overlay.
+func newRootlessWorld(t *testing.T, files map[string]string) *rootless {
+	t.Helper()
 	root, err := os.MkdirTemp("", "airlock-rootless-")
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +83,6 @@ func newRootless(t *testing.T, files map[string]string) *rootless {
 			}
 		}
 	}
-	w.needRootlessOverlay()
 	return w
 }
 
