@@ -73,7 +73,7 @@ func (s *Store) recycleCheck(base string) Check {
 	if !recycles() {
 		return Check{"recycle", false, "staged trees are not recycled on this system: proving that no process still holds a pooled tree needs Linux's /proc"}
 	}
-	why := "a settled copy transaction's tree is kept (newest " + strconv.Itoa(poolMax) + " per base) and refreshed by the next open instead of copied afresh"
+	why := "the tree a copy-backend run settles is kept (newest " + strconv.Itoa(poolMax) + " per base) and refreshed by the next open instead of copied afresh"
 	if abs, err := resolveBase(base); err == nil {
 		if dev, ino, err := identity(abs); err == nil {
 			// Only look: doctor creates no state for a base.
