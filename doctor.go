@@ -32,6 +32,7 @@ func (s *Store) Doctor(base string) []Check {
 	os.MkdirAll(s.Dir(), 0o700)
 	ok, why := launch.SamePathSupport()
 	out = append(out, Check{"namespaces", ok, why})
+	out = append(out, containCheck())
 	for _, name := range []string{stage.Overlay, stage.Reflink, stage.Worktree} {
 		b, err := stage.Get(name)
 		if err != nil {
@@ -72,7 +73,7 @@ func (s *Store) recycleCheck(base string) Check {
 	if !recycles() {
 		return Check{"recycle", false, "staged trees are not recycled on this system: proving that no process still holds a pooled tree needs Linux's /proc"}
 	}
-	why := "a settled copy transaction's tree is kept (newest " + strconv.Itoa(poolMax) + " per base) and refreshed by the next open instead of copied afresh"
+	why := "the tree a copy-backend run settles is kept (newest " + strconv.Itoa(poolMax) + " per base) and refreshed by the next open instead of copied afresh"
 	if abs, err := resolveBase(base); err == nil {
 		if dev, ino, err := identity(abs); err == nil {
 			// Only look: doctor creates no state for a base.
@@ -84,6 +85,16 @@ func (s *Store) recycleCheck(base string) Check {
 		}
 	}
 	return Check{"recycle", true, why}
+}
+
+// containCheck reports how the processes of a run's command are
+// accounted for here.
+func containCheck() Check {
+	ok, why := launch.ContainSupport()
+	if ok {
+		return Check{"contain", true, "run's command runs in " + why + ": whatever it leaves running is ended before the transaction settles, and a recycled tree's last writer is known to be gone"}
+	}
+	return Check{"contain", false, "no PID namespace can be had (" + why + "): run's command runs uncontained, what it leaves running is not ended, and recycling falls back to looking through /proc for processes that hold a pooled tree"}
 }
 
 // checkRootlessOverlay is the doctor check of overlay without root: `run

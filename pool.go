@@ -88,6 +88,10 @@ type poolRecord struct {
 	// must find at the pooled path (never a symlink or another directory).
 	RootDevice uint64 `json:"root_device"`
 	RootInode  uint64 `json:"root_inode"`
+	// Contained says every process of the tree's transaction had ended
+	// when it was pooled (a contained run): a refresh need not look for
+	// processes that hold it. Otherwise it must.
+	Contained bool `json:"contained,omitempty"`
 }
 
 // recycles reports whether this system can prove a pooled tree free
@@ -112,7 +116,12 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 	if t.walkedRoot != (stage.FileID{Dev: root.Dev, Ino: root.Ino}) {
 		return false
 	}
-	if len(t.leftovers) > 0 {
+	// Only a tree no process can write any more: a contained run's, or an
+	// uncontained one whose look for leftovers found none (then a refresh
+	// looks for holders again). A transaction airlock did not run the
+	// command of (open, then commit from another process) has processes
+	// it cannot account for.
+	if !t.contained && !t.scanned {
 		return false
 	}
 	b, err := t.stateBase()
@@ -142,6 +151,7 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 		Tx: t.ID(), Base: t.rec.Base, Opened: t.rec.CreatedAt, PooledAt: time.Now().UTC(),
 		TreeWalkNs: t.walkedNs, SourceWalkNs: t.rec.Staging.WalkNs, Noise: t.rec.Noise,
 		Entries: len(t.walked.Entries), RootDevice: root.Dev, RootInode: root.Ino,
+		Contained: t.contained,
 	}
 	for i := range t.walked.Entries {
 		rec.Bytes += t.walked.Entries[i].Size
@@ -314,7 +324,7 @@ func (s *Store) refresh(ctx context.Context, claimed string, rec poolRecord, req
 		Tree:       func() (*manifest.Manifest, error) { return load(poolTreeFile) },
 		Source:     func() (*manifest.Manifest, error) { return load(poolSourceFile) },
 		TreeWalkNs: rec.TreeWalkNs, SourceWalkNs: rec.SourceWalkNs,
-		Ignore: noise.MatchSelf, Since: rec.Opened,
+		Ignore: noise.MatchSelf, Since: rec.Opened, Contained: rec.Contained,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/stage"
 )
@@ -63,6 +64,16 @@ type RunResult struct {
 	// Fallback, when same-path mode was asked for but could not be had,
 	// says why in one line.
 	Fallback string
+	// Contained says the command ran in a PID namespace of its own (Linux,
+	// as root or in a user namespace): every process it started, however
+	// it detached, had ended before the transaction settled. Uncontained
+	// says why not, where no PID namespace could be had.
+	Contained   bool
+	Uncontained string
+	// Ended names the processes the command left running when it exited
+	// ("PID (name)", as its namespace numbered them): Run ended them
+	// (SIGTERM, then SIGKILL after two seconds) before settling.
+	Ended []string
 	// Settled is the transaction's outcome; nil when settling failed before
 	// one was recorded.
 	Settled *Result
@@ -139,7 +150,11 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 	spec := launch.Spec{
 		Argv: o.Argv, Staged: t.Path(), Base: t.Base(), Dir: startDir(t.Base(), o.Dir),
 		Env: env, SamePath: o.SamePath && t.SamePathOff() == "",
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
+		// Contained, the command's processes are known by construction:
+		// none outlives the run, and the change set is read when none is
+		// left to write it.
+		Contain: !fault.Off("contain"),
+		Stdin:   o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 	}
 	if fsType, data, ok := stage.HostedMount(t.Base(), t.Path()); ok {
 		// The workspace exists only in the command's namespace: the
@@ -149,16 +164,24 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 	}
 	started := time.Now()
 	lr, runErr := launch.Run(ctx, spec)
-	// Processes the command left running (a dev server) may write into
-	// its tree at any time: such a tree is never recycled. Only a tree
-	// that could be pooled is worth the look through /proc.
-	if recycles() && t.rec.Backend == stage.Copy {
+	switch {
+	case lr.Contained:
+		// Whatever the command left running was ended with its
+		// namespace: the tree is settled with no writer left.
+		t.contained, t.leftovers = true, lr.Ended
+	case recycles() && t.rec.Backend == stage.Copy:
+		// Uncontained, processes the command left running (a dev server)
+		// may write into its tree at any time: such a tree is never
+		// recycled. Only a tree that could be pooled is worth the look
+		// through /proc.
 		for _, h := range stage.Marked("AIRLOCK_TX=" + t.ID()) {
 			t.leftovers = append(t.leftovers, fmt.Sprintf("%d (%s)", h.PID, h.Command))
 		}
+		t.scanned = runErr == nil && len(t.leftovers) == 0
 	}
 	res := &RunResult{Tx: t, ExitCode: lr.ExitCode, Signal: lr.Signal,
-		Succeeded: runErr == nil && lr.ExitCode == 0, SamePath: lr.SamePath, Fallback: lr.Fallback}
+		Succeeded: runErr == nil && lr.ExitCode == 0, SamePath: lr.SamePath, Fallback: lr.Fallback,
+		Contained: lr.Contained, Uncontained: lr.Uncontained, Ended: lr.Ended}
 	if o.Ended != nil {
 		o.Ended(res)
 	}

@@ -239,15 +239,20 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, o SettleOptions, baseDi
 // settleStaged removes the staged workspace of a settled transaction. A
 // failure leaves it for gc and is recorded, never fatal: the outcome stands.
 func (t *Tx) settleStaged(ctx context.Context) {
-	if t.poolTree(ctx) {
-		t.event(eventStagedPooled, nil)
-		return
-	}
-	err := t.removeStaged(ctx)
+	// left_running names what the command left running when it exited:
+	// ended by then where it ran contained.
 	detail := map[string]any{}
 	if len(t.leftovers) > 0 {
 		detail["left_running"] = t.leftovers
 	}
+	if t.contained {
+		detail["contained"] = true
+	}
+	if t.poolTree(ctx) {
+		t.event(eventStagedPooled, detail)
+		return
+	}
+	err := t.removeStaged(ctx)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		detail["error"] = err.Error()
 	}

@@ -26,9 +26,17 @@ type Tx struct {
 	walked     *manifest.Manifest
 	walkedNs   int64
 	walkedRoot stage.FileID // the directory that walk measured
-	// leftovers are processes the command left running (see Run): its
-	// tree is never pooled.
+	// leftovers are processes the command left running (see Run). A
+	// contained run ended them before it settled; an uncontained run's
+	// tree is then never pooled.
 	leftovers []string
+	// contained says this process ran the transaction's command in a PID
+	// namespace of its own (see Run), and every process of it has ended:
+	// its tree can be pooled with nothing left that could write it.
+	// scanned says the command ran uncontained (no PID namespace here)
+	// and the look for processes it left found none: its tree can be
+	// pooled, for a refresh that looks for holders again.
+	contained, scanned bool
 	// pooling asks diff to keep what pooling the tree needs (poolSrc,
 	// from the open manifests, which are then let go): set by the
 	// settling calls.

@@ -134,6 +134,22 @@ rootless_round() {
 	[ "$RL_OK" = 1 ] || return 0
 	m "git status --porcelain (rootless copy)" "${RL_AS[@]}" git -C "$RL/tree" status --porcelain
 	m "run -- true (overlay, rootless)" "${RL_AS[@]}" "$RL/airlock" run --workdir "$RL/tree" --backend overlay --quiet -- true
+	# issue 18: the copy backend's warm run as the unprivileged user, while
+	# processes of another user (root, as this script runs) start and stop:
+	# contained, it recycles; the /proc look it replaced refused every time
+	[ "$(id -u)" = 0 ] || return 0
+	(while :; do sleep 0.02 & sleep 0.01; wait; done) &
+	local churn=$! last
+	"${RL_AS[@]}" "$RL/airlock" run --workdir "$RL/tree" --backend copy --quiet -- true
+	m "second run -- true (copy, rootless, root's processes churning)" "${RL_AS[@]}" "$RL/airlock" run --workdir "$RL/tree" --backend copy --quiet -- true
+	kill "$churn"
+	wait "$churn" 2>/dev/null || true
+	last=$(ls -t "$RL/state/tx" | head -1)
+	if "${RL_AS[@]}" "$RL/airlock" show "$last" --json | grep -q '"recycled"'; then
+		RL_RECYCLED="${RL_RECYCLED:-} yes"
+	else
+		RL_RECYCLED="${RL_RECYCLED:-} no"
+	fi
 }
 rootless_report() {
 	[ "$RL_OK" = 1 ] || return 0
@@ -142,6 +158,10 @@ rootless_report() {
 	echo "| \`git status --porcelain\` (as the unprivileged user) | $(median "${T["git status --porcelain (rootless copy)"]}") | |"
 	echo "| \`airlock run -- true\` (overlay without root) | $(median "${T["run -- true (overlay, rootless)"]}") | ${r}× of git status |"
 	RL_TARGET="rootless overlay \`run -- true\` ≤ 1.5× git status: $(awk -v r="$r" 'BEGIN { print (r <= 1.5 ? "met" : "missed") }') (${r}×)"
+	if [ -n "${RL_RECYCLED:-}" ]; then
+		r=$(awk -v a="$(median "${T["second run -- true (copy, rootless, root's processes churning)"]}")" -v b="$(median "${T["git status --porcelain (rootless copy)"]}")" 'BEGIN { printf "%.2f", a / b }')
+		echo "| second \`airlock run -- true\` (copy, without root, while root's processes start and stop) | $(median "${T["second run -- true (copy, rootless, root's processes churning)"]}") | ${r}× of git status; recycled each round:${RL_RECYCLED} |"
+	fi
 }
 # --- end rootless overlay
 

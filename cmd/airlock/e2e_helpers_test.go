@@ -21,7 +21,14 @@ import (
 // airlockBin is the binary every scenario drives; TestMain builds it once.
 var airlockBin string
 
-func TestMain(m *testing.M) { os.Exit(testbin.Main(m, &airlockBin)) }
+func TestMain(m *testing.M) {
+	// A part the test binary plays for a test (see parts), instead of
+	// running the tests: its first argument says which.
+	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], partPrefix) {
+		playPart(strings.TrimPrefix(os.Args[1], partPrefix), os.Args[2:])
+	}
+	os.Exit(testbin.Main(m, &airlockBin))
+}
 
 // commandTimeout bounds every process a scenario starts, so that a hang is
 // a failure, not a stuck test run.

@@ -291,6 +291,10 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		review   = "airlock review [ID] --json"
 	)
 
+	// A run pools its tree (its command ran contained), which the next
+	// open recycles: the transaction objects below say so.
+	want(runJSON, 0, false, append(settle, section(runJSON)...), "run", "--workdir", x.base, "--backend", "copy", "--json", "--quiet", "--", "true")
+
 	// An open transaction, a refused one and a committed one.
 	o := want(open, 0, false, section(open), "open", "--workdir", x.base, "--id", "t-open", "--backend", "copy", "--json")
 	staged, _ := o["path"].(string)
@@ -386,6 +390,8 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 	want(initJSON, 0, false, section(initJSON), "init", "codex", "--workdir", x.base, "--json")
 	want(version, 0, false, section(version), "version", "--json")
 
+	// And a pooled tree for gc to report.
+	want(runJSON, 0, false, append(settle, section(runJSON)...), "run", "--workdir", x.base, "--backend", "copy", "--json", "--quiet", "--", "true")
 	want(gc, 0, false, section(gc), "gc", "--dry-run", "--json")
 	want(gc, 0, false, section(gc), "gc", "t-refused", "t-commit", "--json")
 

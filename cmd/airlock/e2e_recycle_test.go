@@ -2,10 +2,14 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,63 +74,167 @@ func TestE2ERecycledRun(t *testing.T) {
 	}
 }
 
+// runningWith lists the processes (of this PID namespace) whose argument
+// list holds arg.
+func runningWith(arg string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), arg) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// killAll ends the processes runningWith(arg) lists.
+func killAll(arg string) {
+	for _, p := range runningWith(arg) {
+		n, _ := strconv.Atoi(p)
+		syscall.Kill(n, syscall.SIGKILL)
+	}
+}
+
+// needContain stops the test, naming why, where a run's command cannot be
+// contained here (airlock doctor's contain check). Under CI=true that
+// fails the test.
+func (x *h) needContain() {
+	x.t.Helper()
+	if r := x.airlock("doctor"); !doctorSupports(r.Stdout, "contain") {
+		testbin.Missing(x.t, "run's command cannot be contained here (no PID namespace):\n%s", r.Stdout)
+	}
+}
+
+// leftoverCases are processes a command leaves behind, each reaching its
+// tree its own way once $OUT/go exists (never before: the test decides
+// when, so nothing here races the clock): through its working directory,
+// the base's path inside its mount namespace, the old tree's path, with
+// the environment airlock gives the command and without it, in a session
+// of its own, or holding nothing but an inotify watch and writing where a
+// check has just looked. $TAG names the leftover in its argument list;
+// each says it is running by creating $OUT/started.
+var leftoverCases = []struct {
+	name, script string
+	noSamePath   bool
+	samePath     bool // needs same-path mode
+}{
+	{name: "working directory in the tree",
+		script: `sh -c 'touch "$OUT/started"; while [ ! -e "$OUT/go" ]; do sleep 0.01; done; echo leak > leak.txt' "$TAG" >/dev/null 2>&1 &`},
+	{name: "base path in its mount namespace", samePath: true,
+		script: `cd /; sh -c 'touch "$OUT/started"; while [ ! -e "$OUT/go" ]; do sleep 0.01; done; echo leak > "$BASE/leak.txt"' "$TAG" >/dev/null 2>&1 &`},
+	{name: "old tree path", noSamePath: true,
+		script: `old=$PWD; cd /; sh -c 'touch "$OUT/started"; while [ ! -e "$OUT/go" ]; do sleep 0.01; done; echo leak > "$1/leak.txt"' "$TAG" "$old" >/dev/null 2>&1 &`},
+	{name: "environment dropped, own session",
+		script: `setsid env -i OUT="$OUT" /bin/sh -c 'touch "$OUT/started"; while [ ! -e "$OUT/go" ]; do sleep 0.01; done; echo leak > leak.txt' "$TAG" >/dev/null 2>&1 &`},
+	{name: "base path in its mount namespace, environment dropped", samePath: true,
+		script: `cd /; setsid env -i BASE="$BASE" OUT="$OUT" /bin/sh -c 'touch "$OUT/started"; while [ ! -e "$OUT/go" ]; do sleep 0.01; done; echo leak > "$BASE/leak.txt"' "$TAG" >/dev/null 2>&1 &`},
+	{name: "only an inotify watch, environment dropped",
+		script: `setsid env -i "$@" "$TAG" >/dev/null 2>&1 & while [ ! -e "$OUT/armed" ]; do sleep 0.01; done; touch "$OUT/started"`},
+}
+
+// leftoverRun starts, in a run, leftover case c's process and returns once
+// it is running and the run has settled.
+func (x *h) leftoverRun(args []string, c int, out, tag string) result {
+	x.t.Helper()
+	script := leftoverCases[c].script + `
+while [ ! -e "$OUT/started" ]; do sleep 0.01; done`
+	argv := append([]string{"sh", "-c", script, "sh"}, partCommand("inotify-writer", ".", x.state, filepath.Join(out, "armed"), filepath.Join(out, "go"))...)
+	return x.exec(run{env: []string{"BASE=" + x.base, "OUT=" + out, "TAG=" + tag}, args: append(args, append([]string{"--"}, argv...)...)})
+}
+
 // TestE2ERecycleNeverLeaksALeftoverProcess: a process the previous command
 // left running (a dev server) must never write into the next transaction,
-// however it reaches its old tree: its working directory, the base's path
-// inside its own mount namespace, or the old tree's path.
+// however it detached and however it reaches its old tree. The command runs
+// contained: the settle ends what it left (and names it in left_running),
+// so the tree is pooled with no writer left, and the next run recycles it
+// safely.
 func TestE2ERecycleNeverLeaksALeftoverProcess(t *testing.T) {
 	samePath := exec.Command("unshare", "--mount", "true").Run() == nil
-	cases := []struct {
-		name, script string
-		noSamePath   bool
-		left         bool // the settle must see it left running, and not pool the tree
-		held         bool // the next open must find it holding the tree
-	}{
-		{name: "working directory in the tree", script: `(sleep 1; echo leak > leak.txt) >/dev/null 2>&1 &`, left: true},
-		{name: "base path in its mount namespace", script: `cd /; (sleep 1; echo leak > "$BASE/leak.txt") >/dev/null 2>&1 &`, left: true},
-		{name: "old tree path", script: `old=$PWD; cd /; (sleep 1; echo leak > "$old/leak.txt") >/dev/null 2>&1 &`, noSamePath: true, left: true},
-		// A leftover that drops the environment airlock marks its
-		// command's processes with escapes the settle's look; the next
-		// open's look at every process finds it.
-		{name: "working directory, environment dropped", script: `env -i /bin/sh -c 'sleep 1; echo leak > leak.txt' >/dev/null 2>&1 & sleep 0.3`, held: true},
-		{name: "base path in its mount namespace, environment dropped", script: `cd /; env -i BASE="$BASE" /bin/sh -c 'sleep 1; echo leak > "$BASE/leak.txt"' >/dev/null 2>&1 & sleep 0.3`, held: samePath},
-	}
-	for _, c := range cases {
+	for i, c := range leftoverCases {
 		t.Run(c.name, func(t *testing.T) {
-			if strings.HasPrefix(c.name, "base path in its mount namespace") && !samePath {
+			if c.samePath && !samePath {
 				testbin.Missing(t, "same-path mode needs a mount namespace, and `unshare --mount true` failed here")
 			}
 			x := newH(t)
+			x.needContain()
+			out := testbin.RealDir(t)
+			tag := fmt.Sprintf("airlock-leftover-%d-%d-%d", i, os.Getpid(), time.Now().UnixNano())
+			t.Cleanup(func() { killAll(tag) })
 			build(t, x.base, tree{"f": F(0o644, "f\n")})
 			backdate(t, x.base, time.Hour)
 			args := []string{"run", "--workdir", x.base}
 			if c.noSamePath {
 				args = append(args, "--no-same-path")
 			}
-			r1 := x.exec(run{env: []string{"BASE=" + x.base}, args: append(args, "--", "sh", "-c", c.script)})
+			r1 := x.leftoverRun(args, i, out, tag)
 			wantBlock(t, r1, map[string]string{"outcome": "no_changes"})
-			// The next transaction lives while the leftover writes.
-			r2 := x.airlock(append(args, "--", "sleep", "2")...)
+			if left := runningWith(tag); len(left) > 0 {
+				t.Fatalf("processes %v the command left are still running after its run settled", left)
+			}
+			if first := x.airlock("show", r1.Settle["tx"], "--json"); !strings.Contains(first.Stdout, "left_running") {
+				t.Errorf("the settle did not record the process the command left running:\n%s", first.Stdout)
+			}
+			// Were it still running, the leftover would write now.
+			if err := os.WriteFile(filepath.Join(out, "go"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r2 := x.airlock(append(args, "--", "sh", "-c", "test ! -e leak.txt")...)
 			wantBlock(t, r2, map[string]string{"outcome": "no_changes"})
 			if testbin.Exists(filepath.Join(x.base, "leak.txt")) {
 				t.Fatalf("the leftover process's write reached the base")
 			}
-			s := x.showRecycle(r2.Settle["tx"])
-			if s.Recycled != nil {
+			if s := x.showRecycle(r2.Settle["tx"]); s.Recycled == nil || s.Recycled.From != r1.Settle["tx"] {
+				t.Errorf("the next run did not recycle the tree its contained predecessor settled: recycled %+v, not_recycled %q", s.Recycled, s.NotRecycled)
+			}
+		})
+	}
+}
+
+// TestE2ERecycleUncontainedLooksForHolders: where no PID namespace can be
+// had (AIRLOCK_TEST_OFF=contain stands in for such a machine), the command
+// runs uncontained and a leftover keeps running; the settle or the next
+// open must see it (by airlock's marked environment, or by what it holds),
+// and the next run must not recycle the tree it could write.
+func TestE2ERecycleUncontainedLooksForHolders(t *testing.T) {
+	samePath := exec.Command("unshare", "--mount", "true").Run() == nil
+	for i, c := range leftoverCases {
+		if strings.HasPrefix(c.name, "only an inotify watch") {
+			// Nothing in /proc shows what a watch is on: this is what the
+			// look cannot see (README, Recycled staging).
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			if c.samePath && !samePath {
+				testbin.Missing(t, "same-path mode needs a mount namespace, and `unshare --mount true` failed here")
+			}
+			x := newH(t)
+			x.env = append(x.env, "AIRLOCK_TEST_OFF=contain")
+			out := testbin.RealDir(t)
+			tag := fmt.Sprintf("airlock-leftover-%d-%d-%d", i, os.Getpid(), time.Now().UnixNano())
+			t.Cleanup(func() { killAll(tag) })
+			build(t, x.base, tree{"f": F(0o644, "f\n")})
+			backdate(t, x.base, time.Hour)
+			args := []string{"run", "--workdir", x.base}
+			if c.noSamePath {
+				args = append(args, "--no-same-path")
+			}
+			r1 := x.leftoverRun(args, i, out, tag)
+			wantBlock(t, r1, map[string]string{"outcome": "no_changes"})
+			if len(runningWith(tag)) == 0 {
+				t.Fatal("the leftover is gone: uncontained, nothing should have ended it")
+			}
+			r2 := x.airlock(append(args, "--", "true")...)
+			wantBlock(t, r2, map[string]string{"outcome": "no_changes"})
+			if s := x.showRecycle(r2.Settle["tx"]); s.Recycled != nil {
 				t.Errorf("the next open recycled the tree a leftover process could write: %+v", s.Recycled)
 			}
-			if c.held && !strings.Contains(s.NotRecycled, "holds it") {
-				t.Errorf("the next open did not see the leftover process: not_recycled %q", s.NotRecycled)
+			if err := os.WriteFile(filepath.Join(out, "go"), nil, 0o644); err != nil {
+				t.Fatal(err)
 			}
-			if first := x.airlock("show", r1.Settle["tx"], "--json"); c.left && !strings.Contains(first.Stdout, "left_running") {
-				t.Errorf("the settle did not record the process the command left running:\n%s", first.Stdout)
-			}
-			// The leftover is done by now; nothing it wrote is in any pooled
-			// tree a third run could pick up.
-			time.Sleep(500 * time.Millisecond)
 			r3 := x.airlock(append(args, "--", "sh", "-c", "test ! -e leak.txt")...)
 			wantBlock(t, r3, map[string]string{"outcome": "no_changes"})
-			if _, err := os.Stat(filepath.Join(x.base, "leak.txt")); err == nil {
+			if testbin.Exists(filepath.Join(x.base, "leak.txt")) {
 				t.Fatalf("the leftover process's write reached the base")
 			}
 		})
@@ -207,5 +315,66 @@ func TestE2ERecycleNeverFollowsASwappedStagedDir(t *testing.T) {
 				t.Errorf("the base was written: keep/src.c = %q", got)
 			}
 		})
+	}
+}
+
+// waitForFile waits until path exists, for as long as p runs: a readiness
+// handshake with the command p runs, never a guess at how long it takes.
+func waitForFile(t *testing.T, path string, p *testbin.Proc) {
+	t.Helper()
+	for !testbin.Exists(path) {
+		select {
+		case <-p.Done():
+			if testbin.Exists(path) {
+				return
+			}
+			t.Fatalf("the command ended before it created %s:\n%s", path, p.Wait())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestE2ERecycleAsAnotherUser: a user who is not root recycles as root
+// does, on a machine where other users' processes start and stop while its
+// transactions run. Its command runs contained (in a user and PID
+// namespace), so airlock knows its processes without inspecting anyone
+// else's.
+func TestE2ERecycleAsAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to start another user's process while airlock runs as this one: run as root (CI does)")
+	}
+	w := newRootlessWorld(t, map[string]string{"f": "f\n", "sub/g": "g\n"})
+	if r := w.airlock("doctor"); !doctorSupports(r.Stdout, "contain") {
+		testbin.Missing(t, "a user who is not root cannot contain run's command here (no user and PID namespace):\n%s", r.Stdout)
+	}
+	tag := fmt.Sprintf("airlock-other-user-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { killAll(tag) })
+	// While the first run's command runs, a process of another user
+	// (root's) starts and keeps running.
+	p := w.start("", "run", "--", "sh", "-c", `touch "$OUT/ready"; while [ ! -e "$OUT/other" ]; do sleep 0.01; done; echo one > one`)
+	waitForFile(t, filepath.Join(w.out, "ready"), p)
+	other := exec.Command("sh", "-c", `exec sleep 1000 "$0"`, tag)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go other.Wait()
+	if err := os.WriteFile(filepath.Join(w.out, "other"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r1 := p.WaitSettled()
+	wantBlock(t, r1, map[string]string{"outcome": "committed", "added": "1"})
+	// And one that starts and stops meanwhile.
+	if err := exec.Command("true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	r2 := w.airlock("run", "--", "sh", "-c", `[ "$(cat one)" = one ]`)
+	wantBlock(t, r2, map[string]string{"outcome": "no_changes"})
+	show := w.airlock("show", r2.Settle["tx"], "--json")
+	var s recycleShow
+	if err := json.Unmarshal([]byte(show.Stdout), &s); err != nil {
+		t.Fatalf("show --json: %v\n%s", err, show)
+	}
+	if s.Recycled == nil || s.Recycled.From != r1.Settle["tx"] {
+		t.Errorf("the second run as another user did not recycle the first's tree: recycled %+v, not_recycled %q", s.Recycled, s.NotRecycled)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -76,6 +77,12 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, asJSON bool, arg
 		Ended: func(r *airlock.RunResult) {
 			if r.Fallback != "" {
 				fmt.Fprintf(io.Err, "airlock: same-path mode unavailable (%s); running at %s\n", r.Fallback, tx.Path())
+			}
+			if r.Uncontained != "" && r.Uncontained != r.Fallback && !f.quiet {
+				fmt.Fprintf(io.Err, "airlock: the command ran uncontained (%s): what it leaves running is not ended\n", r.Uncontained)
+			}
+			if len(r.Ended) > 0 && !f.quiet {
+				fmt.Fprintf(io.Err, "airlock: ended what the command left running: %s\n", strings.Join(r.Ended, ", "))
 			}
 			if r.Succeeded && io.ErrTerminal && !f.quiet {
 				fmt.Fprintln(io.Err, "airlock: committing")

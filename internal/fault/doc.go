@@ -14,12 +14,15 @@
 // fsync. AIRLOCK_TEST_PAUSE=<point>:<dir> (dir absolute) makes it create
 // <dir>/reached at the point and wait until <dir>/continue exists, so a
 // test can change the base at exactly that moment. Unset, a point costs
-// one string comparison.
+// one string comparison. AIRLOCK_TEST_OFF=contain,... turns off a
+// mechanism this machine has (Off), so that a test can prove the fallback
+// of machines without it.
 package fault
 
 // Env and PauseEnv are the variables that arm a point in a build with the
-// tag airlock_faults.
+// tag airlock_faults; OffEnv turns mechanisms off (Off).
 const (
 	Env      = "AIRLOCK_TEST_FAULT"
 	PauseEnv = "AIRLOCK_TEST_PAUSE"
+	OffEnv   = "AIRLOCK_TEST_OFF"
 )

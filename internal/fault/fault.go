@@ -18,6 +18,7 @@ const Enabled = true
 var (
 	armed               = os.Getenv(Env)
 	pausePoint, pauseAt = parsePause(os.Getenv(PauseEnv))
+	off                 = os.Getenv(OffEnv)
 )
 
 // parsePause splits "<point>:<dir>". A point may hold colons itself
@@ -38,6 +39,18 @@ func Point(name string) {
 	if pausePoint != "" && pausePoint == name {
 		pause()
 	}
+}
+
+// Off reports whether AIRLOCK_TEST_OFF (a comma-separated list) names
+// the mechanism name: a test turns off what this machine has, to prove the
+// fallback that machines without it take.
+func Off(name string) bool {
+	for _, n := range strings.Split(off, ",") {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // Count stops here if the armed point is prefix:n, e.g. "apply:3" after

@@ -9,5 +9,8 @@ const Enabled = false
 // Point does nothing in a build without the tag airlock_faults.
 func Point(string) {}
 
+// Off is always false in a build without the tag airlock_faults.
+func Off(string) bool { return false }
+
 // Count does nothing in a build without the tag airlock_faults.
 func Count(string, int) {}

@@ -45,6 +45,15 @@ type Spec struct {
 	// runs in a namespace of its own, and where none can be had Run fails
 	// instead of falling back to the staged path, where there is nothing.
 	Mount *Mount
+	// Contain runs the command in a PID namespace of its own (Linux, as
+	// root or inside a user namespace), so that every process it starts,
+	// however it detaches (setsid, a double fork, a cleared environment),
+	// stays in it. When the command exits, whatever it left running is
+	// ended (SIGTERM, then SIGKILL after a grace period), and Run returns
+	// only once every one of them is gone: Result.Contained. Where no PID
+	// namespace can be had, the command runs uncontained and
+	// Result.Uncontained says why.
+	Contain bool
 }
 
 // Mount is a file system as mount(2) takes it.
@@ -69,6 +78,15 @@ type Result struct {
 	// Fallback, when same-path mode was asked for but not used, says why
 	// in one line.
 	Fallback string
+	// Contained says the command ran in a PID namespace of its own and
+	// that every process of that namespace had ended when Run returned.
+	Contained bool
+	// Uncontained, when Contain was asked for but could not be had, says
+	// why in one line.
+	Uncontained string
+	// Ended names the processes the command left running when it exited
+	// ("PID (comm)", PID as its namespace numbers it), which Run ended.
+	Ended []string
 }
 
 var (
@@ -147,7 +165,7 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		}
 		return res, err
 	}
-	if !spec.SamePath {
+	if !spec.SamePath && !spec.Contain {
 		return runDirect(ctx, spec, fw)
 	}
 	res, fallback, err := runSamePath(ctx, spec, fw)
@@ -155,7 +173,12 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 		return res, err
 	}
 	res, err = runDirect(ctx, spec, fw)
-	res.Fallback = fallback
+	if spec.SamePath {
+		res.Fallback = fallback
+	}
+	if spec.Contain {
+		res.Uncontained = fallback
+	}
 	return res, err
 }
 
@@ -220,7 +243,7 @@ func runDirect(ctx context.Context, spec Spec, fw *forwarder) (Result, error) {
 		}
 		return Result{ExitCode: -1}, fmt.Errorf("run %s: %w", name, err)
 	}
-	fw.attach(cmd.Process)
+	fw.attach(processTarget(cmd.Process, fw.group))
 	err := cmd.Wait()
 	fw.detach()
 	return waitResult(ctx, name, cmd.ProcessState, err)
@@ -231,8 +254,14 @@ func waitResult(ctx context.Context, name string, ps *os.ProcessState, waitErr e
 	if ps == nil {
 		return Result{ExitCode: -1}, fmt.Errorf("wait for %s: its exit could not be observed: %w", name, waitErr)
 	}
-	res := Result{ExitCode: ps.ExitCode()}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	ws, _ := ps.Sys().(syscall.WaitStatus)
+	return statusResult(ctx, name, ws)
+}
+
+// statusResult turns a wait status into a Result.
+func statusResult(ctx context.Context, name string, ws syscall.WaitStatus) (Result, error) {
+	res := Result{ExitCode: ws.ExitStatus()}
+	if ws.Signaled() {
 		res = Result{ExitCode: 128 + int(ws.Signal()), Signaled: true, Signal: ws.Signal()}
 	}
 	if err := ctx.Err(); err != nil {

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +38,12 @@ const (
 	msgExec  = "exec"
 	msgSetup = "setup"
 	msgChdir = "chdir"
+	// msgContain is a setup failure of the PID namespace alone (its /proc
+	// could not be mounted): the caller tries the next way.
+	msgContain = "contain"
+	// msgStarted, a line of its own, is what an init writes once the
+	// command is running (the pipe stays open: see initMain).
+	msgStarted = "started"
 )
 
 var initCalled atomic.Bool
@@ -64,17 +72,31 @@ func helperMain() {
 	os.Unsetenv(helperEnv)
 	unix.CloseOnExec(errFD)
 	a := os.Args
-	if len(a) < 9 || a[8] != "--" {
+	if len(a) < 10 || a[9] != "--" {
 		fmt.Fprintln(os.Stderr, "airlock: same-path helper: malformed arguments (is this binary's launch.Init call out of date?)")
 		os.Exit(125)
 	}
-	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[9:]
+	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[10:]
 	fsType, source, data := a[5], a[6], a[7]
+	grace, pidNS := strings.CutPrefix(a[8], "pid:")
+	if pidNS {
+		unix.CloseOnExec(ctlFD)
+		if ms, err := strconv.ParseInt(grace, 10, 64); err == nil {
+			leftoverGrace = time.Duration(ms) * time.Millisecond
+		}
+	}
 
 	// Private first, so that the mounts below cannot propagate back to the
 	// host's mount table through a shared parent mount.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		helperFail(msgSetup, err, "make mounts private in the new namespace: "+err.Error())
+	}
+	if pidNS {
+		// The command's /proc shows its own namespace: its processes'
+		// numbers as getpid() gives them, and no one else's.
+		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			helperFail(msgContain, err, "mount /proc in a PID namespace of its own: "+err.Error())
+		}
 	}
 	// The staged workspace's own mount comes before the bind, while base
 	// still names the real base (an overlay's lower layer).
@@ -119,6 +141,9 @@ func helperMain() {
 	}
 	env := os.Environ()
 	prog, errno := lookPath(argv[0], envPath(env), cwd)
+	if pidNS {
+		initMain(prog, errno, argv, env)
+	}
 	helperWrite(msgExec)
 	if errno == 0 {
 		errno = toErrno(unix.Exec(prog, argv, env))
@@ -177,20 +202,32 @@ func helperWrite(s string) {
 type helper struct {
 	cmd  *exec.Cmd
 	errR *os.File
+	// ctlW, for a helper that is its PID namespace's init, is how signals
+	// reach it (see initMain); nil otherwise.
+	ctlW *os.File
 	how  string
+	// pidNS says the helper is the init of a PID namespace of its own.
+	pidNS bool
+	// attempt is the index, in the attempts startHelper was given, of the
+	// way its namespaces were had.
+	attempt int
 }
 
 // nsAttempt is one way of getting a mount namespace.
 type nsAttempt struct {
-	how  string
-	attr func() *syscall.SysProcAttr
+	how   string
+	pidNS bool
+	attr  func() *syscall.SysProcAttr
 }
 
-func nsAttempts(mount bool) []nsAttempt {
+// nsAttempts lists the ways of getting the helper's namespaces, best
+// first: with contain, each way with a PID namespace of its own first, and
+// then (only where the helper has mounts to make) the same ways without.
+func nsAttempts(mount, contain, needNS bool) []nsAttempt {
 	uid, gid := os.Getuid(), os.Getgid()
 	var out []nsAttempt
 	if os.Geteuid() == 0 {
-		out = append(out, nsAttempt{"mount namespace", func() *syscall.SysProcAttr {
+		out = append(out, nsAttempt{"mount namespace", false, func() *syscall.SysProcAttr {
 			return &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
 		}})
 	}
@@ -204,7 +241,7 @@ func nsAttempts(mount bool) []nsAttempt {
 	}
 	// The user maps to itself, so files keep their owner and what the
 	// command creates belongs to the user.
-	return append(out, nsAttempt{"user and mount namespace", func() *syscall.SysProcAttr {
+	out = append(out, nsAttempt{"user and mount namespace", false, func() *syscall.SysProcAttr {
 		return &syscall.SysProcAttr{
 			Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
@@ -215,66 +252,117 @@ func nsAttempts(mount bool) []nsAttempt {
 			AmbientCaps: caps,
 		}
 	}})
+	if !contain {
+		return out
+	}
+	var pid []nsAttempt
+	for _, at := range out {
+		at := at
+		pid = append(pid, nsAttempt{strings.TrimSuffix(at.how, " namespace") + " and PID namespace", true, func() *syscall.SysProcAttr {
+			a := at.attr()
+			a.Cloneflags |= syscall.CLONE_NEWPID
+			// The namespace, and every process in it, ends with airlock:
+			// a supervisor that kills airlock leaves nothing behind.
+			a.Pdeathsig = syscall.SIGKILL
+			return a
+		}})
+	}
+	if !needNS {
+		return pid
+	}
+	return append(pid, out...)
 }
 
 // helperJob is what the helper does in its namespace: mount Mount (if
 // any) at Staged, bind Staged over Base (if not ""), and in modeRun exec
-// Argv in Dir, relative to Base (or Staged when Base is "").
+// Argv in Dir, relative to Base (or Staged when Base is ""). In a PID
+// namespace of its own it mounts a /proc that shows that namespace, and
+// instead of exec'ing the command it starts it and stays its init.
 type helperJob struct {
 	mode, staged, base, dir string
 	mount                   *Mount
 	argv                    []string
 }
 
-func (j helperJob) args() []string {
+func (j helperJob) args(pidNS bool) []string {
 	m := j.mount
 	if m == nil {
 		m = &Mount{}
 	}
-	return append([]string{helperArg0, j.mode, j.staged, j.base, j.dir, m.FSType, m.Source, m.Data, "--"}, j.argv...)
+	pid := ""
+	if pidNS {
+		// The grace travels with the job: the init is another process.
+		pid = "pid:" + strconv.FormatInt(leftoverGrace.Milliseconds(), 10)
+	}
+	return append([]string{helperArg0, j.mode, j.staged, j.base, j.dir, m.FSType, m.Source, m.Data, pid, "--"}, j.argv...)
 }
 
-// startHelper starts the helper in the first kind of namespace that can be
-// had (only a user namespace when userNS); group makes it (and so the
-// command it becomes) the leader of a process group of its own. A non-empty
-// fallback says why no namespace could be had; err is any other failure.
-func startHelper(ctx context.Context, job helperJob, userNS, group bool, env []string, stdin io.Reader, stdout, stderr io.Writer) (h *helper, fallback string, err error) {
-	args := job.args()
+// startHelper starts the helper in the first of attempts that can be had;
+// group makes it (and so the command it becomes or starts) the leader of a
+// process group of its own. A non-empty fallback says why none could be
+// had; err is any other failure.
+func startHelper(ctx context.Context, job helperJob, attempts []nsAttempt, group bool, env []string, stdin io.Reader, stdout, stderr io.Writer) (h *helper, fallback string, err error) {
 	var whyNot []string
-	attempts := nsAttempts(job.mount != nil)
-	if userNS {
-		attempts = attempts[len(attempts)-1:]
-	}
-	for _, at := range attempts {
+	for i, at := range attempts {
 		errR, errW, err := os.Pipe()
 		if err != nil {
 			return nil, "", fmt.Errorf("same-path helper: %w", err)
 		}
+		extra := []*os.File{errW}
+		var ctlR, ctlW *os.File
+		if at.pidNS {
+			if ctlR, ctlW, err = os.Pipe(); err != nil {
+				errR.Close()
+				errW.Close()
+				return nil, "", fmt.Errorf("same-path helper: %w", err)
+			}
+			extra = append(extra, ctlR)
+		}
 		cmd := exec.CommandContext(ctx, "/proc/self/exe")
-		cmd.Args = args
+		cmd.Args = job.args(at.pidNS)
 		cmd.Env = append(env, helperEnv+"=1")
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-		cmd.ExtraFiles = []*os.File{errW}
+		cmd.ExtraFiles = extra
 		cmd.SysProcAttr = at.attr()
 		cmd.SysProcAttr.Setpgid = group
-		cmd.Cancel = func() error { return signalCommand(cmd.Process, group, syscall.SIGTERM) }
+		h := &helper{cmd: cmd, errR: errR, ctlW: ctlW, how: at.how, pidNS: at.pidNS, attempt: i}
+		cmd.Cancel = func() error { return h.signal(group, syscall.SIGTERM) }
 		cmd.WaitDelay = killGrace
 		err = cmd.Start()
 		errW.Close()
+		if ctlR != nil {
+			ctlR.Close()
+		}
 		if err == nil {
-			return &helper{cmd: cmd, errR: errR, how: at.how}, "", nil
+			return h, "", nil
 		}
 		errR.Close()
+		if ctlW != nil {
+			ctlW.Close()
+		}
 		whyNot = append(whyNot, at.how+": "+err.Error())
 	}
 	return nil, "cannot create a private mount namespace (" + strings.Join(whyNot, "; ") + ")", nil
 }
 
+// signal passes s on to the command: through the init of its PID
+// namespace, which signals the command (and its group, with group), or
+// straight to the helper that became the command.
+func (h *helper) signal(group bool, s syscall.Signal) error {
+	if h.pidNS {
+		_, err := h.ctlW.Write([]byte{byte(s)})
+		return err
+	}
+	return signalCommand(h.cmd.Process, group, s)
+}
+
 // helperReport is what the helper said on the error pipe.
 type helperReport struct {
-	kind  string // "" (died before execve), msgExec, msgSetup, msgChdir
+	kind  string // "" (died before execve), msgExec, msgSetup, msgChdir, msgContain
 	errno syscall.Errno
 	text  string // empty for a successful execve
+	// attempt is the index of the way the helper's namespaces were had.
+	attempt int
 }
 
 func parseReport(b []byte) helperReport {
@@ -287,16 +375,67 @@ func parseReport(b []byte) helperReport {
 	return r
 }
 
+// runSamePath runs the command through the helper: in a mount namespace
+// for same-path mode or a Mount, and in a PID namespace of its own for
+// Contain. A non-empty fallback says why the helper could not do what was
+// asked and the caller should run the command directly (never for a
+// Mount, which has no such fallback: see Run).
 func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fallback string, err error) {
 	if !initCalled.Load() {
 		return Result{}, reasonNoInit, nil
 	}
-	name := spec.Argv[0]
 	job := helperJob{mode: modeRun, staged: spec.Staged, base: spec.Base, dir: spec.relDir(), mount: spec.Mount, argv: spec.Argv}
 	if !spec.SamePath {
-		// Only the mount is wanted (Run asks for nothing else).
+		// Only the mount (or the PID namespace) is wanted.
 		job.base = ""
 	}
+	needNS := spec.SamePath || spec.Mount != nil
+	attempts := nsAttempts(spec.Mount != nil, spec.Contain, needNS)
+	var uncontained []string
+	for {
+		res, rep, err := runHelper(ctx, spec, job, attempts, fw)
+		used := rep.attempt
+		switch {
+		case err != nil:
+			return res, "", err
+		case rep.kind == msgContain && used+1 < len(attempts):
+			// This way of containing the command failed inside the
+			// namespace (/proc could not be mounted there): try the
+			// next.
+			uncontained = append(uncontained, rep.text)
+			attempts = attempts[used+1:]
+			continue
+		case rep.kind == msgContain:
+			return Result{}, "no PID namespace could be had: " + rep.text, nil
+		case rep.kind == msgSetup && spec.Mount != nil:
+			return Result{}, "it could not be had: " + rep.text, nil
+		case rep.kind == msgSetup && job.base != "" && spec.Contain && attempts[used].pidNS:
+			// The bind over the base failed, the namespace did not: keep
+			// the command contained, at the staged path.
+			job.base = ""
+			fallback = "same path unavailable: " + rep.text
+			continue
+		case rep.kind == msgSetup:
+			return Result{}, "same path unavailable: " + rep.text, nil
+		case rep.kind == "fallback":
+			return Result{}, rep.text, nil
+		}
+		if fallback != "" {
+			res.Fallback = fallback
+		}
+		if spec.Contain && !res.Contained && len(uncontained) > 0 {
+			res.Uncontained = strings.Join(uncontained, "; ")
+		}
+		return res, "", nil
+	}
+}
+
+// runHelper starts the helper once and reports how the command ended, or
+// (in rep) why the helper could not start it: a setup failure the caller
+// may answer by trying again another way. rep.kind "fallback" means no
+// namespace could be had at all.
+func runHelper(ctx context.Context, spec Spec, job helperJob, attempts []nsAttempt, fw *forwarder) (Result, helperReport, error) {
+	name := spec.Argv[0]
 	root := job.base
 	if root == "" {
 		root = spec.Staged
@@ -312,7 +451,7 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 	if _, isFile := stdin.(*os.File); stdin != nil && !isFile {
 		var err error
 		if stdinR, stdinW, err = os.Pipe(); err != nil {
-			return Result{ExitCode: -1}, "", fmt.Errorf("run %s: stdin pipe: %w", name, err)
+			return Result{ExitCode: -1}, helperReport{}, fmt.Errorf("run %s: stdin pipe: %w", name, err)
 		}
 		stdin = stdinR
 	}
@@ -322,7 +461,7 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 		}
 	}
 
-	h, fallback, err := startHelper(ctx, job, false, fw.group, env, stdin, spec.Stdout, spec.Stderr)
+	h, fallback, err := startHelper(ctx, job, attempts, fw.group, env, stdin, spec.Stdout, spec.Stderr)
 	if stdinR != nil {
 		// Only the child may hold the read end, or the copy below would
 		// block on a full pipe instead of failing once the command exits.
@@ -330,42 +469,78 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 	}
 	if fallback != "" || err != nil {
 		closeStdinW()
-		return Result{ExitCode: -1}, fallback, err
+		return Result{ExitCode: -1}, helperReport{kind: "fallback", text: fallback}, err
 	}
-	fw.attach(h.cmd.Process)
-	msg, readErr := io.ReadAll(h.errR)
-	h.errR.Close()
+	defer func() {
+		if h.ctlW != nil {
+			h.ctlW.Close()
+		}
+	}()
+	fw.attach(&target{pid: h.cmd.Process.Pid, send: func(s syscall.Signal) error { return h.signal(fw.group, s) }})
+	br := bufio.NewReader(h.errR)
+	first, readErr := br.ReadString('\n')
+	started := h.pidNS && first == msgStarted+"\n"
+	var msg []byte
+	if !started {
+		var rest []byte
+		if readErr == nil {
+			rest, readErr = io.ReadAll(br)
+		} else if readErr == io.EOF {
+			readErr = nil
+		}
+		msg = append([]byte(first), rest...)
+	}
 	rep := parseReport(msg)
+	rep.attempt = h.attempt
 
-	if rep.kind == msgExec && rep.text == "" && readErr == nil {
+	if started || (rep.kind == msgExec && rep.text == "" && readErr == nil) {
 		if stdinW != nil {
 			go func() {
 				_, _ = io.Copy(stdinW, spec.Stdin)
 				stdinW.Close()
 			}()
 		}
+		var end initEnd
+		var endErr error
+		if started {
+			end, endErr = readInitEnd(br)
+		}
+		h.errR.Close()
 		werr := h.cmd.Wait()
 		fw.detach()
-		res, err := waitResult(ctx, name, h.cmd.ProcessState, werr)
+		if !started {
+			res, err := waitResult(ctx, name, h.cmd.ProcessState, werr)
+			res.SamePath = job.base != ""
+			return res, rep, err
+		}
+		if endErr != nil {
+			// The init died without saying how the command ended (killed
+			// from outside): the namespace, and the command, went with it.
+			if werr == nil {
+				werr = endErr
+			}
+			return Result{ExitCode: -1}, rep, fmt.Errorf("wait for %s: its exit could not be observed: %w", name, werr)
+		}
+		res, err := statusResult(ctx, name, end.state)
 		res.SamePath = job.base != ""
-		return res, "", err
+		res.Contained = true
+		res.Ended = end.left
+		return res, rep, err
 	}
-
+	h.errR.Close()
 	closeStdinW()
 	werr := h.cmd.Wait()
 	fw.detach()
 	switch {
 	case readErr != nil:
-		return Result{ExitCode: -1}, "", fmt.Errorf("run %s: read the same-path helper's report: %w", name, readErr)
-	case rep.kind == msgSetup && spec.Mount != nil:
-		return Result{}, "it could not be had: " + rep.text, nil
-	case rep.kind == msgSetup:
-		return Result{}, "same path unavailable: " + rep.text, nil
+		return Result{ExitCode: -1}, rep, fmt.Errorf("run %s: read the same-path helper's report: %w", name, readErr)
+	case rep.kind == msgSetup, rep.kind == msgContain:
+		return Result{}, rep, nil
 	case rep.kind == msgChdir:
-		return Result{ExitCode: -1}, "", fmt.Errorf("run %s: %s", name, rep.text)
+		return Result{ExitCode: -1}, rep, fmt.Errorf("run %s: %s", name, rep.text)
 	case rep.kind == msgExec:
 		ee := execError(name, rep.errno)
-		return Result{ExitCode: ee.ExitCode(), SamePath: job.base != ""}, "", ee
+		return Result{ExitCode: ee.ExitCode(), SamePath: job.base != ""}, rep, ee
 	}
 	// The helper died before execve. A signal we forwarded does that, and
 	// then the command was interrupted before it began.
@@ -374,13 +549,13 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res, err := waitResult(ctx, name, ps, werr)
 			res.SamePath = job.base != ""
-			return res, "", err
+			return res, rep, err
 		}
 	}
 	if werr == nil {
 		werr = errors.New("exited without a report")
 	}
-	return Result{ExitCode: -1}, "", fmt.Errorf("run %s: the same-path helper failed before starting it: %w", name, werr)
+	return Result{ExitCode: -1}, rep, fmt.Errorf("run %s: the same-path helper failed before starting it: %w", name, werr)
 }
 
 const reasonNoInit = "this binary does not call launch.Init, so it cannot act as its own mount helper"
@@ -396,33 +571,66 @@ func SamePathSupport() (ok bool, reason string) {
 		return false, "probe directory: " + err.Error()
 	}
 	defer os.Remove(d)
-	how, err := probe(helperJob{mode: modeProbe, staged: d, base: d}, false)
+	how, err := probe(helperJob{mode: modeProbe, staged: d, base: d}, nsAttempts(false, false, true))
 	if err != nil {
 		return false, err.Error()
 	}
 	return true, "bind mounts in a private " + how
 }
 
-// probe runs the helper in probe mode and says in which kind of
-// namespace it worked, or why it did not.
-func probe(job helperJob, userNS bool) (how string, err error) {
-	h, fallback, err := startHelper(context.Background(), job, userNS, false, os.Environ(), nil, nil, nil)
-	if fallback != "" {
-		return "", errors.New(fallback)
+// ContainSupport reports whether a command can be contained here (see
+// Spec.Contain), by starting a helper in a PID namespace of its own and
+// mounting its /proc; reason says how, or why not.
+func ContainSupport() (ok bool, reason string) {
+	if !initCalled.Load() {
+		return false, reasonNoInit
 	}
+	d, err := os.MkdirTemp("", "airlock-probe-")
 	if err != nil {
-		return "", err
+		return false, "probe directory: " + err.Error()
 	}
-	msg, _ := io.ReadAll(h.errR)
-	h.errR.Close()
-	werr := h.cmd.Wait()
-	if rep := parseReport(msg); rep.kind == msgSetup {
-		return "", errors.New(rep.text)
+	defer os.Remove(d)
+	how, err := probe(helperJob{mode: modeProbe, staged: d}, nsAttempts(false, true, false))
+	if err != nil {
+		return false, err.Error()
 	}
-	if werr != nil {
-		return "", fmt.Errorf("mount helper: %w", werr)
+	return true, "a private " + how
+}
+
+// probe runs the helper in probe mode in the first of attempts that works
+// and says which, or why none did.
+func probe(job helperJob, attempts []nsAttempt) (how string, err error) {
+	var whyNot []string
+	for len(attempts) > 0 {
+		h, fallback, err := startHelper(context.Background(), job, attempts, false, os.Environ(), nil, nil, nil)
+		if fallback != "" {
+			return "", errors.New(fallback)
+		}
+		if err != nil {
+			return "", err
+		}
+		msg, _ := io.ReadAll(h.errR)
+		h.errR.Close()
+		if h.ctlW != nil {
+			h.ctlW.Close()
+		}
+		werr := h.cmd.Wait()
+		switch rep := parseReport(msg); {
+		case rep.kind == msgContain:
+			whyNot = append(whyNot, h.how+": "+rep.text)
+			for len(attempts) > 0 && attempts[0].how != h.how {
+				attempts = attempts[1:]
+			}
+			attempts = attempts[1:]
+			continue
+		case rep.kind == msgSetup:
+			return "", errors.New(rep.text)
+		case werr != nil:
+			return "", fmt.Errorf("mount helper: %w", werr)
+		}
+		return h.how, nil
 	}
-	return h.how, nil
+	return "", errors.New(strings.Join(whyNot, "; "))
 }
 
 // TryMount mounts m at dir in a throw-away user and mount namespace, as
@@ -433,6 +641,7 @@ func TryMount(m Mount, dir string, replace []string) error {
 	if !initCalled.Load() {
 		return errors.New(reasonNoInit)
 	}
-	_, err := probe(helperJob{mode: modeProbe, staged: dir, mount: &m, argv: replace}, true)
+	ats := nsAttempts(true, false, true)
+	_, err := probe(helperJob{mode: modeProbe, staged: dir, mount: &m, argv: replace}, ats[len(ats)-1:])
 	return err
 }

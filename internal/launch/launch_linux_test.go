@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -339,5 +340,109 @@ func TestMountInTheCommandsNamespace(t *testing.T) {
 				t.Errorf("the host's mount table gained mounts: %q", m)
 			}
 		})
+	}
+}
+
+// procsWithArg lists the processes (in this PID namespace) whose argument
+// list holds arg.
+func procsWithArg(arg string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		for _, a := range strings.Split(string(b), "\x00") {
+			if a == arg {
+				out = append(out, e.Name())
+			}
+		}
+	}
+	return out
+}
+
+// TestContainEndsWhatTheCommandLeft: whatever a contained command leaves
+// running, however it detached (a new session, a cleared environment, a
+// double fork, SIGTERM ignored), is named and gone when Run returns, and
+// Run does not wait for it to finish on its own. The leftovers say when
+// they are running (a line on the command's output), so nothing here
+// depends on timing.
+func TestContainEndsWhatTheCommandLeft(t *testing.T) {
+	if ok, reason := launch.ContainSupport(); !ok {
+		testbin.Missing(t, "PID namespaces unavailable here: %s", reason)
+	}
+	defer launch.SetLeftoverGrace(300 * time.Millisecond)()
+	cases := []struct{ name, start string }{
+		{"background", `sleep "$ARG" &`},
+		{"new session", `setsid sleep "$ARG" &`},
+		{"environment cleared", `env -i /bin/sh -c 'exec sleep "$0"' "$ARG" &`},
+		{"double fork", `( ( sleep "$ARG" & ) & )`},
+		{"SIGTERM ignored", `( trap '' TERM; sleep "$ARG" ) &`},
+	}
+	for _, m := range modes(t) {
+		if !m.contain {
+			continue
+		}
+		for i, c := range cases {
+			t.Run(modeName(m)+"/"+c.name, func(t *testing.T) {
+				// A number of seconds no other process on the machine has
+				// as its argument: sleep's name in /proc.
+				arg := fmt.Sprintf("%d.%d%d", 1000+i, os.Getpid(), time.Now().UnixNano()%1e6)
+				base, staged := roots(t)
+				w, ready, done, _ := readyPipe(t)
+				script := c.start + `
+while [ -z "$(for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -F "sleep $ARG")" ]; do :; done
+echo ready`
+				res, err := launch.Run(t.Context(), launch.Spec{
+					Argv: []string{"sh", "-c", script}, Staged: staged, Base: base,
+					SamePath: m.samePath, Contain: true, Env: env("ARG=" + arg), Stdout: w, Stderr: w,
+				})
+				w.Close()
+				if err != nil || res.ExitCode != 0 {
+					t.Fatalf("Run = %+v, %v", res, err)
+				}
+				select {
+				case <-ready:
+				default:
+					t.Fatal("the command never saw its leftover running")
+				}
+				<-done
+				if !res.Contained {
+					t.Fatalf("Contain was asked and PID namespaces work, yet the run says %q", res.Uncontained)
+				}
+				if left := procsWithArg(arg); len(left) > 0 {
+					for _, p := range left {
+						n, _ := strconv.Atoi(p)
+						syscall.Kill(n, syscall.SIGKILL)
+					}
+					t.Fatalf("processes %v the command left are still running after Run returned", left)
+				}
+				named := false
+				for _, l := range res.Ended {
+					named = named || strings.HasSuffix(l, "(sleep)")
+				}
+				if !named {
+					t.Errorf("Ended = %q, want the sleep named", res.Ended)
+				}
+			})
+		}
+	}
+}
+
+// TestContainedCommandSeesItsOwnProcesses: inside the namespace, /proc is
+// the namespace's: the command's pid as getpid gives it names it there,
+// and no process outside the namespace is listed.
+func TestContainedCommandSeesItsOwnProcesses(t *testing.T) {
+	if ok, reason := launch.ContainSupport(); !ok {
+		testbin.Missing(t, "PID namespaces unavailable here: %s", reason)
+	}
+	res, err, out := run(t, mode{contain: true}, "sh", "-c", `[ "$(cat /proc/$$/comm)" = sh ] && ls /proc | grep -c '^[0-9]'`)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("Run = %+v, %v: %s", res, err, out)
+	}
+	// The init, the shell, and the ls and grep of its pipeline.
+	if n, _ := strconv.Atoi(strings.TrimSpace(out)); n < 2 || n > 4 {
+		t.Errorf("the command's /proc lists %s processes: not its namespace's own", out)
 	}
 }

@@ -23,3 +23,6 @@ func runSamePath(context.Context, Spec, *forwarder) (Result, string, error) {
 
 // TryMount reports that mounts in a namespace are Linux-only.
 func TryMount(Mount, string, []string) error { return errors.New(reasonUnsupported) }
+
+// ContainSupport reports that PID namespaces are Linux-only.
+func ContainSupport() (ok bool, reason string) { return false, "PID namespaces are Linux-only" }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,6 +119,7 @@ func runTerm() {
 		Staged:   wd,
 		Base:     os.Getenv("LAUNCH_TEST_BASE"),
 		SamePath: os.Getenv("LAUNCH_TEST_BASE") != "",
+		Contain:  os.Getenv("LAUNCH_TEST_CONTAIN") != "",
 		Env:      []string{"PATH=" + os.Getenv("PATH")},
 		Stdout:   w,
 		Stderr:   os.Stderr,
@@ -128,26 +130,43 @@ func runTerm() {
 	os.Exit(res.ExitCode)
 }
 
-// modes are the two ways of running: at the staged path, and same-path
-// where this machine supports it (CI must support it).
-func modes(t *testing.T) []bool {
+// mode is one way of running: same-path or at the staged path, contained
+// in a PID namespace of its own or not.
+type mode struct{ samePath, contain bool }
+
+// modes are the ways of running this machine supports (CI must support
+// them all).
+func modes(t *testing.T) []mode {
 	t.Helper()
-	ok, reason := launch.SamePathSupport()
-	if ok {
-		return []bool{false, true}
-	}
-	if testbin.InCI() {
+	out := []mode{{}}
+	if ok, reason := launch.SamePathSupport(); ok {
+		out = append(out, mode{samePath: true})
+	} else if testbin.InCI() {
 		t.Fatalf("same-path mode unavailable here: %s; under CI=true its half of the test must run", reason)
+	} else {
+		t.Logf("same-path mode unavailable here (%s): only the staged-path mode runs", reason)
 	}
-	t.Logf("same-path mode unavailable here (%s): only the staged-path mode runs", reason)
-	return []bool{false}
+	if ok, reason := launch.ContainSupport(); ok {
+		for _, m := range slices.Clone(out) {
+			out = append(out, mode{samePath: m.samePath, contain: true})
+		}
+	} else if testbin.InCI() {
+		t.Fatalf("PID namespaces unavailable here: %s; under CI=true the contained runs must run", reason)
+	} else {
+		t.Logf("PID namespaces unavailable here (%s): the contained runs do not run", reason)
+	}
+	return out
 }
 
-func modeName(samePath bool) string {
-	if samePath {
-		return "same-path"
+func modeName(m mode) string {
+	name := "staged-path"
+	if m.samePath {
+		name = "same-path"
 	}
-	return "staged-path"
+	if m.contain {
+		name += "-contained"
+	}
+	return name
 }
 
 // requireSamePath skips the test where same-path mode cannot be had.
@@ -180,16 +199,19 @@ func env(extra ...string) []string {
 
 // run runs argv in a fresh pair of trees and returns its result and
 // output.
-func run(t *testing.T, samePath bool, argv ...string) (launch.Result, error, string) {
+func run(t *testing.T, m mode, argv ...string) (launch.Result, error, string) {
 	t.Helper()
 	base, staged := roots(t)
 	var out bytes.Buffer
 	res, err := launch.Run(t.Context(), launch.Spec{
-		Argv: argv, Staged: staged, Base: base, Env: env(), SamePath: samePath,
+		Argv: argv, Staged: staged, Base: base, Env: env(), SamePath: m.samePath, Contain: m.contain,
 		Stdout: &out, Stderr: &out,
 	})
-	if samePath && !res.SamePath && err == nil {
+	if m.samePath && !res.SamePath && err == nil {
 		t.Fatalf("same-path mode was supported but not used: %s", res.Fallback)
+	}
+	if m.contain != res.Contained && res.ExitCode != 127 && res.ExitCode != 126 {
+		t.Fatalf("Contain %v, but the result says contained %v (%s)", m.contain, res.Contained, res.Uncontained)
 	}
 	return res, err, out.String()
 }
@@ -256,7 +278,7 @@ func TestCannotExecute(t *testing.T) {
 					path = tc.path
 				}
 				res, err := launch.Run(t.Context(), launch.Spec{
-					Argv: tc.argv, Staged: staged, Base: base, SamePath: sp, Env: []string{"PATH=" + path},
+					Argv: tc.argv, Staged: staged, Base: base, SamePath: sp.samePath, Contain: sp.contain, Env: []string{"PATH=" + path},
 				})
 				if tc.want == nil {
 					if err != nil || res.ExitCode != tc.code {
@@ -344,7 +366,7 @@ func TestForwardSIGTERM(t *testing.T) {
 			}()
 			res, err := launch.Run(t.Context(), launch.Spec{
 				Argv:   []string{"sh", "-c", `trap "exit 42" TERM; echo ready; while :; do sleep 0.05; done`},
-				Staged: staged, Base: base, SamePath: sp, Env: env(), Stdout: w,
+				Staged: staged, Base: base, SamePath: sp.samePath, Contain: sp.contain, Env: env(), Stdout: w,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -392,8 +414,11 @@ func TestForwardSIGTERMToGroup(t *testing.T) {
 			cmd := exec.Command(exe)
 			cmd.Dir = staged
 			cmd.Env = append(os.Environ(), testMode+"=runterm")
-			if sp {
+			if sp.samePath {
 				cmd.Env = append(cmd.Env, "LAUNCH_TEST_BASE="+base)
+			}
+			if sp.contain {
+				cmd.Env = append(cmd.Env, "LAUNCH_TEST_CONTAIN=1")
 			}
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 			// The orphaned sleep would hold a pipe open; a file does not.
@@ -424,6 +449,11 @@ func TestForwardSIGTERMToGroup(t *testing.T) {
 			}
 			if pid <= 0 {
 				t.Fatalf("the runner did not report the shell's child: %q", b)
+			}
+			if sp.contain {
+				// The pid is the namespace's number for it, and the
+				// namespace ended with the run: nothing of it is left.
+				return
 			}
 			if !gone(pid, 3*time.Second) {
 				syscall.Kill(pid, syscall.SIGKILL)
@@ -499,7 +529,7 @@ func TestEnvAndStdin(t *testing.T) {
 			var out bytes.Buffer
 			res, err := launch.Run(t.Context(), launch.Spec{
 				Argv:   []string{"sh", "-c", `echo "FOO=$FOO"; env | grep -c AIRLOCK_LAUNCH; cat`},
-				Staged: staged, Base: base, Dir: "sub", SamePath: sp,
+				Staged: staged, Base: base, Dir: "sub", SamePath: sp.samePath, Contain: sp.contain,
 				Env:   env("FOO=bar baz"),
 				Stdin: strings.NewReader("from stdin\n"), Stdout: &out,
 			})

@@ -22,7 +22,7 @@ type forwarder struct {
 	group bool
 
 	mu      sync.Mutex
-	proc    *os.Process
+	proc    *target
 	pending []os.Signal // caught while no command was running
 	skipped bool        // a terminal SIGINT was left to the terminal
 }
@@ -78,7 +78,20 @@ func (f *forwarder) send(s os.Signal) {
 	}
 	// An error means the command has just exited; there is nobody left to
 	// tell.
-	_ = signalCommand(f.proc, f.group, s)
+	_ = f.proc.send(s.(syscall.Signal))
+}
+
+// target is where forwarded signals go: the command itself, or the init
+// of the PID namespace that holds it, which passes them on.
+type target struct {
+	// pid is the process airlock started, in airlock's own PID namespace.
+	pid  int
+	send func(syscall.Signal) error
+}
+
+// processTarget sends signals to p, and to its group when it leads one.
+func processTarget(p *os.Process, group bool) *target {
+	return &target{pid: p.Pid, send: func(s syscall.Signal) error { return signalCommand(p, group, s) }}
 }
 
 // signalCommand sends s to the command p, and to its whole process group
@@ -122,16 +135,16 @@ func (f *forwarder) deliveredByTerminal(s os.Signal) bool {
 	if fg != own {
 		return false
 	}
-	if pg, err := unix.Getpgid(f.proc.Pid); err != nil || pg != own {
+	if pg, err := unix.Getpgid(f.proc.pid); err != nil || pg != own {
 		return false
 	}
 	f.skipped = true
 	return true
 }
 
-// attach makes p the process that receives forwarded signals, delivering
-// any caught while no process was attached.
-func (f *forwarder) attach(p *os.Process) {
+// attach makes p the target of forwarded signals, delivering any caught
+// while no process was attached.
+func (f *forwarder) attach(p *target) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.proc = p

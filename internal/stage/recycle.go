@@ -47,6 +47,13 @@ type Pooled struct {
 	// Since is when the tree's transaction opened: a process that cannot
 	// be inspected and started later could be its command's (Holders).
 	Since time.Time
+	// Contained says every process of the tree's transaction had ended
+	// when it was pooled, by construction (its command ran in a PID
+	// namespace that ended with it): no process of it can reach the tree,
+	// and Refresh does not look. Otherwise Refresh looks for holders
+	// (Holders) before anything else, so that its proof that nothing wrote
+	// the tree is taken when no holder was left.
+	Contained bool
 
 	source *manifest.Manifest // Source, once loaded
 }
@@ -104,6 +111,9 @@ const racyNs = int64(ctimeSettle)
 // Holders); Refresh itself proves that nothing wrote it since it was
 // pooled, and fails with ErrPoolTouched otherwise. On any error the tree
 // is in an unknown state: the caller deletes it.
+//
+// For a tree whose transaction was not contained (Pooled.Contained), the
+// caller need not look for holders: Refresh does, first.
 func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, error) {
 	if !filepath.IsAbs(req.Base) || !filepath.IsAbs(req.Dir) {
 		return nil, nil, fmt.Errorf("refresh %s from %s: both paths must be absolute", quote(req.Dir), quote(req.Base))
@@ -126,6 +136,17 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 	var rec *manifest.Manifest
 	var recErr error
 	go func() { defer close(recDone); rec, recErr = p.Tree() }()
+	if !p.Contained {
+		// Holders first: the walk below then proves the tree untouched
+		// when no process that held it was left to write it after.
+		<-recDone
+		if recErr != nil {
+			return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrPoolTouched, recErr)
+		}
+		if err := free(dir, rec, p.Since); err != nil {
+			return nil, nil, err
+		}
+	}
 	tree, err := manifest.Walk(ctx, dir, manifest.WalkOptions{})
 	<-recDone
 	if err != nil {
@@ -139,16 +160,12 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 		return nil, nil, err
 	}
 	rec = nil
-	var freeErr, srcErr error
+	var srcErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { freeErr = free(dir, tree, p.Since) })
 	wg.Go(func() { p.source, srcErr = p.Source() })
 	walkNs := time.Now().UnixNano()
 	m, err := manifest.Walk(ctx, base, manifest.WalkOptions{Skip: req.Skip})
 	wg.Wait()
-	if freeErr != nil {
-		return nil, nil, freeErr
-	}
 	if err != nil {
 		return nil, nil, stopped(ctx, base, err)
 	}
@@ -191,7 +208,8 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 	return &Result{Base: m, Staged: staged, Warnings: append(r.warnings, warnings...), WalkNs: walkNs}, &r.stats, nil
 }
 
-// free proves that no process can reach the tree any more (see Holders).
+// free proves that no process can reach the tree any more (see Holders):
+// its root, and every inode tree (the pooled record) names.
 func free(dir string, tree *manifest.Manifest, since time.Time) error {
 	list := make([]FileID, 0, len(tree.Entries)+1)
 	root, err := manifest.Lstat(dir)

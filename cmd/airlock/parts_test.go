@@ -1,0 +1,74 @@
+package main_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// partPrefix starts the first argument of a start of the test binary that
+// plays a part for a test instead of running the tests. It is an
+// argument, not an environment variable, so that it survives `env -i`.
+const partPrefix = "-airlock-e2e-part="
+
+// partCommand is the argv that starts the test binary playing part.
+func partCommand(part string, args ...string) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return append([]string{exe, partPrefix + part}, args...)
+}
+
+// playPart plays a part and exits.
+func playPart(part string, args []string) {
+	switch part {
+	case "inotify-writer":
+		inotifyWriter(args)
+	}
+	fmt.Fprintf(os.Stderr, "unknown part %q\n", part)
+	os.Exit(2)
+}
+
+// inotifyWriter TREE STATE ARMED GO [TAG] holds nothing of the tree at TREE but
+// an inotify watch: it moves its working directory out, says it is armed
+// (the file ARMED), and at the first opening of the tree's root (a walk
+// reading it) once the file GO exists, writes leak.txt into every staged
+// workspace under STATE and exits. It is the leftover that waits for a
+// check to look and then writes where the check has already looked. TAG,
+// unread, names it in its argument list.
+func inotifyWriter(args []string) {
+	if len(args) != 4 && len(args) != 5 {
+		os.Exit(2)
+	}
+	tree, state, armed, goFile := args[0], args[1], args[2], args[3]
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		os.Exit(3)
+	}
+	if _, err := unix.InotifyAddWatch(fd, tree, unix.IN_OPEN|unix.IN_ONLYDIR); err != nil {
+		os.Exit(4)
+	}
+	if err := os.Chdir("/"); err != nil {
+		os.Exit(5)
+	}
+	if err := os.WriteFile(armed, nil, 0o644); err != nil {
+		os.Exit(6)
+	}
+	buf := make([]byte, 4096)
+	for {
+		if _, err := unix.Read(fd, buf); err != nil {
+			os.Exit(7)
+		}
+		if _, err := os.Stat(goFile); err == nil {
+			break
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(state, "tx", "*", "staged"))
+	for _, d := range dirs {
+		os.WriteFile(filepath.Join(d, "leak.txt"), []byte("leak\n"), 0o644)
+	}
+	os.Exit(0)
+}
