@@ -68,8 +68,20 @@ func Copy(ctx context.Context, dst, src *os.File, o Options) (int64, error) {
 	return n, nil
 }
 
-// copyExtents copies src's data extents below end and hashes its holes, and
-// returns where the content ends: end, or where a src that shrank ended.
+// Hash writes src's content to h, as Copy would write it to o.Hash, and
+// returns its length: a hole's zeros come from memory, not from the
+// kernel.
+func Hash(ctx context.Context, h io.Writer, src *os.File) (int64, error) {
+	fi, err := src.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return copyExtents(ctx, nil, src, fi.Size(), h)
+}
+
+// copyExtents copies src's data extents below end to dst (unless dst is
+// nil) and hashes its holes, and returns where the content ends: end, or
+// where a src that shrank ended.
 func copyExtents(ctx context.Context, dst, src *os.File, end int64, h io.Writer) (int64, error) {
 	off := int64(0)
 	for off < end {
@@ -181,7 +193,8 @@ func copyRange(ctx context.Context, dst, src *os.File, off, n int64) (int64, err
 	return copied, nil
 }
 
-// copyHashed is copyRange through memory, writing every byte copied to h.
+// copyHashed is copyRange through memory, writing every byte copied to h
+// (and to dst unless it is nil).
 func copyHashed(ctx context.Context, dst, src *os.File, off, n int64, h io.Writer) (int64, error) {
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
@@ -193,8 +206,10 @@ func copyHashed(ctx context.Context, dst, src *os.File, off, n int64, h io.Write
 		k := min(n-copied, bufSize)
 		r, rerr := src.ReadAt(buf[:k], off+copied)
 		if r > 0 {
-			if _, err := dst.WriteAt(buf[:r], off+copied); err != nil {
-				return copied, err
+			if dst != nil {
+				if _, err := dst.WriteAt(buf[:r], off+copied); err != nil {
+					return copied, err
+				}
 			}
 			if _, err := h.Write(buf[:r]); err != nil {
 				return copied, err

@@ -89,7 +89,8 @@ func blocks(t *testing.T, p string) int64 {
 // TestCopyKeepsHoles copies each layout within and across a disk and a
 // tmpfs, with and without a digest taken: the copy holds the same bytes,
 // takes no more blocks than the source (give or take a few for the file
-// system's own bookkeeping), and the digest is that of the logical bytes.
+// system's own bookkeeping), and the digest (Copy's, and Hash's of the
+// source) is that of the logical bytes.
 func TestCopyKeepsHoles(t *testing.T) {
 	ps := places(t)
 	for _, l := range layouts {
@@ -151,10 +152,13 @@ func checkCopy(t *testing.T, l layout, src, dst string, want []byte, hashed bool
 	if !bytes.Equal(got, want) {
 		t.Fatalf("the copy's %d bytes differ from the source's %d", len(got), len(want))
 	}
-	if hashed {
-		if sum := sha256.Sum256(want); !bytes.Equal(h.Sum(nil), sum[:]) {
-			t.Errorf("digest %x, want %x: the hash must see the logical bytes, holes as zeros", h.Sum(nil), sum)
-		}
+	sum := sha256.Sum256(want)
+	if hashed && !bytes.Equal(h.Sum(nil), sum[:]) {
+		t.Errorf("digest %x, want %x: the hash must see the logical bytes, holes as zeros", h.Sum(nil), sum)
+	}
+	h.Reset()
+	if n, err := Hash(t.Context(), h, in); err != nil || n != l.size || !bytes.Equal(h.Sum(nil), sum[:]) {
+		t.Errorf("Hash = %d, %v, digest %x; want %d, the digest %x", n, err, h.Sum(nil), l.size, sum)
 	}
 	// 64 KiB of slack: an extent tree block, a tmpfs page more.
 	if b := blocks(t, dst); b > srcBlocks+128 {
