@@ -96,4 +96,3 @@ func TestSparseFilesStaySparse(t *testing.T) {
 	wantSparse(t, "the displaced copy", strings.TrimPrefix(rr.Displaced[0], "img -> "), foreign)
 	wantSparse(t, "the restored file", applied, img)
 }
-
