@@ -112,7 +112,7 @@ func copyExtents(ctx context.Context, dst, src *os.File, end int64, h io.Writer)
 // nextExtent finds the first data at or after off in src, and where it
 // ends, both bounded by end: [off, data) is a hole, [data, hole) data.
 func nextExtent(src *os.File, off, end int64) (data, hole int64, err error) {
-	data, err = src.Seek(off, unix.SEEK_DATA)
+	data, err = seek(src, off, unix.SEEK_DATA)
 	switch {
 	case errors.Is(err, unix.ENXIO):
 		// No data from off to the file's end.
@@ -121,20 +121,30 @@ func nextExtent(src *os.File, off, end int64) (data, hole int64, err error) {
 		return off, end, nil
 	case err != nil:
 		return 0, 0, fmt.Errorf("find data: %w", err)
+	case data < off:
+		// Not an answer SEEK_DATA gives; copying the rest whole is
+		// right whatever the file system meant.
+		return off, end, nil
 	}
 	if data >= end {
 		return end, end, nil
 	}
-	hole, err = src.Seek(data, unix.SEEK_HOLE)
+	hole, err = seek(src, data, unix.SEEK_HOLE)
 	switch {
 	case errors.Is(err, unix.ENXIO):
 		// The file shrank below data since: the read will find its end.
 		return data, end, nil
 	case err != nil:
 		return 0, 0, fmt.Errorf("find hole: %w", err)
+	case hole <= data:
+		return data, end, nil
 	}
 	return data, min(hole, end), nil
 }
+
+// seek is (*os.File).Seek, which passes SEEK_DATA and SEEK_HOLE to lseek;
+// a variable so that a test can play a file system without them.
+var seek = (*os.File).Seek
 
 // noSeekData reports a file system that does not know SEEK_DATA.
 func noSeekData(err error) bool {
