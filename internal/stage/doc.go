@@ -15,7 +15,7 @@
 //
 // # Backends
 //
-// copy copies bytes; reflink clones files and refuses where the file
+// copy copies bytes (a file's data, its holes kept); reflink clones files and refuses where the file
 // system cannot; both give snapshot isolation: the command sees the base as
 // it was at open. overlay mounts overlayfs with the base as the lower
 // layer; its isolation is read-committed: paths the command has not
