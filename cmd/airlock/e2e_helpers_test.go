@@ -70,6 +70,8 @@ type run struct {
 	// newSession starts airlock in a session of its own, without a
 	// controlling terminal, as a supervisor or agent harness would.
 	newSession bool
+	// timeout bounds the process; 0 means commandTimeout.
+	timeout time.Duration
 }
 
 // airlock runs the binary from the scenario's home directory.
@@ -95,6 +97,9 @@ type proc = *testbin.Proc
 func (x *h) start(r run) proc {
 	x.t.Helper()
 	c := testbin.Cmd{Bin: r.bin, Args: r.args, Dir: r.dir, Env: x.environ(r.env...), Timeout: commandTimeout}
+	if r.timeout != 0 {
+		c.Timeout = r.timeout
+	}
 	if c.Bin == "" {
 		c.Bin = airlockBin
 	}

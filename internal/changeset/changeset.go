@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/airlockdev/airlock/internal/fault"
+	"github.com/airlockdev/airlock/internal/filecopy"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/progress"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -476,7 +477,7 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 		if c.Result.Kind != manifest.KindFile {
 			continue
 		}
-		d, err := freezeFile(root, c.Path, c.Result, objects)
+		d, err := freezeFile(ctx, root, c.Path, c.Result, objects)
 		if err != nil {
 			return err
 		}
@@ -490,7 +491,7 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	return safefs.SyncDir(objects)
 }
 
-func freezeFile(root *safefs.Root, rel string, want manifest.Entry, objects string) (string, error) {
+func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifest.Entry, objects string) (string, error) {
 	want.Path = rel
 	in, err := OpenStaged(root, want)
 	if err != nil {
@@ -507,8 +508,9 @@ func freezeFile(root *safefs.Root, rel string, want manifest.Entry, objects stri
 	defer tmp.Cleanup()
 	h := sha256.New()
 	// One byte past the measured size tells a file that grew; nothing
-	// more is read, whatever the file has become.
-	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(in, want.Size+1))
+	// more is read, whatever the file has become. Holes stay holes in the
+	// object, and are hashed as the zeros they read as.
+	n, err := filecopy.Copy(ctx, tmp.File, in, filecopy.Options{Hash: h, Max: want.Size + 1})
 	if err != nil {
 		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}

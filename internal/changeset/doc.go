@@ -4,9 +4,9 @@
 //
 // The diff compares stat facts first and hashes only what stat cannot clear,
 // so its cost follows the change, not the tree. Freeze then copies every
-// changed file's bytes into the transaction's state and records their digest:
-// the bytes that are checked are the bytes that land, whatever the staged
-// tree does afterwards.
+// changed file's bytes into the transaction's state (holes kept: a sparse
+// file costs its data) and records their digest: the bytes that are checked
+// are the bytes that land, whatever the staged tree does afterwards.
 //
 // Paths under a .git directory are never part of a change set; they are
 // counted so that callers can report them.

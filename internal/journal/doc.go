@@ -12,5 +12,6 @@
 // idempotent: killed half-way, it can simply run again.
 //
 // A journal carries its own digest and every backup its content digest; a
-// journal or backup that does not match is never acted on.
+// journal or backup that does not match is never acted on. Every copy of a
+// file's bytes (a backup, a new file, a restored one) keeps its holes.
 package journal

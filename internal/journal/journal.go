@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -16,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/airlockdev/airlock/internal/fault"
+	"github.com/airlockdev/airlock/internal/filecopy"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/progress"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -142,7 +142,7 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 			continue
 		}
 		op.Backup = fmt.Sprintf("%06d", i)
-		d, err := backup(root, op, filepath.Join(bdir, op.Backup))
+		d, err := backup(ctx, root, op, filepath.Join(bdir, op.Backup))
 		if err != nil {
 			return nil, err
 		}
@@ -241,9 +241,10 @@ func entryOf(i safefs.Info) manifest.Entry {
 	return e
 }
 
-// backup copies a base file's bytes to dst and returns their digest. The
-// source is re-checked after the copy: a file written meanwhile is drift.
-func backup(root *safefs.Root, op *Op, dst string) (string, error) {
+// backup copies a base file's bytes to dst, holes kept, and returns their
+// digest. The source is re-checked after the copy: a file written meanwhile
+// is drift.
+func backup(ctx context.Context, root *safefs.Root, op *Op, dst string) (string, error) {
 	src, err := root.Open(op.Path)
 	if escaped(err) {
 		return "", &EscapeError{Path: op.Path, Err: err}
@@ -257,7 +258,7 @@ func backup(root *safefs.Root, op *Op, dst string) (string, error) {
 		return "", fmt.Errorf("back up %s: %w", op.Path, err)
 	}
 	defer out.Close()
-	d, err := copyHash(out, src)
+	d, err := copyHash(ctx, out, src)
 	if err != nil {
 		return "", fmt.Errorf("back up %s: %w", op.Path, err)
 	}
@@ -274,9 +275,21 @@ func backup(root *safefs.Root, op *Op, dst string) (string, error) {
 	return d, nil
 }
 
-func copyHash(dst io.Writer, src io.Reader) (string, error) {
+// copyHash copies src into dst, holes kept, and returns the digest of the
+// bytes dst now holds.
+func copyHash(ctx context.Context, dst, src *os.File) (string, error) {
 	h := newHash()
-	if _, err := io.Copy(io.MultiWriter(dst, h), src); err != nil {
+	if _, err := filecopy.Copy(ctx, dst, src, filecopy.Options{Hash: h}); err != nil {
+		return "", err
+	}
+	return manifest.Sum(h), nil
+}
+
+// hashOf returns the digest of f's content (its holes' zeros hashed from
+// memory, not read).
+func hashOf(f *os.File) (string, error) {
+	h := newHash()
+	if _, err := filecopy.Hash(context.Background(), h, f); err != nil {
 		return "", err
 	}
 	return manifest.Sum(h), nil
@@ -700,10 +713,10 @@ func singleLink(root *safefs.Root, rel string) bool {
 }
 
 // writeTemp writes src to the new file tmp (beside rel, named for its
-// operation), checks its digest against want, sets mode and mtime and
+// operation), holes kept, checks its digest against want, sets mode and mtime and
 // fsyncs it: the new entry is on disk before any name of the base points at
 // it.
-func writeTemp(root *safefs.Root, tmp, rel string, src io.Reader, want manifest.Entry) error {
+func writeTemp(root *safefs.Root, tmp, rel string, src *os.File, want manifest.Entry) error {
 	f, err := root.CreateExcl(tmp)
 	if err != nil {
 		return err
@@ -716,7 +729,9 @@ func writeTemp(root *safefs.Root, tmp, rel string, src io.Reader, want manifest.
 		}
 	}()
 	shown := filepath.Join(root.Path(), rel)
-	d, err := copyHash(f, src)
+	// Not cancelled half-way: an apply or a restore that has begun runs
+	// to its end.
+	d, err := copyHash(context.Background(), f, src)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", shown, err)
 	}
@@ -833,7 +848,7 @@ func matches(root *safefs.Root, rel string, want manifest.Entry) error {
 			return err
 		}
 		defer f.Close()
-		d, err := copyHash(io.Discard, f)
+		d, err := hashOf(f)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -14,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/airlockdev/airlock/internal/filecopy"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
@@ -390,7 +390,7 @@ func hashBase(root *safefs.Root, rel string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	return copyHash(io.Discard, f)
+	return hashOf(f)
 }
 
 // save copies the file or symlink at name (found at, or coming out of,
@@ -432,7 +432,7 @@ func save(root *safefs.Root, rel, name string, cur manifest.Entry, dir string, r
 			return err
 		}
 		defer src.Close()
-		_, err = io.Copy(out, src)
+		_, err = filecopy.Copy(context.Background(), out, src, filecopy.Options{})
 		if err == nil {
 			// The mode is part of what they wrote (a chmod +x).
 			err = out.Chmod(cur.Mode & fs.ModePerm)
@@ -465,7 +465,7 @@ func checkBackups(j *Journal, dir string) error {
 		if err != nil {
 			return fmt.Errorf("backup %s of %s cannot be read (%w): the journal is not acted on and the base is left as the interrupted apply left it", p, op.Path, err)
 		}
-		d, err := copyHash(io.Discard, f)
+		d, err := hashOf(f)
 		f.Close()
 		if err != nil {
 			return fmt.Errorf("read backup %s of %s: %w", p, op.Path, err)

@@ -14,10 +14,10 @@ package originals
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlockdev/airlock/internal/filecopy"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/state"
@@ -331,6 +332,7 @@ func validDigest(d string) bool {
 	return true
 }
 
+// copyFile publishes a durable copy of src at dst, holes kept.
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -342,7 +344,7 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	defer tmp.Cleanup()
-	if _, err := io.Copy(tmp, in); err != nil {
+	if _, err := filecopy.Copy(context.Background(), tmp.File, in, filecopy.Options{}); err != nil {
 		return err
 	}
 	return tmp.Rename(dst)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // keep writes content to a temporary file and adds it as the original of
@@ -194,5 +195,54 @@ func TestOpenRefusesIrregularObject(t *testing.T) {
 				t.Fatalf("refusal should name %s: %v", s.ObjectPath(d), err)
 			}
 		})
+	}
+}
+
+// TestAddAcrossFileSystemsKeepsHoles adds a sparse backup that lives on
+// another file system than the store (a tmpfs), so that Add copies it
+// instead of renaming it: the kept original holds the same bytes in about
+// as little disk.
+func TestAddAcrossFileSystemsKeepsHoles(t *testing.T) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &st); err != nil || st.Type != 0x01021994 { // TMPFS_MAGIC
+		testbin.Missing(t, "no tmpfs at /dev/shm to hold the backup on another file system")
+	}
+	mem, err := os.MkdirTemp("/dev/shm", "airlock-originals-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(mem)
+	src := filepath.Join(mem, "backup")
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 16 << 20
+	if _, err := f.WriteAt([]byte("data in the middle"), size/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	content := make([]byte, size)
+	copy(content[size/2:], "data in the middle")
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := manifest.Entry{Path: "img", Kind: manifest.KindFile, Mode: 0o644, Size: size, MtimeNs: 1, CtimeNs: 2, Ino: 7, Dev: 9, Digest: manifest.HashBytes(content)}
+	if err := s.Add("tx1", e, src); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, s, e.Digest); got != string(content) {
+		t.Fatal("the kept original does not hold the backup's bytes")
+	}
+	var kept syscall.Stat_t
+	if err := syscall.Stat(s.ObjectPath(e.Digest), &kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept.Blocks*512 > 1<<20 {
+		t.Errorf("the kept original of a 16 MiB file with 18 bytes of data takes %d KiB: its holes were filled", kept.Blocks/2)
 	}
 }

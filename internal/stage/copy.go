@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,14 +14,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlockdev/airlock/internal/filecopy"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/progress"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
-// copyBackend stages by copying every byte. It works on any file system;
-// on Linux, io.Copy between two files uses copy_file_range, which btrfs and
-// XFS answer with a reflink, so the copy is cheap there too.
+// copyBackend stages by copying every byte of data, keeping holes
+// (filecopy). It works on any file system; on Linux the data goes through
+// copy_file_range, which btrfs and XFS answer with a reflink, so the copy
+// is cheap there too.
 type copyBackend struct{}
 
 func (copyBackend) Name() string { return Copy }
@@ -39,9 +40,6 @@ const (
 	// copyRetries is how many times a file that changed while it was being
 	// copied is copied again before staging gives up.
 	copyRetries = 3
-	// copyChunk bounds how long a large file's copy runs between checks
-	// for cancellation.
-	copyChunk = 64 << 20
 	// ctimeSettle is how long staging waits past the newest staged ctime.
 	// File systems stamp ctime from a clock that ticks every few
 	// milliseconds; a command's write in the same tick as staging's last
@@ -417,12 +415,7 @@ func (c *copier) copyFile(e, staged *manifest.Entry) error {
 		if attempt == copyRetries {
 			return fmt.Errorf("%s: kept changing while airlock copied it; retry when it is quiet", quote(c.src.abs(e.Path)))
 		}
-		if err := out.Truncate(0); err != nil {
-			return fmt.Errorf("staged file %s: %w", quote(p), unwrapPath(err))
-		}
-		if _, err := out.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("staged file %s: %w", quote(p), unwrapPath(err))
-		}
+		// The next attempt's copy (or clone) empties the file first.
 	}
 	if err := out.Chmod(e.Mode); err != nil {
 		return fmt.Errorf("set mode of staged file %s: %w", quote(p), unwrapPath(err))
@@ -472,20 +465,11 @@ func (c *copier) copyOnce(rel string, out **os.File, p string, attempt int) (man
 		if err != nil {
 			return manifest.Entry{}, false, cloneErr(abs, p, err)
 		}
-	} else {
-		for {
-			if err := c.ctx.Err(); err != nil {
-				return manifest.Entry{}, false, err
-			}
-			// Both sides are *os.File, so on Linux this is copy_file_range.
-			_, err := io.CopyN(*out, in, copyChunk)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return manifest.Entry{}, false, fmt.Errorf("copy %s: %w", quote(abs), unwrapPath(err))
-			}
+	} else if _, err := filecopy.Copy(c.ctx, *out, in, filecopy.Options{}); err != nil {
+		if c.ctx.Err() != nil {
+			return manifest.Entry{}, false, err
 		}
+		return manifest.Entry{}, false, fmt.Errorf("copy %s: %w", quote(abs), unwrapPath(err))
 	}
 	if testHookCopied != nil {
 		testHookCopied(rel, attempt)

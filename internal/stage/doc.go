@@ -15,9 +15,9 @@
 //
 // # Backends
 //
-// copy copies bytes; reflink clones files and refuses where the file
-// system cannot; both give snapshot isolation: the command sees the base as
-// it was at open. overlay mounts overlayfs with the base as the lower
+// copy copies bytes (a file's data, its holes kept); reflink clones files
+// and refuses where the file system cannot; both give snapshot isolation:
+// the command sees the base as it was at open. overlay mounts overlayfs with the base as the lower
 // layer; its isolation is read-committed: paths the command has not
 // written read through to the live base. It implements [Differ]: the change
 // set comes from its upper layer, not from walking the tree, and the base

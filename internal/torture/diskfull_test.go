@@ -165,3 +165,59 @@ func TestPermissionErrorOnNthFile(t *testing.T) {
 		})
 	}
 }
+
+// TestSparseFileOnANearlyFullDisk commits and undoes a one-byte edit of a
+// 256 MiB sparse file whose base and state share a 64 MiB file system, as
+// `cp --sparse` fits it there: every copy airlock makes keeps the holes,
+// so the commit needs a few KiB, not several times the file's size.
+func TestSparseFileOnANearlyFullDisk(t *testing.T) {
+	for _, fstype := range []string{"tmpfs", "ext4"} {
+		t.Run(fstype, func(t *testing.T) {
+			mnt := t.TempDir()
+			mountSmall(t, mnt, fstype, 64<<20)
+			w := newWorldIn(t, mnt)
+			img := filepath.Join(w.base, "img")
+			f, err := os.Create(img)
+			check(t, err)
+			const size = 256 << 20
+			for _, off := range []int64{0, 100 << 20, size - 4096} {
+				_, err := f.WriteAt([]byte(strings.Repeat(fmt.Sprint(off%10), 4096)), off)
+				check(t, err)
+			}
+			check(t, f.Truncate(size))
+			check(t, f.Close())
+			// The oracles live on the big disk, copied by cp.
+			ref := t.TempDir()
+			sparseCopy := func(from, to string) {
+				t.Helper()
+				if out, err := exec.Command("cp", "--sparse=always", from, to).CombinedOutput(); err != nil {
+					t.Fatalf("cp --sparse=always: %v\n%s", err, out)
+				}
+			}
+			before, after := filepath.Join(ref, "before"), filepath.Join(ref, "after")
+			sparseCopy(img, before)
+			staged := w.open("s1")
+			sf, err := os.OpenFile(filepath.Join(staged, "img"), os.O_WRONLY, 0)
+			check(t, err)
+			_, err = sf.WriteAt([]byte("x"), 200<<20)
+			check(t, err)
+			check(t, sf.Close())
+			sparseCopy(filepath.Join(staged, "img"), after)
+			w.must("commit", "s1")
+			sameFile(t, "the base after the commit", img, after)
+			wantSparse(t, "the base's file after the commit", img)
+			wantSparse(t, "the state after the commit", w.state)
+			w.must("undo", "s1", "--workdir", w.base)
+			sameFile(t, "the base after undo", img, before)
+			wantSparse(t, "the base's file after undo", img)
+		})
+	}
+}
+
+// sameFile fails unless the files a and b hold the same bytes (cmp(1)).
+func sameFile(t *testing.T, what, a, b string) {
+	t.Helper()
+	if out, err := exec.Command("cmp", a, b).CombinedOutput(); err != nil {
+		t.Errorf("%s: %s differs from %s: %v\n%s", what, a, b, err, out)
+	}
+}

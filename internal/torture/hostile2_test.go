@@ -2,6 +2,7 @@ package torture
 
 import (
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -188,7 +189,10 @@ func lastLine(s string) string {
 }
 
 // TestHostileSparseFile commits a change to a large sparse file (256 MiB by
-// default, 2 GiB in soak mode): the content lands exactly, in bounded time.
+// default, 2 GiB in soak mode): the content lands exactly, in bounded time,
+// and sparse: the staged copy, the base's file after the commit and the
+// whole state directory each take a few MiB of disk at most, not the
+// file's size.
 func TestHostileSparseFile(t *testing.T) {
 	size := int64(256 << 20)
 	if soak() > 1 {
@@ -206,6 +210,7 @@ func TestHostileSparseFile(t *testing.T) {
 	start := time.Now()
 	staged := w.open("b1")
 	t.Logf("open (staging %d MiB) took %v", size>>20, time.Since(start))
+	wantSparse(t, "the staged copy", filepath.Join(staged, "big.img"))
 	sf, err := os.OpenFile(filepath.Join(staged, "big.img"), os.O_WRONLY, 0)
 	check(t, err)
 	_, err = sf.WriteAt([]byte("middle"), size/2)
@@ -220,12 +225,46 @@ func TestHostileSparseFile(t *testing.T) {
 	if got := w.beforeOrAfter(before, want); got != "after" {
 		t.Fatalf("the base is %s", got)
 	}
-	var st syscall.Stat_t
-	check(t, syscall.Stat(big, &st))
-	t.Logf("commit of a %d MiB sparse file took %v; it occupies %d MiB on disk after the commit", size>>20, took, st.Blocks*512>>20)
+	t.Logf("commit of a %d MiB sparse file took %v; it occupies %d KiB on disk after the commit, the state %d KiB", size>>20, took, allocated(t, big)>>10, allocated(t, w.state)>>10)
 	if limit := time.Duration(size>>20) * 250 * time.Millisecond; took > limit {
 		t.Errorf("the commit took %v, more than %v", took, limit)
 	}
+	wantSparse(t, "the base's file after the commit", big)
+	// The frozen object, the original kept for undo and the pooled tree
+	// all live here.
+	wantSparse(t, "the state directory", w.state)
+}
+
+// sparseSlack is the disk a sparse file's copy (or all of airlock's state
+// after committing one) may take: its data is a few bytes.
+const sparseSlack = 4 << 20
+
+// wantSparse fails unless p (a file, or a directory and all beneath it)
+// takes at most sparseSlack of disk.
+func wantSparse(t *testing.T, what, p string) {
+	t.Helper()
+	if n := allocated(t, p); n > sparseSlack {
+		t.Errorf("%s %s takes %d MiB of disk: a sparse file's holes were filled", what, p, n>>20)
+	}
+}
+
+// allocated is the disk that p, and everything beneath it, takes.
+func allocated(t *testing.T, p string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(path, &st); err != nil {
+			return err
+		}
+		n += st.Blocks * 512
+		return nil
+	})
+	check(t, err)
+	return n
 }
 
 // TestHostileManyFiles commits a change set of many empty files in nested
