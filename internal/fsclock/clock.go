@@ -74,29 +74,30 @@ func (c Clock) Fine() bool {
 	return c.known() && !c.NoCtime && c.WindowNs() < int64(100*time.Millisecond)
 }
 
-// String says what the clock is, in a phrase: "ext4: 1 s steps, stamped by
-// a 4 ms clock".
+// String says what the clock is, in a phrase: "ext4: timestamps kept to
+// 1 s, stamped by a 4 ms clock; a file changed within 1.01 s of being
+// measured is compared by content".
 func (c Clock) String() string {
 	s := c.Type
 	if s == "" {
 		s = "unknown file system"
 	}
-	if !c.known() {
-		return s + ": not measured, assumed " + human(CoarseNs)
-	}
-	s += fmt.Sprintf(": timestamps kept to %s, stamped by a %s clock", human(c.StoredNs), human(c.TickNs))
-	if c.LagNs > 0 {
-		s += fmt.Sprintf(", %s behind this machine's", human(c.LagNs))
+	if c.Measured {
+		s += fmt.Sprintf(": timestamps kept to %s, stamped by a %s clock", human(c.StoredNs), human(c.TickNs))
+		if c.LagNs > 0 {
+			s += fmt.Sprintf(" running %s behind this machine's", human(c.LagNs))
+		}
+	} else {
+		why := c.Why
+		if why == "" {
+			why = "no measurement"
+		}
+		s += fmt.Sprintf(": not measured (%s), so taken to keep %s", why, human(CoarseNs))
 	}
 	if c.NoCtime {
-		s += "; no change time of its own (ctime follows mtime), so stat proves nothing and bytes decide"
-	} else {
-		s += fmt.Sprintf("; a file changed within %s of being measured is compared by content", human(c.WindowNs()))
+		return s + "; it keeps no change time of its own (ctime follows mtime), so stat proves nothing there and bytes decide"
 	}
-	if !c.Measured {
-		s += " (assumed: " + c.Why + ")"
-	}
-	return s
+	return s + fmt.Sprintf("; a file changed within %s of being measured is compared by content", human(c.WindowNs()))
 }
 
 // human prints a duration in the unit that reads best.

@@ -138,7 +138,7 @@ func TestMeasureFailsWithoutAPlace(t *testing.T) {
 	if c.Measured || c.StoredNs != CoarseNs || c.WindowNs() < CoarseNs || c.Why != "a reason" || c.Current() {
 		t.Errorf("Assume = %+v, want an unmeasured 2 s clock that a cache does not keep", c)
 	}
-	if !strings.Contains(c.String(), "a reason") {
+	if !strings.Contains(c.String(), "a reason") || !strings.Contains(c.String(), "2 s") {
 		t.Errorf("String() = %q names no reason", c.String())
 	}
 }

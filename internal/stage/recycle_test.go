@@ -10,12 +10,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
@@ -26,25 +29,48 @@ func noiseSkip(rel string, isDir bool) bool {
 	return strings.HasPrefix(rel[strings.LastIndexByte(rel, '/')+1:], ".aider")
 }
 
+// testClock is the timestamp clock of the file system the tests' trees
+// are on (the temporary directory's), as airlock would measure it.
+var testClock = sync.OnceValues(func() (fsclock.Clock, error) { return fsclock.Measure(os.TempDir()) })
+
+// tclock is testClock, or the test fails.
+func tclock(t *testing.T) fsclock.Clock {
+	t.Helper()
+	c, err := testClock()
+	must(t, err)
+	return c
+}
+
+// clocked gives req the clocks of the tests' file system.
+func clocked(req Request) Request {
+	c, err := testClock()
+	if err != nil {
+		panic(err)
+	}
+	req.StateClock, req.BaseClock = c, c
+	return req
+}
+
 // pool stages base into a new directory, lets change play the command,
-// and pools the result as a settling transaction would.
+// and pools the result as a settling transaction would: its walk, the
+// settling diff over it, then PoolSource.
 func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 	t.Helper()
 	dir := stageDir(t)
 	opened := time.Now()
-	res, err := copyBackend{}.Stage(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded})
+	res, err := copyBackend{}.Stage(t.Context(), clocked(Request{Base: base, Dir: dir, Skip: skipExcluded}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if change != nil {
 		change(dir)
 	}
-	// The settling diff comes later than any write the command made
-	// within the same timestamp tick.
-	time.Sleep(2 * time.Duration(racyNs))
 	walkNs := time.Now().UnixNano()
 	walked, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{Skip: noiseSkip})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := changeset.Diff(t.Context(), changeset.Input{Base: res.Base, StagedOpen: res.Staged, Staged: walked, BaseDir: base, StagedDir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	src := PoolSource(res.Base, res.Staged, walked)
@@ -60,14 +86,17 @@ func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 // every path, type, mode, mtime, byte and target, with no inode shared
 // with the base or within the tree, and manifests that say so.
 func TestRefreshMatchesFreshCopy(t *testing.T) {
-	for _, settle := range []time.Duration{0, 3 * time.Duration(racyNs)} {
-		name := "base measured within a tick (bytes compared)"
-		if settle > 0 {
+	for _, settle := range []bool{false, true} {
+		name := "base measured within a step (bytes compared)"
+		if settle {
 			name = "base measured later (stat decides)"
 		}
 		t.Run(name, func(t *testing.T) {
 			base := buildTree(t)
-			time.Sleep(settle)
+			if settle {
+				// Until the clock proves every base ctime.
+				waitProven(t, base)
+			}
 			dir, p := pool(t, base, func(dir string) {
 				writeAll(t, filepath.Join(dir, "one"), "changed by the command")
 				writeAll(t, filepath.Join(dir, "added.txt"), "added by the command")
@@ -98,7 +127,7 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 			// a late writer, and is not staged.
 			writeAll(t, filepath.Join(dir, ".aider.chat"), "noise")
 
-			res, done, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+			res, done, err := Refresh(t.Context(), clocked(Request{Base: base, Dir: dir, Skip: skipExcluded}), p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,10 +192,26 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 			if done.Copied == 0 || done.Kept == 0 || done.Removed == 0 {
 				t.Errorf("refresh kept %d, copied %d, removed %d: want some of each", done.Kept, done.Copied, done.Removed)
 			}
-			if settle > 0 && done.Copied > 12 {
+			if settle && done.Copied > 12 {
 				t.Errorf("refresh copied %d entries; only the few the command and the base changed differ", done.Copied)
 			}
 		})
+	}
+}
+
+// waitProven waits until the tests' clock proves the stat of every entry
+// of dir: until its window has passed since the newest ctime there.
+func waitProven(t *testing.T, dir string) {
+	t.Helper()
+	c := tclock(t)
+	m, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{})
+	must(t, err)
+	var newest int64
+	for _, e := range m.Entries {
+		newest = max(newest, e.CtimeNs)
+	}
+	for !c.Proves(newest, time.Now().UnixNano()) {
+		time.Sleep(time.Duration(c.WindowNs()) / 4)
 	}
 }
 

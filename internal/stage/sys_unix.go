@@ -191,3 +191,12 @@ func scrubDir(p string) error {
 	}
 	return nil
 }
+
+// linkCount is how many names the open file has.
+func linkCount(f *os.File) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, err
+	}
+	return uint64(st.Nlink), nil
+}
