@@ -406,10 +406,11 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, shared map[uint64]b
 	switch b.Kind {
 	case manifest.KindDir:
 		// A directory is kept with its entries; one the command touched
-		// (its ctime moved since staging) is made as a fresh one would be:
-		// the user's own, no extended attributes, the base's mode and
-		// times.
-		if _, ok := r.p.source.Lookup(t.Path); !ok || !covered {
+		// (its ctime moved since staging), or one whose stat cannot tell
+		// (changed within the state's timestamp step of the pooled walk),
+		// is made as a fresh one would be: the user's own, no extended
+		// attributes, the base's mode and times.
+		if _, ok := r.p.source.Lookup(t.Path); !ok || !covered || !r.stateClock.Proves(t.CtimeNs, r.p.TreeWalkNs) {
 			r.scrub = append(r.scrub, t.Path)
 			r.touched[t.Path] = true
 		}
@@ -451,9 +452,10 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, shared map[uint64]b
 }
 
 // sameBytes compares a base file's bytes with the tree's, both opened
-// without following links. A tree file with a link elsewhere (one made
-// within the step its ctime cannot tell) is never the same: a write
-// through the other name would reach the next transaction.
+// without following links. A tree file with a link elsewhere, or an
+// extended attribute a command could set (made within the step its ctime
+// cannot tell), is never the same: a write through the other name would
+// reach the next transaction, and a fresh copy has neither.
 func (r *refresher) sameBytes(b, t *manifest.Entry) (bool, error) {
 	in, err := r.src.openFile(b.Path)
 	if err != nil {
@@ -465,7 +467,7 @@ func (r *refresher) sameBytes(b, t *manifest.Entry) (bool, error) {
 		return false, nil
 	}
 	defer out.Close()
-	if n, err := linkCount(out); err != nil || n != 1 {
+	if n, err := linkCount(out); err != nil || n != 1 || hasSettableXattr(out) {
 		return false, nil
 	}
 	x, y := make([]byte, 64<<10), make([]byte, 64<<10)

@@ -435,3 +435,91 @@ func TestRefreshRefusesLoopBackedTree(t *testing.T) {
 		t.Fatalf("Refresh of a tree backing a loop device: %v, want ErrPoolHeld naming it", err)
 	}
 }
+
+// TestRefreshOnASecondsFS: on a file system that keeps whole seconds, a
+// pooled tree changed after its pooled walk, in the second it was staged,
+// shows every stat fact as that walk saw it. The refresh must still not
+// keep what a fresh copy would not have: a file rewritten with its mtime
+// put back (cp -p), a file given an extended attribute or a link outside
+// the tree, a directory given an extended attribute.
+func TestRefreshOnASecondsFS(t *testing.T) {
+	mnt := testbin.SecondsFS(t)
+	c, err := fsclock.Measure(mnt)
+	must(t, err)
+	if c.StoredNs != 1e9 {
+		t.Fatalf("the seconds file system measures %s", c)
+	}
+	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	for attempt := 1; ; attempt++ {
+		base := filepath.Join(mnt, fmt.Sprintf("base%d", attempt))
+		for _, p := range []string{"a", "b", "c", "d/e"} {
+			must(t, os.MkdirAll(filepath.Dir(filepath.Join(base, p)), 0o755))
+			writeAll(t, filepath.Join(base, p), "base "+p+"\n")
+			must(t, os.Chtimes(filepath.Join(base, p), old, old))
+		}
+		// Far enough into a second that the pooled walk comes clearly
+		// after the staging, and what follows still falls in it.
+		now := time.Now()
+		next := now.Truncate(time.Second).Add(100 * time.Millisecond)
+		if !next.After(now) {
+			next = next.Add(time.Second)
+		}
+		time.Sleep(time.Until(next))
+		dir := filepath.Join(mnt, fmt.Sprintf("staged%d", attempt))
+		req := Request{Base: base, Dir: dir, StateClock: c, BaseClock: c}
+		res, err := copyBackend{}.Stage(t.Context(), req)
+		must(t, err)
+		walkNs := time.Now().UnixNano()
+		walked, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{})
+		must(t, err)
+		_, err = changeset.Diff(t.Context(), changeset.Input{Base: res.Base, StagedOpen: res.Staged, Staged: walked, BaseDir: base, StagedDir: dir})
+		must(t, err)
+		src := PoolSource(res.Base, res.Staged, walked)
+		p := Pooled{
+			Tree: func() (*manifest.Manifest, error) { return walked, nil }, TreeWalkNs: walkNs,
+			Source: func() (*manifest.Manifest, error) { return src, nil }, SourceWalkNs: res.WalkNs,
+			Since: time.Now(),
+		}
+		// After the pooled walk, in the same second.
+		must(t, unix.Setxattr(filepath.Join(dir, "a"), "user.airlock-test", []byte("planted"), 0))
+		outside := filepath.Join(mnt, fmt.Sprintf("outside%d", attempt))
+		must(t, os.Link(filepath.Join(dir, "b"), outside))
+		writeAll(t, filepath.Join(dir, "c"), "evil c\n") // the same size
+		must(t, os.Chtimes(filepath.Join(dir, "c"), old, old))
+		must(t, unix.Setxattr(filepath.Join(dir, "d"), "user.airlock-test", []byte("planted"), 0))
+		same := true
+		for _, rel := range []string{"a", "b", "c", "d"} {
+			e, _ := walked.Lookup(rel)
+			now, err := manifest.Lstat(filepath.Join(dir, rel))
+			must(t, err)
+			now.Path = rel
+			same = same && manifest.SameStat(*e, now)
+		}
+		if !same {
+			// The second rolled over: the stat shows the changes, which
+			// is not the case under test. Again.
+			if attempt == 5 {
+				t.Fatal("staging and the changes did not fit in one second in 5 tries")
+			}
+			continue
+		}
+		if _, _, err := Refresh(t.Context(), req, p); err != nil {
+			t.Fatal(err)
+		}
+		for _, rel := range []string{"a", "d"} {
+			if _, err := unix.Getxattr(filepath.Join(dir, rel), "user.airlock-test", make([]byte, 64)); err == nil {
+				t.Errorf("%s kept the extended attribute set after the pooled walk", rel)
+			}
+		}
+		var st, ost unix.Stat_t
+		must(t, unix.Stat(filepath.Join(dir, "b"), &st))
+		must(t, unix.Stat(outside, &ost))
+		if st.Ino == ost.Ino {
+			t.Errorf("b is still the inode linked at %s: a write there reaches the next transaction", outside)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dir, "c")); string(got) != "base c\n" {
+			t.Errorf("c holds %q, not the base's bytes", got)
+		}
+		return
+	}
+}
