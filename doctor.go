@@ -62,6 +62,7 @@ func (s *Store) Doctor(base string) []Check {
 		out = append(out, Check{"auto", true, "picks " + b.Name() + " for " + base + ": " + detail})
 	}
 	out = append(out, s.recycleCheck(base))
+	out = append(out, s.clockChecks(base)...)
 	gitOK, gitWhy := gitVersion()
 	out = append(out, Check{"git", gitOK, gitWhy})
 	return out
@@ -96,6 +97,32 @@ func containCheck() Check {
 	}
 	return Check{"contain", false, "no PID namespace can be had (" + why + "): run's command runs uncontained, what it leaves running is not ended, and recycling falls back to looking through /proc for processes that hold a pooled tree"}
 }
+
+// clockChecks report the timestamp clocks of the state's and the base's
+// file systems (see Store.clocks): how soon after a change stat proves a
+// file unchanged there, and that bytes decide within that window. A clock
+// that was measured is supported; one assumed (it could not be measured,
+// or measuring it would write into the base) is not, and says why.
+func (s *Store) clockChecks(base string) []Check {
+	stateClock, baseClock := s.clocks(s.Dir())
+	out := []Check{{checkStateClock, stateClock.Measured, "state directory " + s.Dir() + " on " + stateClock.String()}}
+	abs, err := resolveBase(base)
+	if err != nil {
+		return append(out, Check{checkBaseClock, false, err.Error()})
+	}
+	_, baseClock = s.clocks(abs)
+	on := ""
+	if sameFS(abs, s.Dir()) {
+		on = " (the state directory's file system: measured there)"
+	}
+	return append(out, Check{checkBaseClock, baseClock.Measured, "base " + abs + on + " on " + baseClock.String()})
+}
+
+// The doctor checks of the timestamp clocks.
+const (
+	checkStateClock = "timestamps-state"
+	checkBaseClock  = "timestamps-base"
+)
 
 // checkRootlessOverlay is the doctor check of overlay without root: `run
 // --backend overlay` with the mount in the command's user namespace.

@@ -86,8 +86,12 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string
 		after := c.Result
 		after.Digest, after.Size, after.Mode = digest, int64(len(content)), mode
 		// Before is the base as read for the merge: if it moves again
-		// before the journal is written, the commit refuses.
-		ops = append(ops, journal.Op{Path: c.Path, Before: d.now, After: after})
+		// before the journal is written, the commit refuses. Its digest
+		// holds the backup to these very bytes, which a same-size edit
+		// in the timestamp step of the read could change unseen.
+		before := d.now
+		before.Digest = manifest.HashBytes(theirs)
+		ops = append(ops, journal.Op{Path: c.Path, Before: before, After: after})
 		results[c.Path] = after
 	}
 	switch {
@@ -147,7 +151,10 @@ func mergeContent(anc, ours, theirs []byte) ([]byte, mergeHow, error) {
 // at open), else, in a git repository, HEAD's blob when the path was clean
 // then.
 func (t *Tx) ancestor(ctx context.Context, orig *originals.Store, open manifest.Entry) ([]byte, bool, error) {
-	if d, ok := orig.Lookup(open); ok {
+	// Where open recorded the bytes' digest (stat could not tell them
+	// apart from an edit in the same timestamp step), an ancestor found by
+	// stat must have those bytes.
+	if d, ok := orig.Lookup(open); ok && (open.Digest == "" || d == open.Digest) {
 		b, err := readAll(func() (io.ReadCloser, error) { return orig.Open(d) })
 		return b, err == nil, err
 	}
@@ -162,9 +169,10 @@ func (t *Tx) ancestor(ctx context.Context, orig *originals.Store, open manifest.
 		return nil, false, nil
 	}
 	b, ok, err := snap.Blob(ctx, t.Base(), open.Path)
-	if err != nil || !ok || int64(len(b)) != open.Size {
-		// A blob whose size is not the file's at open was not its content
-		// (a clean/smudge filter or line-ending conversion): no ancestor.
+	if err != nil || !ok || int64(len(b)) != open.Size || (open.Digest != "" && manifest.HashBytes(b) != open.Digest) {
+		// A blob whose size (or digest) is not the file's at open was not
+		// its content (a clean/smudge filter or line-ending conversion):
+		// no ancestor.
 		return nil, false, err
 	}
 	return b, true, nil

@@ -260,11 +260,13 @@ type drift struct {
 }
 
 // checkDrift compares every path the change set touches, and each of its
-// parent directories, with the base as it was at open. It returns the
-// journal operations for the paths that did not move, with Before set to
-// what is in the base now; the paths that moved, for merging; and the paths
-// that cannot be reached without crossing a symlink or leaving the base,
-// for the boundary check.
+// parent directories, with the base as it was at open: by stat, and by
+// bytes where open recorded a digest because stat could not prove the
+// file unchanged. It returns the journal operations for the paths that did
+// not move, with Before set to what is in the base now (its digest too,
+// where the bytes were compared); the paths that moved, for merging; and
+// the paths that cannot be reached without crossing a symlink or leaving
+// the base, for the boundary check.
 func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []drift, []string, error) {
 	var ops []journal.Op
 	var drifted []drift
@@ -301,6 +303,19 @@ func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []drift, [
 		if !unchanged(cur, c.Base) {
 			drifted = append(drifted, drift{change: c, now: cur})
 			continue
+		}
+		if c.Base.Kind == manifest.KindFile && c.Base.Digest != "" {
+			// Measured at open within a timestamp step of its last change
+			// (stage.Result.Base): an edit in that same step, keeping the
+			// size, leaves every stat fact as it was. The bytes decide,
+			// and the journal's backup must be those bytes.
+			f, err := changeset.OpenOriginal(root, c.Base)
+			if err != nil {
+				drifted = append(drifted, drift{change: c, now: cur})
+				continue
+			}
+			f.Close()
+			cur.Digest = c.Base.Digest
 		}
 		ops = append(ops, journal.Op{Path: c.Path, Before: cur, After: c.Result})
 	}

@@ -41,7 +41,14 @@ func (t *Tx) rebaseOpen(root *safefs.Root, ops []journal.Op) error {
 		if cur.Kind != e.Kind {
 			return fmt.Errorf("rebase %s after the restore: it is a %s, not the %s the restore proved", op.Path, cur.Kind, e.Kind)
 		}
+		// The restore just wrote it: its stat facts are too fresh to prove
+		// that nothing wrote it again within the same timestamp step, so a
+		// file keeps the digest of the bytes the restore proved, and the
+		// next commit's drift check compares bytes (see checkDrift).
 		digest := e.Digest
+		if cur.Kind == manifest.KindFile && op.Before.Digest != "" {
+			digest = op.Before.Digest
+		}
 		*e = cur
 		e.Path, e.Digest = op.Path, digest
 		changed = true

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/config"
 	"github.com/airlockdev/airlock/internal/gitbase"
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -364,7 +363,10 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	skip := func(rel string, isDir bool) bool {
 		return exclude.MatchSelf(rel, isDir) || noiseSel.MatchSelf(rel, isDir)
 	}
-	req := stage.Request{Base: base, Dir: staged, Skip: skip, Hosted: hosted, Progress: o.Progress}
+	// Staging digests what stat cannot prove later, by the timestamp
+	// clocks of the file systems involved (see stage.Result).
+	stateClock, baseClock := s.clocks(base)
+	req := stage.Request{Base: base, Dir: staged, Skip: skip, Hosted: hosted, Progress: o.Progress, StateClock: stateClock, BaseClock: baseClock}
 	staging := &Staging{}
 	var res *stage.Result
 	if backend.Name() == stage.Copy && !o.Fresh {
@@ -399,17 +401,6 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	// check (linkAliases) need not read the whole base manifest.
 	if err := st.Write(baseLinksFile, baseLinks(res.Base)); err != nil {
 		return nil, err
-	}
-	// A file modified just before staging is "racy": stat alone could miss
-	// a same-size write in the same timestamp tick. Its digest, taken now,
-	// lets the diff compare bytes instead (few files: only recent ones).
-	for i := range res.Staged.Entries {
-		e := &res.Staged.Entries[i]
-		if changeset.Racy(*e) {
-			if e.Digest, err = manifest.HashFile(filepath.Join(staged, filepath.FromSlash(e.Path))); err != nil {
-				return nil, fmt.Errorf("hash staged %s: %w", e.Path, err)
-			}
-		}
 	}
 	if err := res.Staged.Save(st.Path(stagedOpenFile)); err != nil {
 		return nil, err

@@ -209,7 +209,8 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 	if b, err := stage.Get(t.rec.Backend); err == nil {
 		if d, ok := b.(stage.Differ); ok {
 			// The backend knows what changed without a walk (overlay).
-			return d.Changes(ctx, stage.DiffRequest{Base: view, Dir: t.Path(), Skip: noise.MatchSelf})
+			_, baseClock := t.store.clocks(view)
+			return d.Changes(ctx, stage.DiffRequest{Base: view, Dir: t.Path(), Skip: noise.MatchSelf, BaseClock: baseClock})
 		}
 	}
 	base, err := t.loadManifest(baseManifestFile)
@@ -231,10 +232,16 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 	if rootAfter, err := manifest.Lstat(t.Path()); rerr == nil && err == nil && rootBefore.Kind == manifest.KindDir && manifest.SameStat(rootBefore, rootAfter) {
 		t.walkedRoot = stage.FileID{Dev: rootAfter.Dev, Ino: rootAfter.Ino}
 	}
+	set, err := changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
+	if err != nil {
+		return nil, err
+	}
+	// After the diff: it proved by bytes what stat could not (see
+	// stage.PoolSource).
 	if t.pooling {
 		t.poolSrc = stage.PoolSource(base, open, now)
 	}
-	return changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
+	return set, nil
 }
 
 // loadManifest reads one of the transaction's manifests through the state

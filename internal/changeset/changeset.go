@@ -167,19 +167,18 @@ func (s *Set) Paths() []string {
 	return p
 }
 
-// racyWindowNs is how close a file's mtime may be to its ctime before stat
-// alone can no longer prove it unchanged: a write inside the same timestamp
-// tick as the staging copy, keeping the size, would leave every stat fact
-// equal. Such files are compared by content, as git does for racy entries.
-const racyWindowNs = 2_000_000_000
-
 // Input is what Diff compares.
 type Input struct {
-	Base       *manifest.Manifest // the base at open
-	StagedOpen *manifest.Manifest // the staged tree right after staging
-	Staged     *manifest.Manifest // the staged tree now
-	BaseDir    string             // to read a base file's content when stat cannot decide
-	StagedDir  string
+	Base *manifest.Manifest // the base at open
+	// StagedOpen is the staged tree right after staging. A file staged too
+	// recently for stat to prove it unchanged later carries the digest of
+	// its bytes then (stage.Result.Staged): stat alone never clears it.
+	StagedOpen *manifest.Manifest
+	// Staged is the staged tree now. Diff sets the Digest of each file it
+	// hashes there, so that a caller knows which were proven by bytes.
+	Staged    *manifest.Manifest
+	BaseDir   string // to read a base file's content when stat cannot decide
+	StagedDir string
 }
 
 // Diff computes the change set of the staged tree against the base at open.
@@ -261,21 +260,14 @@ func pathOf(b, s *manifest.Entry) string {
 }
 
 // sameStaged reports whether a staged entry is provably untouched since
-// staging by its stat facts alone.
+// staging by its stat facts alone: they are as staged, and staging did not
+// find them too recent to prove it (it recorded no digest).
 func sameStaged(open *manifest.Manifest, s *manifest.Entry) bool {
 	o, ok := open.Lookup(s.Path)
 	if !ok || !manifest.SameStat(*o, *s) {
 		return false
 	}
-	return !Racy(*o)
-}
-
-// Racy reports whether a staged file's stat facts cannot prove it unchanged
-// later: its mtime is so close to the moment it was staged that a write in
-// the same timestamp tick could keep every fact. Open records the digest
-// of such files, so that Diff can compare bytes instead.
-func Racy(o manifest.Entry) bool {
-	return o.Kind == manifest.KindFile && o.CtimeNs-o.MtimeNs <= racyWindowNs
+	return o.Kind != manifest.KindFile || o.Digest == ""
 }
 
 // modified decides whether the staged entry s differs from the base entry b.
@@ -300,6 +292,7 @@ func modified(in Input, staged, based *lazyRoot, b, s *manifest.Entry) (bool, er
 		if err != nil {
 			return false, fmt.Errorf("read staged file %s: %w", f.Name(), err)
 		}
+		s.Digest = d
 		return d != o.Digest, nil
 	}
 	if !manifest.SameShape(*b, *s) {
@@ -362,11 +355,13 @@ func (l *lazyRoot) close() {
 
 // OpenOriginal opens the base file the entry b measured, beneath base and
 // without following a symlink on the way, and only if it is still that very
-// file, unchanged since (a regular file with the same stat facts): its
-// bytes are then the original's. Anything else — a directory on the way
-// swapped for a symlink, a FIFO or device put there, a file written since —
-// fails, and the caller counts the path as changed; nothing outside the
-// base is read, and no open can block.
+// file, unchanged since (a regular file with the same stat facts, and the
+// same bytes where b carries a digest because it was measured too soon
+// after a change for stat to prove that): its bytes are then the
+// original's. Anything else — a directory on the way swapped for a
+// symlink, a FIFO or device put there, a file written since — fails, and
+// the caller counts the path as changed; nothing outside the base is read,
+// and no open can block.
 func OpenOriginal(base *safefs.Root, b manifest.Entry) (*os.File, error) {
 	f, info, err := base.OpenRegular(b.Path)
 	if err != nil {
@@ -377,6 +372,18 @@ func OpenOriginal(base *safefs.Root, b manifest.Entry) (*os.File, error) {
 	if !manifest.SameStat(now, b) {
 		f.Close()
 		return nil, fmt.Errorf("%s changed in the base since it was measured", b.Path)
+	}
+	if b.Digest != "" {
+		d, err := manifest.HashReader(io.LimitReader(f, b.Size+1))
+		if err == nil && d == b.Digest {
+			_, err = f.Seek(0, io.SeekStart)
+		} else if err == nil {
+			err = fmt.Errorf("%s changed in the base since it was measured (same stat facts, other bytes)", b.Path)
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	return f, nil
 }

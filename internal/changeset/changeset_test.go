@@ -126,6 +126,16 @@ func newFixture(t *testing.T, nodes []node) *fixture {
 		}
 	}
 	f.open = walk(t, f.staged)
+	// A racy file is one staging found too recent for its stat to prove
+	// it unchanged later: it recorded its digest (stage.Result.Staged).
+	for _, n := range nodes {
+		if n.racy {
+			e, _ := f.open.Lookup(n.rel)
+			d, err := manifest.HashFile(f.s(n.rel))
+			must(t, err)
+			e.Digest = d
+		}
+	}
 	time.Sleep(30 * time.Millisecond)
 	return f
 }
@@ -278,54 +288,69 @@ func TestDiffSeesRewriteWithRestoredMtime(t *testing.T) {
 	}
 }
 
-// TestDiffRacyFile covers a file whose mtime is within the racy window of
-// its staging: a write in the same clock tick as the staging would leave
-// every stat fact equal, so the diff must compare its bytes. The staged
-// manifest at open is taken after the write to make that tick collision
-// deterministic.
+// TestDiffRacyFile covers a file that staging found too recent for its
+// stat to prove it unchanged later (it recorded the file's digest): a
+// write in the same timestamp step as the staging would leave every stat
+// fact equal, so the diff must compare its bytes, while a file staging
+// found old enough is trusted by stat. The staged manifest at open is
+// taken after the writes to make that step collision deterministic.
 func TestDiffRacyFile(t *testing.T) {
 	f := newFixture(t, []node{racy(file("r", "1234", 0o644)), file("n", "1234", 0o644)})
+	digests := map[string]string{}
 	for _, p := range []string{"r", "n"} {
 		e, _ := f.open.Lookup(p)
+		digests[p] = e.Digest
 		must(t, os.WriteFile(f.s(p), []byte("5678"), 0o644))
 		must(t, os.Chtimes(f.s(p), time.Unix(0, e.MtimeNs), time.Unix(0, e.MtimeNs)))
 	}
-	f.open = walk(t, f.staged) // as if the write was inside the staging's tick
-	set := f.diff(t)
-	if got := describe(set); !slices.Equal(got, []string{"modify r file->file"}) {
-		t.Fatalf("change set %q, want r (racy, compared by content) and not n (stat-clean, trusted without reading)", got)
+	if digests["r"] == "" || digests["n"] != "" {
+		t.Fatalf("precondition: only r has a digest at open: %q", digests)
 	}
-}
-
-// TestDiffRacyFileDigestAtOpen: Open records the digest of racy staged
-// files, and Diff compares against it when stat cannot tell: a same-tick
-// rewrite is seen, and an untouched file whose base copy changed since
-// open is not the command's change.
-func TestDiffRacyFileDigestAtOpen(t *testing.T) {
-	f := newFixture(t, []node{racy(file("r", "1234", 0o644)), racy(file("u", "same", 0o644))})
-	digests := map[string]string{}
-	for _, p := range []string{"r", "u"} {
-		e, _ := f.open.Lookup(p)
-		if !Racy(*e) {
-			t.Fatalf("precondition: %s is not racy: %+v", p, *e)
-		}
-		d, err := manifest.HashFile(f.s(p))
-		must(t, err)
-		digests[p] = d
-	}
-	e, _ := f.open.Lookup("r")
-	must(t, os.WriteFile(f.s("r"), []byte("5678"), 0o644))
-	must(t, os.Chtimes(f.s("r"), time.Unix(0, e.MtimeNs), time.Unix(0, e.MtimeNs)))
-	must(t, os.WriteFile(f.b("u"), []byte("SAME"), 0o644))
-	// As if the rewrite had been inside the staging's tick: the open
+	// As if the writes were inside the staging's step: the open
 	// manifest's stat facts are those of now, its digests those of open.
 	f.open = walk(t, f.staged)
 	for p, d := range digests {
 		e, _ := f.open.Lookup(p)
 		e.Digest = d
 	}
-	if got := describe(f.diff(t)); !slices.Equal(got, []string{"modify r file->file"}) {
+	set := f.diff(t)
+	if got := describe(set); !slices.Equal(got, []string{"modify r file->file"}) {
+		t.Fatalf("change set %q, want r (racy, compared by content) and not n (stat-clean, trusted without reading)", got)
+	}
+}
+
+// TestDiffRacyFileDigestAtOpen: Diff compares against the digest open
+// recorded when stat cannot tell: a same-step rewrite is seen, an
+// untouched file whose base copy changed since open is not the command's
+// change, and each file Diff hashed carries the digest it read.
+func TestDiffRacyFileDigestAtOpen(t *testing.T) {
+	f := newFixture(t, []node{racy(file("r", "1234", 0o644)), racy(file("u", "same", 0o644))})
+	digests := map[string]string{}
+	for _, p := range []string{"r", "u"} {
+		e, _ := f.open.Lookup(p)
+		digests[p] = e.Digest
+	}
+	e, _ := f.open.Lookup("r")
+	must(t, os.WriteFile(f.s("r"), []byte("5678"), 0o644))
+	must(t, os.Chtimes(f.s("r"), time.Unix(0, e.MtimeNs), time.Unix(0, e.MtimeNs)))
+	must(t, os.WriteFile(f.b("u"), []byte("SAME"), 0o644))
+	// As if the rewrite had been inside the staging's step: the open
+	// manifest's stat facts are those of now, its digests those of open.
+	f.open = walk(t, f.staged)
+	for p, d := range digests {
+		e, _ := f.open.Lookup(p)
+		e.Digest = d
+	}
+	now := walk(t, f.staged)
+	set, err := Diff(context.Background(), Input{Base: f.baseM, StagedOpen: f.open, Staged: now, BaseDir: f.base, StagedDir: f.staged})
+	must(t, err)
+	if got := describe(set); !slices.Equal(got, []string{"modify r file->file"}) {
 		t.Fatalf("change set %q, want only r", got)
+	}
+	for p, want := range map[string]string{"r": manifest.HashBytes([]byte("5678")), "u": digests["u"]} {
+		if e, _ := now.Lookup(p); e.Digest != want {
+			t.Errorf("%s: Diff left digest %q on the staged entry, want %q (the bytes it read)", p, e.Digest, want)
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ func newDoctorCmd(io IO) *cobra.Command {
 	var workdir string
 	c := &cobra.Command{
 		Use:   "doctor [--json]",
-		Short: "Show what this machine supports: namespaces, overlay (with and without root), reflink, git",
+		Short: "Show what this machine supports: namespaces, overlay (with and without root), reflink, recycling, timestamp granularity, git",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			st, err := store()

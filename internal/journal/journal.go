@@ -112,7 +112,8 @@ func (j *Journal) digest() (string, error) {
 func TempPrefix(txID string) string { return ".airlock-" + txID + "-" }
 
 // Prepare writes the journal for ops into dir (created; it must not exist):
-// it checks that each path is still as the caller's checks saw it (Before),
+// it checks that each path is still as the caller's checks saw it (Before:
+// its stat facts, and its bytes where Before carries a digest),
 // backs up every regular file that will be overwritten or removed, and
 // fsyncs the backups, the journal and dir before returning. Nothing in the
 // base is modified.
@@ -145,6 +146,11 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 		d, err := backup(ctx, root, op, filepath.Join(bdir, op.Backup))
 		if err != nil {
 			return nil, err
+		}
+		// Where the checks compared bytes (stat could not tell them from
+		// an edit in the same timestamp step), the backup must be those.
+		if op.Before.Digest != "" && d != op.Before.Digest {
+			return nil, &DriftError{Path: op.Path}
 		}
 		op.Before.Digest = d
 	}

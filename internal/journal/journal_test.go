@@ -575,6 +575,25 @@ func TestPrepareDrift(t *testing.T) {
 			must(t, os.Symlink("elsewhere", filepath.Join(dir, "link")))
 		}},
 	}
+	// An edit within the timestamp step of the checks' measure keeps
+	// every stat fact: where the checks compared bytes (Before carries
+	// their digest), the backup must be those bytes.
+	t.Run("bytes other than the checks compared", func(t *testing.T) {
+		b := p.newBase(t)
+		ops := p.ops(t, b)
+		for i := range ops {
+			if ops[i].Path == "mod.txt" {
+				ops[i].Before.Digest = manifest.HashBytes([]byte("what the checks read"))
+			}
+		}
+		before := snapshot(t, b.dir)
+		_, err := Prepare(context.Background(), b.root, b.jdir, txID, ops)
+		var d *DriftError
+		if !errors.As(err, &d) || d.Path != "mod.txt" {
+			t.Fatalf("Prepare error = %v, want a *DriftError naming mod.txt", err)
+		}
+		sameTree(t, "base after a refused Prepare", snapshot(t, b.dir), before)
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := p.newBase(t)

@@ -40,12 +40,6 @@ const (
 	// copyRetries is how many times a file that changed while it was being
 	// copied is copied again before staging gives up.
 	copyRetries = 3
-	// ctimeSettle is how long staging waits past the newest staged ctime.
-	// File systems stamp ctime from a clock that ticks every few
-	// milliseconds; a command's write in the same tick as staging's last
-	// write would leave ctime, and perhaps every other stat fact, as
-	// staged, and the write could not be seen without hashing.
-	ctimeSettle = 20 * time.Millisecond
 	// progressEvery spaces Progress calls.
 	progressEvery = 200 * time.Millisecond
 )
@@ -118,13 +112,14 @@ func stageCopy(ctx context.Context, req Request, clone bool) (res *Result, err e
 	if err != nil {
 		return nil, err
 	}
-	if err := settleCtimes(ctx, staged); err != nil {
+	res = &Result{Base: m, Staged: staged, Warnings: append(c.warnings, warnings...), WalkNs: walkNs}
+	if err := digestRacy(ctx, res, dir, req); err != nil {
 		return nil, stopped(ctx, base, err)
 	}
 	if req.Progress != nil {
 		req.Progress(c.total, c.total)
 	}
-	return &Result{Base: m, Staged: staged, Warnings: append(c.warnings, warnings...), WalkNs: walkNs}, nil
+	return res, nil
 }
 
 // stopped turns a failure caused by the caller's cancellation into one
@@ -557,25 +552,4 @@ func (c *copier) check(staged *manifest.Manifest) ([]string, error) {
 
 func unexpected(path, what string) error {
 	return fmt.Errorf("staging failed: %s %s; remove anything else writing there and retry", quote(path), what)
-}
-
-// settleCtimes waits until the clock has moved clearly past the newest
-// staged ctime (see ctimeSettle).
-func settleCtimes(ctx context.Context, staged *manifest.Manifest) error {
-	var newest int64
-	for i := range staged.Entries {
-		newest = max(newest, staged.Entries[i].CtimeNs)
-	}
-	d := time.Until(time.Unix(0, newest).Add(ctimeSettle))
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
 )
 
@@ -600,53 +601,68 @@ func TestCopyRefusesBadDirs(t *testing.T) {
 }
 
 // TestCopyStagedWriteIsVisible checks that a same-size rewrite of a staged
-// file right after staging moves its ctime, so that stat alone shows it.
-// Linux 6.13 and later stamp a ctime that was read with a fine-grained
-// clock anyway; on older kernels and other systems this needs the wait in
-// settleCtimes, which TestSettleCtimes checks directly.
+// file right after staging can be seen: its ctime moved (Linux 6.13 and
+// later stamp a ctime that was read with a fine-grained clock), or, where
+// it fell in staging's last timestamp step, staging recorded the digest of
+// the bytes it left, which the rewrite no longer matches.
 func TestCopyStagedWriteIsVisible(t *testing.T) {
 	base := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(base, "f"), []byte("a"), 0o644))
 	dir := stageDir(t)
-	res, err := copyBackend{}.Stage(t.Context(), Request{Base: base, Dir: dir})
+	res, err := copyBackend{}.Stage(t.Context(), clocked(Request{Base: base, Dir: dir}))
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(dir, "f"), []byte("b"), 0o644))
 	now, err := manifest.Lstat(filepath.Join(dir, "f"))
 	must(t, err)
 	e, _ := res.Staged.Lookup("f")
-	if now.Path = "f"; manifest.SameStat(*e, now) {
-		t.Fatalf("a write right after staging left the stat unchanged: %+v", now)
+	if now.Path = "f"; manifest.SameStat(*e, now) && (e.Digest == "" || e.Digest == manifest.HashBytes([]byte("b"))) {
+		t.Fatalf("a write right after staging left the stat unchanged, and staging recorded no digest that tells: %+v", *e)
 	}
 }
 
-func TestSettleCtimes(t *testing.T) {
-	now := time.Now().UnixNano()
-	tests := []struct {
-		name     string
-		ctime    int64
-		min, max time.Duration
+// TestDigestRacy: staging records the digest of each staged file its
+// clock cannot prove unchanged later, and of each base file measured
+// within its clock's window of a change; both are the staged bytes' own.
+// A clock that proves every fact records none.
+func TestDigestRacy(t *testing.T) {
+	fine := fsclock.Clock{Type: "test", StoredNs: 1, Measured: true} // a 1 ns window: every ctime of the past is proven
+	for _, tt := range []struct {
+		name                 string
+		state, base          fsclock.Clock
+		wantStaged, wantBase bool
 	}{
-		{"newest ctime is now", now, ctimeSettle - 2*time.Millisecond, time.Second},
-		{"newest ctime long past", now - int64(time.Hour), 0, ctimeSettle / 2},
-	}
-	for _, tt := range tests {
+		{"coarse state file system", fsclock.Clock{}, fine, true, false},
+		{"coarse base file system", fine, fsclock.Clock{}, false, true},
+		{"both coarse", fsclock.Clock{}, fsclock.Clock{}, true, true},
+		{"both fine", fine, fine, false, false},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &manifest.Manifest{Entries: []manifest.Entry{{Path: "a", CtimeNs: now - int64(time.Hour)}, {Path: "b", CtimeNs: tt.ctime}}}
-			start := time.Now()
-			must(t, settleCtimes(t.Context(), m))
-			if d := time.Since(start); d < tt.min || d > tt.max {
-				t.Errorf("waited %v, want between %v and %v", d, tt.min, tt.max)
+			base := t.TempDir()
+			must(t, os.MkdirAll(filepath.Join(base, "d"), 0o755))
+			must(t, os.WriteFile(filepath.Join(base, "d/f"), []byte("data"), 0o644))
+			must(t, os.Symlink("d/f", filepath.Join(base, "l")))
+			dir := stageDir(t)
+			res, err := copyBackend{}.Stage(t.Context(), Request{Base: base, Dir: dir, StateClock: tt.state, BaseClock: tt.base})
+			must(t, err)
+			want := manifest.HashBytes([]byte("data"))
+			for _, m := range []struct {
+				name string
+				m    *manifest.Manifest
+				want bool
+			}{{"staged", res.Staged, tt.wantStaged}, {"base", res.Base, tt.wantBase}} {
+				for _, e := range m.m.Entries {
+					switch {
+					case e.Kind != manifest.KindFile && e.Digest != "":
+						t.Errorf("%s %s %q has a digest", m.name, e.Kind, e.Path)
+					case e.Kind == manifest.KindFile && m.want && e.Digest != want:
+						t.Errorf("%s file %q: digest %q, want %q", m.name, e.Path, e.Digest, want)
+					case e.Kind == manifest.KindFile && !m.want && e.Digest != "":
+						t.Errorf("%s file %q: digest %q where stat proves it", m.name, e.Path, e.Digest)
+					}
+				}
 			}
 		})
 	}
-	t.Run("cancelled", func(t *testing.T) {
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		m := &manifest.Manifest{Entries: []manifest.Entry{{Path: "a", CtimeNs: time.Now().Add(time.Hour).UnixNano()}}}
-		if err := settleCtimes(ctx, m); !errors.Is(err, context.Canceled) {
-			t.Errorf("err = %v, want context.Canceled", err)
-		}
-	})
 }
 
 func TestRemoveReadOnlyTree(t *testing.T) {

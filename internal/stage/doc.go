@@ -11,7 +11,9 @@
 // caller holds both manifests: [Result.Base] is the base as the staged tree
 // was made from it (the change set's "before"), and [Result.Staged] is the
 // staged tree as it stood when staging ended, so that what a command changed
-// there can later be told by stat alone.
+// there can later be told by stat alone — except for files changed within
+// their file system's timestamp window of being measured (Request's clocks,
+// internal/fsclock), whose digests staging records so that bytes decide.
 //
 // # Backends
 //

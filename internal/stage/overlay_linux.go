@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
@@ -458,7 +459,7 @@ func (overlayBackend) Changes(ctx context.Context, req DiffRequest) (*changeset.
 		return nil, fmt.Errorf("overlay open mark in %s: %w", quote(layers), err)
 	}
 	d := &overlayDiff{ctx: ctx, base: req.Base, upper: filepath.Join(layers, upperName), skip: req.Skip,
-		opened: mark.Ctim.Nano(), set: &changeset.Set{}}
+		opened: mark.Ctim.Nano(), clock: req.BaseClock, set: &changeset.Set{}}
 	upper, err := safefs.OpenRoot(d.upper)
 	if err != nil {
 		return nil, fmt.Errorf("overlay upper layer of %s: %w", quote(dir), unwrapPath(err))
@@ -489,6 +490,7 @@ type overlayDiff struct {
 	base, upper string
 	skip        func(string, bool) bool
 	opened      int64
+	clock       fsclock.Clock // the base's
 	set         *changeset.Set
 	// upperRoot is where a changed file's bytes are read: beneath the
 	// upper layer, never through a symlink the command put on the way.
@@ -529,9 +531,11 @@ func (d *overlayDiff) lowerEntry(rel string) (*manifest.Entry, error) {
 // atOpen is the base entry the change set records: the base path as it
 // is now if its ctime proves it unchanged since open, else the same
 // facts with the stat fields that no real file has, so that the commit's
-// drift check cannot take it for unchanged.
+// drift check cannot take it for unchanged. The proof needs the ctime
+// older than the open mark by the base's clock window: a change stamped
+// in the step the mark was made in may have come after it.
 func (d *overlayDiff) atOpen(l manifest.Entry) manifest.Entry {
-	if l.CtimeNs < d.opened {
+	if d.clock.Proves(l.CtimeNs, d.opened) {
 		return l
 	}
 	l.MtimeNs, l.CtimeNs, l.Ino = 0, 0, 0

@@ -39,6 +39,9 @@ func overlayBase(t *testing.T) string {
 		must(t, os.WriteFile(filepath.Join(base, p), []byte(c), 0o644))
 	}
 	must(t, os.Symlink("keep/k", filepath.Join(base, "link")))
+	// The base was there well before the open: its changes are older
+	// than the open mark by more than the clock's window.
+	waitProven(t, base)
 	return base
 }
 
@@ -108,7 +111,7 @@ func TestOverlayMatchesCopyDiff(t *testing.T) {
 		t.Errorf("overlay staging measured the base (%d entries): it must cost one mount", len(ores.Base.Entries))
 	}
 	agentWork(t, odir)
-	got, err := overlayBackend{}.Changes(t.Context(), DiffRequest{Base: base, Dir: odir, Skip: skip})
+	got, err := overlayBackend{}.Changes(t.Context(), DiffRequest{Base: base, Dir: odir, Skip: skip, BaseClock: tclock(t)})
 	must(t, err)
 
 	// The copy backend keeps node_modules out of the staged tree, so its
@@ -144,7 +147,7 @@ func TestOverlayBaseChangedSinceOpen(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(base, "edit.txt"), []byte("user\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(base, "keep/k"), []byte("user\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "edit.txt"), []byte("agent\n"), 0o644))
-	set, err := overlayBackend{}.Changes(t.Context(), DiffRequest{Base: base, Dir: dir})
+	set, err := overlayBackend{}.Changes(t.Context(), DiffRequest{Base: base, Dir: dir, BaseClock: tclock(t)})
 	must(t, err)
 	if len(set.Changes) != 1 || set.Changes[0].Path != "edit.txt" {
 		t.Fatalf("changes %q, want edit.txt alone", summary(set))
@@ -193,7 +196,7 @@ func TestOverlayRemount(t *testing.T) {
 	t.Cleanup(func() { overlayBackend{}.Remove(t.Context(), dir) })
 	must(t, os.WriteFile(filepath.Join(dir, "new"), []byte("n"), 0o644))
 	must(t, unmountAll(dir))
-	set, err := overlayBackend{}.Changes(t.Context(), DiffRequest{Base: base, Dir: dir})
+	set, err := overlayBackend{}.Changes(t.Context(), DiffRequest{Base: base, Dir: dir, BaseClock: tclock(t)})
 	must(t, err)
 	if len(set.Changes) != 1 || set.Changes[0].Path != "new" {
 		t.Fatalf("changes after remount %q, want new", summary(set))

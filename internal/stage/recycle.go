@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
 )
 
@@ -27,8 +27,9 @@ type Pooled struct {
 	// the pooled manifests are in memory only while they are needed.)
 	Tree func() (*manifest.Manifest, error)
 	// TreeWalkNs is when that walk started: an entry whose ctime is not
-	// clearly older could have been written again within the same
-	// timestamp tick without a trace.
+	// older by the state file system's window (Request.StateClock) could
+	// have been written again within the same timestamp step without a
+	// trace, and its bytes are compared.
 	TreeWalkNs int64
 	// Source loads, for each pooled entry that was provably untouched
 	// since it was staged, the base's stat facts of the very version its
@@ -37,8 +38,9 @@ type Pooled struct {
 	// any user call).
 	Source func() (*manifest.Manifest, error)
 	// SourceWalkNs is when the base was measured for Source: a source
-	// entry whose ctime is not clearly older proves nothing by stat alone,
-	// and its bytes are compared.
+	// entry whose ctime is not older by the base file system's window
+	// (Request.BaseClock) proves nothing by stat alone, and its bytes are
+	// compared.
 	SourceWalkNs int64
 	// Ignore reports paths of the tree that the pooled manifests did not
 	// cover (agent noise the settling diff skipped): they are refreshed
@@ -59,19 +61,25 @@ type Pooled struct {
 }
 
 // PoolSource makes Pooled.Source for a settled tree: for each entry the
-// settling walk found untouched since open (every stat fact as staged, ctime
-// included, and no file whose staging was too recent for stat to prove it
-// unchanged), the base's stat facts of the version it was copied from. A
+// settling walk found untouched since open, the base's stat facts of the
+// version it was copied from. Untouched is every stat fact as staged,
+// ctime included, and for a file staged too recently for its stat to
+// prove that (its open entry carries a digest: see Result.Staged), its
+// bytes as staged too: the settling diff compared them, and left the
+// digest of what it read on the walked entry (changeset.Diff). A
 // directory or symlink missing from it was touched by the command (a
 // chmod, chown or extended attribute moves ctime too). base and open are
 // the transaction's manifests from open (Result.Base, Result.Staged);
-// walked is the settling walk.
+// walked is the settling walk, once the settling diff has run over it.
 func PoolSource(base, open, walked *manifest.Manifest) *manifest.Manifest {
 	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(walked.Entries))}
 	for i := range walked.Entries {
 		e := &walked.Entries[i]
 		o, ok := open.Lookup(e.Path)
-		if !ok || !manifest.SameStat(*o, *e) || changeset.Racy(*o) {
+		if !ok || !manifest.SameStat(*o, *e) {
+			continue
+		}
+		if o.Kind == manifest.KindFile && o.Digest != "" && e.Digest != o.Digest {
 			continue
 		}
 		if b, ok := base.Lookup(e.Path); ok && b.Kind == e.Kind {
@@ -96,11 +104,6 @@ var ErrPoolTouched = errors.New("the pooled tree was written after its transacti
 // ErrPoolHeld is wrapped by Refresh's error when a process can still reach
 // the pooled tree (a dev server the last command left running).
 var ErrPoolHeld = errors.New("a process can still reach the pooled tree")
-
-// racyNs is how close to a walk a ctime must be for the walk not to prove
-// that a later write would have moved it: file systems stamp ctime from a
-// coarse clock.
-const racyNs = int64(ctimeSettle)
 
 // Refresh makes req.Dir, which holds a pooled tree, exactly what staging
 // req.Base afresh would make it: the same paths, types, modes, mtimes,
@@ -177,7 +180,8 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 		return nil, nil, err
 	}
 	defer src.close()
-	r := &refresher{ctx: ctx, src: src, dir: dir, base: m, tree: tree, covered: covered, p: p, touched: map[string]bool{}}
+	r := &refresher{ctx: ctx, src: src, dir: dir, base: m, tree: tree, covered: covered, p: p, touched: map[string]bool{},
+		stateClock: req.StateClock, baseClock: req.BaseClock}
 	if err := r.plan(); err != nil {
 		return nil, nil, err
 	}
@@ -199,13 +203,14 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := settleCtimes(ctx, staged); err != nil {
+	res := &Result{Base: m, Staged: staged, Warnings: append(r.warnings, warnings...), WalkNs: walkNs}
+	if err := digestRacy(ctx, res, dir, req); err != nil {
 		return nil, nil, stopped(ctx, base, err)
 	}
 	if req.Progress != nil {
 		req.Progress(len(staged.Entries), len(staged.Entries))
 	}
-	return &Result{Base: m, Staged: staged, Warnings: append(r.warnings, warnings...), WalkNs: walkNs}, &r.stats, nil
+	return res, &r.stats, nil
 }
 
 // free proves that no process can reach the tree any more (see Holders):
@@ -286,6 +291,9 @@ type refresher struct {
 	// covered[j] says tree entry j is as the pooled walk saw it (untouched).
 	covered []bool
 	p       Pooled
+	// stateClock and baseClock are Request's: the pooled tree lies on the
+	// state's file system, the source versions on the base's.
+	stateClock, baseClock fsclock.Clock
 
 	remove []string // tree paths to remove, parents before children, none under another
 	create []int    // base entries to make: directories, files, symlinks
@@ -416,10 +424,11 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, shared map[uint64]b
 	switch b.Kind {
 	case manifest.KindDir:
 		// A directory is kept with its entries; one the command touched
-		// (its ctime moved since staging) is made as a fresh one would be:
-		// the user's own, no extended attributes, the base's mode and
-		// times.
-		if _, ok := r.p.source.Lookup(t.Path); !ok || !covered {
+		// (its ctime moved since staging), or one whose stat cannot tell
+		// (changed within the state's timestamp step of the pooled walk),
+		// is made as a fresh one would be: the user's own, no extended
+		// attributes, the base's mode and times.
+		if _, ok := r.p.source.Lookup(t.Path); !ok || !covered || !r.stateClock.Proves(t.CtimeNs, r.p.TreeWalkNs) {
 			r.scrub = append(r.scrub, t.Path)
 			r.touched[t.Path] = true
 		}
@@ -437,9 +446,8 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, shared map[uint64]b
 		return false, nil
 	}
 	// Only a file untouched since it was staged holds the bytes of a
-	// known base version; its pooled stat must be clearly older than the
-	// pooled walk, or a same-tick write could hide.
-	if !covered || t.CtimeNs >= r.p.TreeWalkNs-racyNs {
+	// known base version.
+	if !covered {
 		return false, nil
 	}
 	s, ok := r.p.source.Lookup(t.Path)
@@ -450,16 +458,22 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, shared map[uint64]b
 		s.CtimeNs != b.CtimeNs || s.Ino != b.Ino || s.Dev != b.Dev {
 		return false, nil
 	}
-	if s.CtimeNs < r.p.SourceWalkNs-racyNs {
+	if r.stateClock.Proves(t.CtimeNs, r.p.TreeWalkNs) && r.baseClock.Proves(s.CtimeNs, r.p.SourceWalkNs) {
 		return true, nil
 	}
-	// Stat cannot decide: the base version was measured within a tick of
-	// its last change. Compare bytes.
+	// Stat cannot decide: the pooled walk came within a timestamp step of
+	// the tree file's last change (a write after it in the same step, its
+	// mtime kept as cp -p keeps it, moves no stat fact), or the base
+	// version was measured within a step of its own last change. The
+	// bytes decide.
 	return r.sameBytes(b, t)
 }
 
 // sameBytes compares a base file's bytes with the tree's, both opened
-// without following links.
+// without following links. A tree file with a link elsewhere, or an
+// extended attribute a command could set (made within the step its ctime
+// cannot tell), is never the same: a write through the other name would
+// reach the next transaction, and a fresh copy has neither.
 func (r *refresher) sameBytes(b, t *manifest.Entry) (bool, error) {
 	in, err := r.src.openFile(b.Path)
 	if err != nil {
@@ -471,6 +485,9 @@ func (r *refresher) sameBytes(b, t *manifest.Entry) (bool, error) {
 		return false, nil
 	}
 	defer out.Close()
+	if n, err := linkCount(out); err != nil || n != 1 || hasSettableXattr(out) {
+		return false, nil
+	}
 	x, y := make([]byte, 64<<10), make([]byte, 64<<10)
 	for {
 		n, errx := io.ReadFull(in, x)

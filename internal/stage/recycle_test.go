@@ -10,12 +10,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
@@ -26,25 +29,48 @@ func noiseSkip(rel string, isDir bool) bool {
 	return strings.HasPrefix(rel[strings.LastIndexByte(rel, '/')+1:], ".aider")
 }
 
+// testClock is the timestamp clock of the file system the tests' trees
+// are on (the temporary directory's), as airlock would measure it.
+var testClock = sync.OnceValues(func() (fsclock.Clock, error) { return fsclock.Measure(os.TempDir()) })
+
+// tclock is testClock, or the test fails.
+func tclock(t *testing.T) fsclock.Clock {
+	t.Helper()
+	c, err := testClock()
+	must(t, err)
+	return c
+}
+
+// clocked gives req the clocks of the tests' file system.
+func clocked(req Request) Request {
+	c, err := testClock()
+	if err != nil {
+		panic(err)
+	}
+	req.StateClock, req.BaseClock = c, c
+	return req
+}
+
 // pool stages base into a new directory, lets change play the command,
-// and pools the result as a settling transaction would.
+// and pools the result as a settling transaction would: its walk, the
+// settling diff over it, then PoolSource.
 func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 	t.Helper()
 	dir := stageDir(t)
 	opened := time.Now()
-	res, err := copyBackend{}.Stage(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded})
+	res, err := copyBackend{}.Stage(t.Context(), clocked(Request{Base: base, Dir: dir, Skip: skipExcluded}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if change != nil {
 		change(dir)
 	}
-	// The settling diff comes later than any write the command made
-	// within the same timestamp tick.
-	time.Sleep(2 * time.Duration(racyNs))
 	walkNs := time.Now().UnixNano()
 	walked, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{Skip: noiseSkip})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := changeset.Diff(t.Context(), changeset.Input{Base: res.Base, StagedOpen: res.Staged, Staged: walked, BaseDir: base, StagedDir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	src := PoolSource(res.Base, res.Staged, walked)
@@ -60,14 +86,17 @@ func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 // every path, type, mode, mtime, byte and target, with no inode shared
 // with the base or within the tree, and manifests that say so.
 func TestRefreshMatchesFreshCopy(t *testing.T) {
-	for _, settle := range []time.Duration{0, 3 * time.Duration(racyNs)} {
-		name := "base measured within a tick (bytes compared)"
-		if settle > 0 {
+	for _, settle := range []bool{false, true} {
+		name := "base measured within a step (bytes compared)"
+		if settle {
 			name = "base measured later (stat decides)"
 		}
 		t.Run(name, func(t *testing.T) {
 			base := buildTree(t)
-			time.Sleep(settle)
+			if settle {
+				// Until the clock proves every base ctime.
+				waitProven(t, base)
+			}
 			dir, p := pool(t, base, func(dir string) {
 				writeAll(t, filepath.Join(dir, "one"), "changed by the command")
 				writeAll(t, filepath.Join(dir, "added.txt"), "added by the command")
@@ -98,7 +127,7 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 			// a late writer, and is not staged.
 			writeAll(t, filepath.Join(dir, ".aider.chat"), "noise")
 
-			res, done, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+			res, done, err := Refresh(t.Context(), clocked(Request{Base: base, Dir: dir, Skip: skipExcluded}), p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -163,10 +192,26 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 			if done.Copied == 0 || done.Kept == 0 || done.Removed == 0 {
 				t.Errorf("refresh kept %d, copied %d, removed %d: want some of each", done.Kept, done.Copied, done.Removed)
 			}
-			if settle > 0 && done.Copied > 12 {
+			if settle && done.Copied > 12 {
 				t.Errorf("refresh copied %d entries; only the few the command and the base changed differ", done.Copied)
 			}
 		})
+	}
+}
+
+// waitProven waits until the tests' clock proves the stat of every entry
+// of dir: until its window has passed since the newest ctime there.
+func waitProven(t *testing.T, dir string) {
+	t.Helper()
+	c := tclock(t)
+	m, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{})
+	must(t, err)
+	var newest int64
+	for _, e := range m.Entries {
+		newest = max(newest, e.CtimeNs)
+	}
+	for !c.Proves(newest, time.Now().UnixNano()) {
+		time.Sleep(time.Duration(c.WindowNs()) / 4)
 	}
 }
 
@@ -388,5 +433,93 @@ func TestRefreshRefusesLoopBackedTree(t *testing.T) {
 	_, _, err = Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
 	if !errors.Is(err, ErrPoolHeld) || !strings.Contains(err.Error(), "loop device") {
 		t.Fatalf("Refresh of a tree backing a loop device: %v, want ErrPoolHeld naming it", err)
+	}
+}
+
+// TestRefreshOnASecondsFS: on a file system that keeps whole seconds, a
+// pooled tree changed after its pooled walk, in the second it was staged,
+// shows every stat fact as that walk saw it. The refresh must still not
+// keep what a fresh copy would not have: a file rewritten with its mtime
+// put back (cp -p), a file given an extended attribute or a link outside
+// the tree, a directory given an extended attribute.
+func TestRefreshOnASecondsFS(t *testing.T) {
+	mnt := testbin.SecondsFS(t)
+	c, err := fsclock.Measure(mnt)
+	must(t, err)
+	if c.StoredNs != 1e9 {
+		t.Fatalf("the seconds file system measures %s", c)
+	}
+	old := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	for attempt := 1; ; attempt++ {
+		base := filepath.Join(mnt, fmt.Sprintf("base%d", attempt))
+		for _, p := range []string{"a", "b", "c", "d/e"} {
+			must(t, os.MkdirAll(filepath.Dir(filepath.Join(base, p)), 0o755))
+			writeAll(t, filepath.Join(base, p), "base "+p+"\n")
+			must(t, os.Chtimes(filepath.Join(base, p), old, old))
+		}
+		// Far enough into a second that the pooled walk comes clearly
+		// after the staging, and what follows still falls in it.
+		now := time.Now()
+		next := now.Truncate(time.Second).Add(100 * time.Millisecond)
+		if !next.After(now) {
+			next = next.Add(time.Second)
+		}
+		time.Sleep(time.Until(next))
+		dir := filepath.Join(mnt, fmt.Sprintf("staged%d", attempt))
+		req := Request{Base: base, Dir: dir, StateClock: c, BaseClock: c}
+		res, err := copyBackend{}.Stage(t.Context(), req)
+		must(t, err)
+		walkNs := time.Now().UnixNano()
+		walked, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{})
+		must(t, err)
+		_, err = changeset.Diff(t.Context(), changeset.Input{Base: res.Base, StagedOpen: res.Staged, Staged: walked, BaseDir: base, StagedDir: dir})
+		must(t, err)
+		src := PoolSource(res.Base, res.Staged, walked)
+		p := Pooled{
+			Tree: func() (*manifest.Manifest, error) { return walked, nil }, TreeWalkNs: walkNs,
+			Source: func() (*manifest.Manifest, error) { return src, nil }, SourceWalkNs: res.WalkNs,
+			Since: time.Now(),
+		}
+		// After the pooled walk, in the same second.
+		must(t, unix.Setxattr(filepath.Join(dir, "a"), "user.airlock-test", []byte("planted"), 0))
+		outside := filepath.Join(mnt, fmt.Sprintf("outside%d", attempt))
+		must(t, os.Link(filepath.Join(dir, "b"), outside))
+		writeAll(t, filepath.Join(dir, "c"), "evil c\n") // the same size
+		must(t, os.Chtimes(filepath.Join(dir, "c"), old, old))
+		must(t, unix.Setxattr(filepath.Join(dir, "d"), "user.airlock-test", []byte("planted"), 0))
+		same := true
+		for _, rel := range []string{"a", "b", "c", "d"} {
+			e, _ := walked.Lookup(rel)
+			now, err := manifest.Lstat(filepath.Join(dir, rel))
+			must(t, err)
+			now.Path = rel
+			same = same && manifest.SameStat(*e, now)
+		}
+		if !same {
+			// The second rolled over: the stat shows the changes, which
+			// is not the case under test. Again.
+			if attempt == 5 {
+				t.Fatal("staging and the changes did not fit in one second in 5 tries")
+			}
+			continue
+		}
+		if _, _, err := Refresh(t.Context(), req, p); err != nil {
+			t.Fatal(err)
+		}
+		for _, rel := range []string{"a", "d"} {
+			if _, err := unix.Getxattr(filepath.Join(dir, rel), "user.airlock-test", make([]byte, 64)); err == nil {
+				t.Errorf("%s kept the extended attribute set after the pooled walk", rel)
+			}
+		}
+		var st, ost unix.Stat_t
+		must(t, unix.Stat(filepath.Join(dir, "b"), &st))
+		must(t, unix.Stat(outside, &ost))
+		if st.Ino == ost.Ino {
+			t.Errorf("b is still the inode linked at %s: a write there reaches the next transaction", outside)
+		}
+		if got, _ := os.ReadFile(filepath.Join(dir, "c")); string(got) != "base c\n" {
+			t.Errorf("c holds %q, not the base's bytes", got)
+		}
+		return
 	}
 }

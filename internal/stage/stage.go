@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
 )
 
@@ -44,6 +45,12 @@ type Request struct {
 	// succeeds. Calls come from one goroutine at a time and never after
 	// Stage returns.
 	Progress func(done, total int)
+	// StateClock and BaseClock are the timestamp clocks (fsclock) of the
+	// staged workspace's file system and of the base's: a stat fact taken
+	// within a clock's window of a change proves nothing, so staging
+	// records the digests of those files (see Result). The zero Clock is
+	// a coarse one.
+	StateClock, BaseClock fsclock.Clock
 }
 
 // Result is what staging measured.
@@ -52,19 +59,24 @@ type Result struct {
 	// was staged, with the stat facts of the very version whose bytes were
 	// copied (a file that changed between the walk and its copy is
 	// recorded as copied), plus a KindOther entry for each FIFO, socket
-	// and device node, which is not staged.
+	// and device node, which is not staged. A file whose ctime lies within
+	// BaseClock's window of WalkNs carries the digest of the bytes staged:
+	// a same-size edit in the same timestamp step could leave every stat
+	// fact as it is, so the commit's drift check compares bytes there.
 	Base *manifest.Manifest
 	// Staged is the staged tree measured when staging ended: its own
-	// inodes, mtimes and ctimes. Every staged ctime is older than the
-	// clock when Stage returns, so a later write to a staged path always
-	// moves its ctime and can be seen by stat alone.
+	// inodes, mtimes and ctimes. A file whose ctime lies within
+	// StateClock's window of the moment staging ended carries the digest
+	// of its bytes: a write within the same timestamp step might move no
+	// stat fact, so the diff compares bytes there. Every other staged
+	// file's ctime is old enough that a later write moves it.
 	Staged *manifest.Manifest
 	// Warnings are one-line notes for the user, e.g. a FIFO that was not
 	// staged or a mode the system would not set.
 	Warnings []string
 	// WalkNs is when the walk that measured Base began (ns since the
-	// epoch): a base entry whose ctime is not clearly older could change
-	// again within the same timestamp tick without a trace.
+	// epoch): a base entry whose ctime is not older by BaseClock's window
+	// could change again within the same timestamp step without a trace.
 	WalkNs int64
 }
 
@@ -159,6 +171,9 @@ type DiffRequest struct {
 	// Skip reports whether a path is outside the surface (the exclude
 	// selectors): changes there are left out, as staging left them out.
 	Skip func(rel string, isDir bool) bool
+	// BaseClock is the timestamp clock of the base's file system: a base
+	// entry changed within its window of the open counts as changed since.
+	BaseClock fsclock.Clock
 }
 
 // quote shows a path as it is when that is readable on one line, and

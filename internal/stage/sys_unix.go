@@ -177,12 +177,7 @@ func scrubDir(p string) error {
 		return fmt.Errorf("list extended attributes of %s: %w", quote(p), err)
 	}
 	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
-		// What a command can set: user attributes and ACLs, and as root
-		// trusted.* and security.* too. The security label is the
-		// system's, and a new directory gets one too.
-		settable := strings.HasPrefix(name, "user.") || strings.HasPrefix(name, "system.posix_acl_") ||
-			(os.Geteuid() == 0 && name != "security.selinux" && (strings.HasPrefix(name, "trusted.") || strings.HasPrefix(name, "security.")))
-		if !settable {
+		if !settable(name) {
 			continue
 		}
 		if err := unix.Lremovexattr(p, name); err != nil && err != unix.ENODATA {
@@ -190,4 +185,48 @@ func scrubDir(p string) error {
 		}
 	}
 	return nil
+}
+
+// settable reports whether a command could have set the extended
+// attribute: user attributes and ACLs, and as root trusted.* and
+// security.* too. The security label is the system's, and a new file gets
+// one too.
+func settable(name string) bool {
+	return strings.HasPrefix(name, "user.") || strings.HasPrefix(name, "system.posix_acl_") ||
+		(os.Geteuid() == 0 && name != "security.selinux" && (strings.HasPrefix(name, "trusted.") || strings.HasPrefix(name, "security.")))
+}
+
+// hasSettableXattr reports whether the open file carries an extended
+// attribute a command could have set (or cannot be asked).
+func hasSettableXattr(f *os.File) bool {
+	size, err := unix.Flistxattr(int(f.Fd()), nil)
+	if err == unix.ENOTSUP {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	if size == 0 {
+		return false
+	}
+	buf := make([]byte, size)
+	n, err := unix.Flistxattr(int(f.Fd()), buf)
+	if err != nil {
+		return true
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
+		if settable(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// linkCount is how many names the open file has.
+func linkCount(f *os.File) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, err
+	}
+	return uint64(st.Nlink), nil
 }

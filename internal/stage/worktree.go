@@ -182,7 +182,7 @@ func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err
 	if ok, _ := cloneSupport(parent); ok && sameDevice(parent, base) {
 		clone = true
 	}
-	res, err = stageCopy(ctx, Request{Base: base, Dir: counterpart, Skip: skip, Progress: req.Progress}, clone)
+	res, err = stageCopy(ctx, Request{Base: base, Dir: counterpart, Skip: skip, Progress: req.Progress, StateClock: req.StateClock, BaseClock: req.BaseClock}, clone)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,8 @@ func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err
 			return nil, fmt.Errorf("create staged workspace %s: %w", quote(dir), unwrapPath(err))
 		}
 	}
-	if err := settleCtimes(ctx, res.Staged); err != nil {
+	// The gitfile was put back after staging: its digest, if it needs one.
+	if err := digestRacy(ctx, res, counterpart, req); err != nil {
 		return nil, stopped(ctx, base, err)
 	}
 	rec.Entries, rec.Ready = len(res.Base.Entries), true

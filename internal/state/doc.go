@@ -37,6 +37,8 @@
 //	<root>/bases/retired/    state of bases that are gone, moved aside, never deleted
 //	<root>/trash/            transaction directories being removed by gc
 //	<root>/lock              global flock for id and port allocation
+//	<root>/fsclock.json      the measured timestamp clocks of the file systems the root
+//	                         was on (internal/fsclock), by file-system id: a cache
 //
 // # Durability
 //
