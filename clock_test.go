@@ -136,12 +136,19 @@ func TestSameSecondPlantInPooledTreeIsNotKept(t *testing.T) {
 				}
 				at := filepath.Join(tx.Path(), "f")
 				inSecond := true
-				if when == "by the command" {
-					plant(at)
-					inSecond = sameAsOpen(t, tx, stagedOpenFile, "f", at)
+				// Only a run's tree is pooled (its command's processes are
+				// known): the command fails, so the run discards.
+				run, err := tx.Run(ctx, RunOptions{Argv: []string{"false"}, Ended: func(*RunResult) {
+					if when == "by the command" {
+						plant(at)
+						inSecond = sameAsOpen(t, tx, stagedOpenFile, "f", at)
+					}
+				}})
+				var ce *CommandError
+				if !errors.As(err, &ce) {
+					t.Fatalf("run: %v, want the command's failure", err)
 				}
-				res, err := tx.Discard(ctx, SettleOptions{})
-				must(t, err)
+				res := run.Settled
 				if when == "after the settling walk" {
 					b, err := s.st.Base(base)
 					must(t, err)
