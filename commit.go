@@ -173,15 +173,21 @@ func (t *Tx) cancelled(ctx context.Context) error {
 }
 
 // CancelledError is a commit stopped by its caller's context before it
-// wrote its journal: the base was not touched, no outcome was recorded,
-// and the transaction is kept as it was. A context that ends after the
-// journal does not stop the commit, which then reports its real outcome.
+// wrote its journal, or by SIGINT or SIGTERM while it validated (Cause is
+// then an *InterruptedError): the base was not touched, no outcome was
+// recorded, and the transaction is kept as it was. A context that ends
+// after the journal does not stop the commit, which then reports its real
+// outcome.
 type CancelledError struct {
 	TxID  string
 	Cause error
 }
 
 func (e *CancelledError) Error() string {
+	var irq *InterruptedError
+	if errors.As(e.Cause, &irq) {
+		return interruptedMessage(e.TxID, irq)
+	}
 	return fmt.Sprintf("the commit of %s was cancelled before anything was written (%v): the base was not touched and the transaction is kept as it was; commit it again to apply it", e.TxID, e.Cause)
 }
 

@@ -879,6 +879,13 @@ func entriesGitDigest(paths []string, es []treeEntry) string {
 // throw-away directory and runs the validators there, at the project
 // root's place in it.
 func (t *Tx) validateTree(ctx context.Context, l *landing, cmds []string, gate *project, snap *gitbase.Snapshot) (*Refusal, []string, error) {
+	return t.interruptible(ctx, func(ctx context.Context) (*Refusal, []string, error) {
+		return t.validateTreeIn(ctx, l, cmds, gate, snap)
+	})
+}
+
+// validateTreeIn is validateTree with SIGINT and SIGTERM caught.
+func (t *Tx) validateTreeIn(ctx context.Context, l *landing, cmds []string, gate *project, snap *gitbase.Snapshot) (*Refusal, []string, error) {
 	dir := t.st.Path(candidateDir)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, nil, fmt.Errorf("remove the old candidate %s: %w", dir, err)

@@ -344,7 +344,7 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 				stdinW.Close()
 			}()
 		}
-		werr := h.cmd.Wait()
+		werr := wait(h.cmd, spec.EndGroup)
 		fw.detach()
 		res, err := waitResult(ctx, name, h.cmd.ProcessState, werr)
 		res.SamePath = job.base != ""
