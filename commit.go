@@ -63,7 +63,18 @@ type Result struct {
 
 // SettleOptions describe the settle of a transaction.
 type SettleOptions struct {
-	Approve   bool      // approve changes to protected paths
+	// Approve approves changes to protected paths: the user's approval
+	// (`--approve`, the review page, an MCP client that asked its user),
+	// unless AgentApproval says it is the agent's own.
+	Approve bool
+	// AgentApproval says the caller is an agent acting for itself (the
+	// MCP commit tool's approve: true with no person asked): its Approve
+	// stands only where the project's config, as the base holds it now,
+	// sets agents_approve = true. Otherwise protected changes refuse the
+	// commit ProtectedPathNotApproved, whose remedy (RemedyUserApprove)
+	// names the ways a person approves them.
+	AgentApproval bool
+
 	ExitCode  *int      // the command's exit code, for the receipt
 	StartedAt time.Time // when the command started; zero means the open time
 	// ReceiptCopy, if set, is a second file the receipt is written to.
@@ -143,6 +154,8 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	defer p.release()
 	o.validated = p.validated
 	o.merged = p.merged
+	// The receipt records the approval that stood, not the one asked for.
+	o.Approve = p.approved
 	if err := t.cancelled(ctx); err != nil {
 		return nil, err
 	}

@@ -259,7 +259,8 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		if err != nil {
 			return nil, err
 		}
-		if r, err := t.checkProtected(set, so.Approve, gate); err != nil {
+		so.Approve = approval(so, gate)
+		if r, err := t.checkProtected(set, so, gate); err != nil {
 			return nil, err
 		} else if r != nil {
 			return refused(r)

@@ -23,7 +23,11 @@ func newMCPCmd(io IO) *cobra.Command {
 		Long: `mcp serves airlock's transactions to an agent over the Model Context Protocol
 on stdin and stdout (newline-delimited JSON-RPC); diagnostics go to stderr.
 Its tools: open, status, list, diff, commit and discard. A refused commit is
-a structured result (outcome "refused", refusal kind, paths, reason).
+a structured result (outcome "refused", refusal kind, paths, reason). The
+commit tool's approve: true asks the user (MCP elicitation) before protected
+changes land; without a client that can ask, only the user's airlock review
+or airlock commit --approve lands them. SIGINT or SIGTERM stops the server
+once the calls in flight have ended.
 
   claude mcp add airlock -- airlock mcp`,
 		Args: cobra.NoArgs,
