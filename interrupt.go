@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -88,6 +89,16 @@ func (i *interrupts) stop() syscall.Signal {
 		}
 	})
 	if irq, ok := context.Cause(i.ctx).(*InterruptedError); ok {
+		return irq.Signal
+	}
+	return 0
+}
+
+// interruptedBy is the signal that interrupted the commit err reports, 0
+// when none did.
+func interruptedBy(err error) syscall.Signal {
+	var irq *InterruptedError
+	if errors.As(err, &irq) {
 		return irq.Signal
 	}
 	return 0

@@ -81,7 +81,8 @@ type RemoteLanded struct {
 // together with its receipt (a note in refs/notes/airlock) in one atomic
 // push whose expected old values are H and the notes head it fetched. A
 // push that finds either moved starts over from the fetch, up to
-// o.Attempts times. A refused transaction is kept and the rest go on.
+// o.Attempts times. A refused transaction is kept and the rest go on; a
+// SIGINT or SIGTERM while one validates stops there, as in Land.
 func (s *Store) LandRemote(ctx context.Context, ids []string, o RemoteOptions) []RemoteLanded {
 	out := make([]RemoteLanded, 0, len(ids))
 	for _, id := range ids {
@@ -91,7 +92,7 @@ func (s *Store) LandRemote(ctx context.Context, ids []string, o RemoteOptions) [
 			continue
 		}
 		out = append(out, tx.LandRemote(ctx, o))
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || interruptedBy(out[len(out)-1].Err) != 0 {
 			break
 		}
 	}

@@ -169,6 +169,13 @@ func TestE2EValidatorInterrupted(t *testing.T) {
 		{"run SIGTERM", syscall.SIGTERM, "", func(x *interruptible) proc {
 			return x.start(run{args: []string{"run", "--workdir", x.base, "--id", "t1", "--", "sh", "-c", "echo b > a.txt"}, newSession: true})
 		}},
+		{"land SIGTERM", syscall.SIGTERM, "", func(x *interruptible) proc {
+			// Stopped at t1, the queue does not go on to t2 (whose
+			// validator would block on the FIFO nobody reads again).
+			writeFile(x.t, filepath.Join(x.openTx("t1"), "a.txt"), "b\n")
+			writeFile(x.t, filepath.Join(x.openTx("t2"), "c.txt"), "c\n")
+			return x.start(run{args: []string{"land", "t1", "t2"}, newSession: true})
+		}},
 		{"hook session-end SIGTERM", syscall.SIGTERM, "[hooks]\nstop = \"commit\"\n", func(x *interruptible) proc {
 			in := func(event, cwd string, kv ...string) string {
 				m := map[string]string{"session_id": "s-1", "cwd": cwd, "hook_event_name": event}
