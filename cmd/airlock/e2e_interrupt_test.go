@@ -176,6 +176,15 @@ func TestE2EValidatorInterrupted(t *testing.T) {
 			writeFile(x.t, filepath.Join(x.openTx("t2"), "c.txt"), "c\n")
 			return x.start(run{args: []string{"land", "t1", "t2"}, newSession: true})
 		}},
+		{"hook stop SIGTERM", syscall.SIGTERM, "", func(x *interruptible) proc {
+			// The stop hook's check: stopped, it blocks the agent on
+			// nothing and records no finding.
+			staged := x.openTx("t1")
+			writeFile(x.t, filepath.Join(staged, "a.txt"), "b\n")
+			b, _ := json.Marshal(map[string]any{"session_id": "s-1", "cwd": staged, "hook_event_name": "Stop", "stop_hook_active": false})
+			return testbin.Start(x.t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "stop"}, Dir: staged,
+				Stdin: string(b), Env: x.environ(), Timeout: commandTimeout, Setsid: true})
+		}},
 		{"hook session-end SIGTERM", syscall.SIGTERM, "[hooks]\nstop = \"commit\"\n", func(x *interruptible) proc {
 			in := func(event, cwd string, kv ...string) string {
 				m := map[string]string{"session_id": "s-1", "cwd": cwd, "hook_event_name": event}
@@ -210,7 +219,7 @@ func TestE2EValidatorInterrupted(t *testing.T) {
 					t.Errorf("stderr does not say %q\n%s", want, r)
 				}
 			}
-			if strings.Contains(r.Stderr, "ValidationFailed") {
+			if strings.Contains(r.Stderr, "ValidationFailed") || strings.HasPrefix(tc.name, "hook") && r.Stdout != "" {
 				t.Errorf("an interrupted validator was reported as a verdict\n%s", r)
 			}
 			wantGone(t, child, "the validator's child that ignores SIGTERM")

@@ -270,10 +270,15 @@ func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, t
 			e["already"] = true
 		}
 		var r *airlock.Refusal
+		var irq *airlock.InterruptedError
 		switch {
 		case errors.As(l.Err, &r):
 			refused++
 			fmt.Fprintf(out, "refused  %s  %s\n", l.ID, r.Error())
+		case errors.As(l.Err, &irq):
+			// Not a failure: the caller's signal (see interrupted).
+			fmt.Fprintf(out, "stopped  %s  %v\n", l.ID, l.Err)
+			e["error"] = l.Err.Error()
 		case l.Err != nil:
 			failed++
 			fmt.Fprintf(out, "failed   %s  %v\n", l.ID, l.Err)
