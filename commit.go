@@ -63,7 +63,18 @@ type Result struct {
 
 // SettleOptions describe the settle of a transaction.
 type SettleOptions struct {
-	Approve   bool      // approve changes to protected paths
+	// Approve approves changes to protected paths: the user's approval
+	// (`--approve`, the review page, an MCP client that asked its user),
+	// unless AgentApproval says it is the agent's own.
+	Approve bool
+	// AgentApproval says the caller is an agent acting for itself (the
+	// MCP commit tool's approve: true with no person asked): its Approve
+	// stands only where the project's config, as the base holds it now,
+	// sets agents_approve = true. Otherwise protected changes refuse the
+	// commit ProtectedPathNotApproved, whose remedy (RemedyUserApprove)
+	// names the ways a person approves them.
+	AgentApproval bool
+
 	ExitCode  *int      // the command's exit code, for the receipt
 	StartedAt time.Time // when the command started; zero means the open time
 	// ReceiptCopy, if set, is a second file the receipt is written to.
@@ -143,6 +154,8 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	defer p.release()
 	o.validated = p.validated
 	o.merged = p.merged
+	// The receipt records the approval that stood, not the one asked for.
+	o.Approve = p.approved
 	if err := t.cancelled(ctx); err != nil {
 		return nil, err
 	}
@@ -173,15 +186,21 @@ func (t *Tx) cancelled(ctx context.Context) error {
 }
 
 // CancelledError is a commit stopped by its caller's context before it
-// wrote its journal: the base was not touched, no outcome was recorded,
-// and the transaction is kept as it was. A context that ends after the
-// journal does not stop the commit, which then reports its real outcome.
+// wrote its journal, or by SIGINT or SIGTERM while it validated (Cause is
+// then an *InterruptedError): the base was not touched, no outcome was
+// recorded, and the transaction is kept as it was. A context that ends
+// after the journal does not stop the commit, which then reports its real
+// outcome.
 type CancelledError struct {
 	TxID  string
 	Cause error
 }
 
 func (e *CancelledError) Error() string {
+	var irq *InterruptedError
+	if errors.As(e.Cause, &irq) {
+		return interruptedMessage(e.TxID, irq)
+	}
 	return fmt.Sprintf("the commit of %s was cancelled before anything was written (%v): the base was not touched and the transaction is kept as it was; commit it again to apply it", e.TxID, e.Cause)
 }
 

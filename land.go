@@ -14,7 +14,8 @@ type Landed struct {
 // left it (three-way merged where they touched the same files) and, with
 // o.Validate, validated on its exact candidate. A refused transaction is
 // kept and the rest go on: a local merge queue whose tested tree is the
-// tree that lands.
+// tree that lands. SIGINT or SIGTERM while one validates stops there: that
+// one is kept as it was (an *InterruptedError), the rest are not tried.
 func (s *Store) Land(ctx context.Context, ids []string, o SettleOptions) []Landed {
 	out := make([]Landed, 0, len(ids))
 	for _, id := range ids {
@@ -27,7 +28,8 @@ func (s *Store) Land(ctx context.Context, ids []string, o SettleOptions) []Lande
 		}
 		l.Result, l.Err = tx.Commit(ctx, o)
 		out = append(out, l)
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || interruptedBy(l.Err) != 0 {
+			// A signal to airlock stops the queue, not one commit of it.
 			break
 		}
 	}

@@ -53,6 +53,9 @@ type preflight struct {
 	refusal  *Refusal       // the first check that failed, if any
 	// validated are the validators that ran, in order.
 	validated []string
+	// approved says the commit's approval of protected changes stands
+	// (see approval); until the gate is read, only the user's does.
+	approved bool
 	// merged are the changed paths that had drifted in the base and were
 	// three-way merged; the prepared change set holds their results.
 	merged []string
@@ -108,7 +111,7 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 	if err != nil {
 		return nil, err
 	}
-	p := &preflight{set: set, prepared: set}
+	p := &preflight{set: set, prepared: set, approved: o.Approve && !o.AgentApproval}
 	if set.Empty() {
 		return p, nil
 	}
@@ -180,7 +183,8 @@ func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o Sett
 	if err != nil {
 		return nil, err
 	}
-	if r, err := t.checkProtected(p.set, o.Approve, gate); err != nil || r != nil {
+	p.approved = approval(o, gate)
+	if r, err := t.checkProtected(p.set, o, gate); err != nil || r != nil {
 		return r, err
 	}
 	if r := checkBoundary(p.set, p.escapes); r != nil {
@@ -392,15 +396,40 @@ func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
 }
 
 // checkProtected refuses a change under a protected selector unless the
-// commit was approved. The selectors are the union of those recorded at
+// commit was approved (see approval). The selectors are the union of those recorded at
 // open and those of the project config that governs the base now (gate),
 // defaults included: neither an edit of the transaction's state, nor a
 // flag or negation given at open, nor a change the transaction makes to
 // the config can drop one.
-func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*Refusal, error) {
-	if approve {
+func (t *Tx) checkProtected(set *changeset.Set, o SettleOptions, gate *project) (*Refusal, error) {
+	if approval(o, gate) {
 		return nil, nil
 	}
+	hit, err := t.protectedPaths(set, gate)
+	if err != nil || len(hit) == 0 {
+		return nil, err
+	}
+	r := refuse(ProtectedPathNotApproved, hit, "the change set touches protected paths")
+	r.Remedy = Remedy{Kind: RemedyApprove, Tx: t.ID()}
+	if o.AgentApproval {
+		// The agent cannot approve them: say how a person does.
+		r.Remedy.Kind = RemedyUserApprove
+	}
+	return r, nil
+}
+
+// approval says whether o approves protected changes under gate: the
+// user's approval always, an agent's own only where the project's config
+// (as the base holds it now) lets agents approve.
+func approval(o SettleOptions, gate *project) bool {
+	return o.Approve && (!o.AgentApproval || gate.Cfg.AgentsApprove)
+}
+
+// protectedPaths are the changed paths of set that protection holds,
+// sorted: the transaction's recorded selectors and the project's as gate
+// gives them now, a path matched directly or reached through a symlink of
+// the result tree.
+func (t *Tx) protectedPaths(set *changeset.Set, gate *project) ([]string, error) {
 	prot, err := newProjectSelector(t.rec.Protect, string(t.rec.Under))
 	if err != nil {
 		return nil, fmt.Errorf("protected selectors in %s: %w", t.st.Path(recordFile), err)
@@ -445,13 +474,8 @@ func (t *Tx) checkProtected(set *changeset.Set, approve bool, gate *project) (*R
 			hit = append(hit, p)
 		}
 	}
-	if len(hit) > 0 {
-		sort.Strings(hit)
-		r := refuse(ProtectedPathNotApproved, hit, "the change set touches protected paths")
-		r.Remedy = Remedy{Kind: RemedyApprove, Tx: t.ID()}
-		return r, nil
-	}
-	return nil, nil
+	sort.Strings(hit)
+	return hit, nil
 }
 
 // checkBoundary refuses any changed path that is not a plain relative path

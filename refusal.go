@@ -95,6 +95,10 @@ const (
 	// RemedyApprove: the change set touches protected paths; committing
 	// it again with approval lands them.
 	RemedyApprove RemedyKind = "approve"
+	// RemedyUserApprove: the change set touches protected paths, and the
+	// caller, an agent, cannot approve them (SettleOptions.AgentApproval):
+	// a person does, with `airlock review` or `airlock commit --approve`.
+	RemedyUserApprove RemedyKind = "user_approve"
 	// RemedyReviewAgain: the change set is not the one reviewed; review
 	// it again and commit the digest reviewed.
 	RemedyReviewAgain RemedyKind = "review_again"
@@ -115,13 +119,23 @@ func (m Remedy) say(s Surface) string {
 	case RemedyApprove:
 		switch s {
 		case SurfaceMCP:
-			return "look at them (the diff tool) and, only if the user asked for these changes, call commit again with approve: true"
+			return fmt.Sprintf("look at them (the diff tool) and, only if the user asked for these changes, call commit again with approve: true, which asks the user to confirm them; or the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
 		case SurfaceHook:
 			return fmt.Sprintf("undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
 		case SurfaceReview:
 			return "look at them, and press Approve & commit if they are wanted"
 		}
 		return fmt.Sprintf("review them (airlock diff %s) and commit with --approve", m.Tx)
+	case RemedyUserApprove:
+		switch s {
+		case SurfaceMCP:
+			return fmt.Sprintf("only the user can approve them: tell the user, who reviews and lands them with `airlock review %s` or `airlock commit %s --approve` (no tool here approves); undo your changes to them if they were not asked for", m.Tx, m.Tx)
+		case SurfaceHook:
+			return fmt.Sprintf("undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
+		case SurfaceReview:
+			return "look at them, and press Approve & commit if they are wanted"
+		}
+		return fmt.Sprintf("only a person approves them: review them with `airlock review %s` (or `airlock diff %s`) and commit with `airlock commit %s --approve`", m.Tx, m.Tx, m.Tx)
 	case RemedyReviewAgain:
 		switch s {
 		case SurfaceMCP:

@@ -81,7 +81,8 @@ type RemoteLanded struct {
 // together with its receipt (a note in refs/notes/airlock) in one atomic
 // push whose expected old values are H and the notes head it fetched. A
 // push that finds either moved starts over from the fetch, up to
-// o.Attempts times. A refused transaction is kept and the rest go on.
+// o.Attempts times. A refused transaction is kept and the rest go on; a
+// SIGINT or SIGTERM while one validates stops there, as in Land.
 func (s *Store) LandRemote(ctx context.Context, ids []string, o RemoteOptions) []RemoteLanded {
 	out := make([]RemoteLanded, 0, len(ids))
 	for _, id := range ids {
@@ -91,7 +92,7 @@ func (s *Store) LandRemote(ctx context.Context, ids []string, o RemoteOptions) [
 			continue
 		}
 		out = append(out, tx.LandRemote(ctx, o))
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || interruptedBy(out[len(out)-1].Err) != 0 {
 			break
 		}
 	}
@@ -259,7 +260,8 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		if err != nil {
 			return nil, err
 		}
-		if r, err := t.checkProtected(set, so.Approve, gate); err != nil {
+		so.Approve = approval(so, gate)
+		if r, err := t.checkProtected(set, so, gate); err != nil {
 			return nil, err
 		} else if r != nil {
 			return refused(r)
@@ -879,6 +881,13 @@ func entriesGitDigest(paths []string, es []treeEntry) string {
 // throw-away directory and runs the validators there, at the project
 // root's place in it.
 func (t *Tx) validateTree(ctx context.Context, l *landing, cmds []string, gate *project, snap *gitbase.Snapshot) (*Refusal, []string, error) {
+	return t.interruptible(ctx, func(ctx context.Context) (*Refusal, []string, error) {
+		return t.validateTreeIn(ctx, l, cmds, gate, snap)
+	})
+}
+
+// validateTreeIn is validateTree with SIGINT and SIGTERM caught.
+func (t *Tx) validateTreeIn(ctx context.Context, l *landing, cmds []string, gate *project, snap *gitbase.Snapshot) (*Refusal, []string, error) {
 	dir := t.st.Path(candidateDir)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, nil, fmt.Errorf("remove the old candidate %s: %w", dir, err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/fault"
@@ -62,31 +63,91 @@ func (t *Tx) ChangeDigest(ctx context.Context) (string, error) {
 // StagedChanged: the agent is still writing, and nothing was written to w.
 func (t *Tx) ReviewDiff(ctx context.Context, w io.Writer, format DiffFormat) (_ string, _ []string, err error) {
 	defer exported(&err)
+	digest, notes, _, err := t.review(ctx, w, format, false)
+	return digest, notes, err
+}
+
+// Approval is what approving a transaction's protected changes approves.
+type Approval struct {
+	// Paths are the changed paths protection holds (the transaction's
+	// selectors and the project's, as the base's config says now, as a
+	// commit checks them), sorted; none means the change set needs no
+	// approval.
+	Paths []string
+	// Digest is the digest of the whole change set they belong to, the
+	// SettleOptions.ExpectDiffDigest that binds a commit to what was
+	// approved: any later change to the change set refuses it ReviewStale.
+	Digest string
+	// AgentsApprove says the project's config lets an agent's own
+	// approval stand (agents_approve = true; see SettleOptions.AgentApproval).
+	AgentsApprove bool
+}
+
+// ReviewApproval writes the patch of the protected changes of a
+// transaction not yet settled to w and says what approving them would
+// approve. The patch, the paths and the digest come from one frozen
+// snapshot, as ReviewDiff's do: a person shown them approves exactly the
+// change set that a commit bound to Approval.Digest lands.
+func (t *Tx) ReviewApproval(ctx context.Context, w io.Writer) (_ *Approval, err error) {
+	defer exported(&err)
+	a := &Approval{}
+	var gate *reviewGate
+	a.Digest, _, gate, err = t.review(ctx, w, DiffPatch, true)
+	if err != nil {
+		return nil, err
+	}
+	a.Paths, a.AgentsApprove = gate.paths, gate.Cfg.AgentsApprove
+	return a, nil
+}
+
+// review is ReviewDiff; with protectedOnly it writes only the changes
+// protection holds, and returns the gate it read them with, their paths
+// in gate.paths.
+func (t *Tx) review(ctx context.Context, w io.Writer, format DiffFormat, protectedOnly bool) (string, []string, *reviewGate, error) {
 	st, err := t.Status()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if st != StatusOpen && st != StatusRefused {
-		return "", nil, fmt.Errorf("transaction %s is %s: it has no change set to review", t.ID(), st)
+		return "", nil, nil, fmt.Errorf("transaction %s is %s: it has no change set to review", t.ID(), st)
 	}
 	set, err := t.diff(ctx)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if testHookReviewMeasured != nil {
 		testHookReviewMeasured()
 	}
 	dir, err := os.MkdirTemp(t.StateDir(), "review-")
 	if err != nil {
-		return "", nil, fmt.Errorf("review transaction %s: %w", t.ID(), err)
+		return "", nil, nil, fmt.Errorf("review transaction %s: %w", t.ID(), err)
 	}
 	defer os.RemoveAll(dir)
 	objects := filepath.Join(dir, "objects")
 	if err := changeset.Freeze(ctx, set, t.contentDir(), objects); err != nil {
 		if r, ok := stagedChanged(err); ok {
-			return "", nil, r
+			return "", nil, nil, r
 		}
-		return "", nil, err
+		return "", nil, nil, err
+	}
+	changes := set.Changes
+	var gate *reviewGate
+	if protectedOnly {
+		// Matched on the frozen set, as the commit matches them.
+		p, err := t.projectNow(&workspace{base: t.Base()})
+		if err != nil {
+			return "", nil, nil, err
+		}
+		gate = &reviewGate{project: p}
+		if gate.paths, err = t.protectedPaths(set, p); err != nil {
+			return "", nil, nil, err
+		}
+		changes = nil
+		for _, c := range set.Changes {
+			if slices.Contains(gate.paths, c.Path) {
+				changes = append(changes, c)
+			}
+		}
 	}
 	// Past this point nothing reads the staged tree: a pause here lets a
 	// test rewrite it, as an agent watching its reads would.
@@ -96,10 +157,10 @@ func (t *Tx) ReviewDiff(ctx context.Context, w io.Writer, format DiffFormat) (_ 
 	fault.Point("review-frozen")
 	orig, err := t.originals()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	files := make([]patch.File, len(set.Changes))
-	for i, c := range set.Changes {
+	files := make([]patch.File, len(changes))
+	for i, c := range changes {
 		c := c
 		old := func() (io.ReadCloser, error) { return t.openAtOpen(orig, c.Base) }
 		frozen := func() (io.ReadCloser, error) { return os.Open(changeset.ObjectPath(objects, c.Result.Digest)) }
@@ -107,9 +168,16 @@ func (t *Tx) ReviewDiff(ctx context.Context, w io.Writer, format DiffFormat) (_ 
 	}
 	notes, err := writePatch(w, files, format)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	return set.Digest(), notes, nil
+	return set.Digest(), notes, gate, nil
+}
+
+// reviewGate is the project a review matched protection with, and the
+// protected paths it found.
+type reviewGate struct {
+	*project
+	paths []string
 }
 
 // testHookReviewMeasured and testHookReviewFrozen, set only by this

@@ -371,28 +371,38 @@ func TestCheckProtected(t *testing.T) {
 	}
 	set := &changeset.Set{Changes: changes}
 	defaults := []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml"}
+	user, agent := SettleOptions{Approve: true}, SettleOptions{Approve: true, AgentApproval: true}
 	tests := []struct {
-		name    string
-		opts    OpenOptions
-		approve bool
-		want    []string
+		name   string
+		cfg    string // the project's .airlock.toml, "" for none
+		opts   OpenOptions
+		settle SettleOptions
+		want   []string
+		remedy RemedyKind
 	}{
-		{"defaults", OpenOptions{}, false, defaults},
-		{"defaults approved", OpenOptions{}, true, nil},
-		{"--protect adds", OpenOptions{Protect: []string{"secrets/"}}, false, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "secrets/key", "src/.airlock.toml"}},
+		{"defaults", "", OpenOptions{}, SettleOptions{}, defaults, RemedyApprove},
+		{"defaults approved", "", OpenOptions{}, user, nil, ""},
+		{"--protect adds", "", OpenOptions{Protect: []string{"secrets/"}}, SettleOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "secrets/key", "src/.airlock.toml"}, RemedyApprove},
 		// Open flags shape only the transaction's own list: the project's
 		// protection, the defaults included, is held at every commit (an
 		// agent can pass flags too).
-		{"--no-default-protect keeps the project's", OpenOptions{NoDefaultProtect: true, Protect: []string{"/src/*.go"}}, false, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml", "src/main.go"}},
-		{"negation keeps the project's", OpenOptions{Protect: []string{"!.envrc", "!.airlock.toml", "!.github/workflows/"}}, false, defaults},
+		{"--no-default-protect keeps the project's", "", OpenOptions{NoDefaultProtect: true, Protect: []string{"/src/*.go"}}, SettleOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml", "src/main.go"}, RemedyApprove},
+		{"negation keeps the project's", "", OpenOptions{Protect: []string{"!.envrc", "!.airlock.toml", "!.github/workflows/"}}, SettleOptions{}, defaults, RemedyApprove},
 		// The project itself may drop them.
-		{"config drops the defaults", OpenOptions{NoDefaultProtect: true, Protect: []string{"src/*", "!src/main.go"}}, false, []string{"src/.airlock.toml"}},
+		{"config drops the defaults", "default_protect = false\n", OpenOptions{NoDefaultProtect: true, Protect: []string{"src/*", "!src/main.go"}}, SettleOptions{}, []string{"src/.airlock.toml"}, RemedyApprove},
+		// An agent's own approval is no approval, unless the project says
+		// its agents may approve; the remedy then is a person's.
+		{"an agent's approval", "", OpenOptions{}, agent, defaults, RemedyUserApprove},
+		{"an agent without approval", "", OpenOptions{}, SettleOptions{AgentApproval: true}, defaults, RemedyUserApprove},
+		{"an agent's approval, agents_approve = false", "agents_approve = false\n", OpenOptions{}, agent, defaults, RemedyUserApprove},
+		{"an agent's approval, agents_approve = true", "agents_approve = true\n", OpenOptions{}, agent, nil, ""},
+		{"agents_approve = true approves nothing by itself", "agents_approve = true\n", OpenOptions{}, SettleOptions{AgentApproval: true}, defaults, RemedyUserApprove},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := filepath.Join(base, ".airlock.toml")
-			if strings.HasPrefix(tt.name, "config drops") {
-				must(t, os.WriteFile(cfg, []byte("default_protect = false\n"), 0o644))
+			if tt.cfg != "" {
+				must(t, os.WriteFile(cfg, []byte(tt.cfg), 0o644))
 				defer os.Remove(cfg)
 			}
 			s := newStore(t)
@@ -402,7 +412,7 @@ func TestCheckProtected(t *testing.T) {
 			must(t, err)
 			gate, err := tx.projectNow(&workspace{base: tx.Base()})
 			must(t, err)
-			r, err := tx.checkProtected(set, tt.approve, gate)
+			r, err := tx.checkProtected(set, tt.settle, gate)
 			must(t, err)
 			if tt.want == nil {
 				if r != nil {
@@ -415,6 +425,9 @@ func TestCheckProtected(t *testing.T) {
 			}
 			if r.Kind != ProtectedPathNotApproved || !slices.Equal(r.Paths, tt.want) {
 				t.Errorf("refusal %s %q, want ProtectedPathNotApproved %q", r.Kind, r.Paths, tt.want)
+			}
+			if r.Remedy.Kind != tt.remedy || r.Remedy.Tx != tx.ID() {
+				t.Errorf("remedy %+v, want %s for %s", r.Remedy, tt.remedy, tx.ID())
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -66,11 +67,21 @@ func (t *Tx) projectValidators(gate *project) []string {
 // the candidate before the project's has judged it. It returns the
 // commands that ran. The base is re-checked afterwards by the journal's
 // preparation, which refuses any path that moved meanwhile.
+//
+// SIGINT and SIGTERM stop it (see interruptible): no verdict, and the
+// commit returns a *CancelledError.
 func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []journal.Op, o SettleOptions, gate *project) (*Refusal, []string, error) {
 	cmds := t.validators(o, gate)
 	if len(cmds) == 0 {
 		return nil, nil, nil
 	}
+	return t.interruptible(ctx, func(ctx context.Context) (*Refusal, []string, error) {
+		return t.validateIn(ctx, w, from, ops, cmds, gate)
+	})
+}
+
+// validateIn is validate with SIGINT and SIGTERM caught.
+func (t *Tx) validateIn(ctx context.Context, w *workspace, from string, ops []journal.Op, cmds []string, gate *project) (*Refusal, []string, error) {
 	dir := w.path(candidateDir)
 	copier, err := stage.Get(stage.Copy)
 	if err != nil {
@@ -101,6 +112,26 @@ func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []jour
 		return nil, nil, fmt.Errorf("build the validation candidate: %w", err)
 	}
 	return t.runValidators(ctx, cmds, gate, candidateRun{dir: dir, base: runAt, log: w.log})
+}
+
+// interruptible runs validate, a validation, with SIGINT and SIGTERM
+// caught (see interrupts): a signal that reaches airlock at any moment of
+// it stops it, the validator that runs ending with its whole process
+// group (launch.Spec.EndGroup). What the validation had found is then no
+// verdict: it returns a *CancelledError whose cause is an
+// *InterruptedError, and the commit records nothing, as for a caller's
+// context that ends before the journal (Tx.Commit). An error that the
+// caller's own context ending caused is a *CancelledError too.
+func (t *Tx) interruptible(ctx context.Context, validate func(context.Context) (*Refusal, []string, error)) (*Refusal, []string, error) {
+	irq := catchInterrupts(ctx)
+	r, ran, err := validate(irq.ctx)
+	if s := irq.stop(); s != 0 {
+		return nil, ran, &CancelledError{TxID: t.ID(), Cause: &InterruptedError{Signal: s}}
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, ran, t.cancelled(ctx)
+	}
+	return r, ran, err
 }
 
 // candidateRun is where validators run: the candidate tree dir, shown at
@@ -144,11 +175,21 @@ func (t *Tx) runValidators(ctx context.Context, cmds []string, gate *project, at
 			shell = "/bin/sh"
 		}
 		env = append(env, "AIRLOCK_TX="+t.ID(), "AIRLOCK_VALIDATE=1")
+		// Contained, and in a group of its own that ends with it: a
+		// validator reads no terminal, and one that is interrupted must
+		// leave nothing running, nor should any it leaves behind (however
+		// it detached) outlive the candidate. The group is what ends it
+		// where no PID namespace can be had.
 		res, runErr := launch.Run(ctx, launch.Spec{
 			Argv: []string{shell, "-c", cmd}, Staged: at.dir, Base: at.base, Dir: at.sub, Env: env,
-			SamePath: true, Stdout: logf, Stderr: logf,
+			SamePath: true, Stdout: logf, Stderr: logf, EndGroup: true, Contain: !fault.Off("contain"),
 		})
 		logf.Sync()
+		if res.Interrupted != 0 {
+			// SIGINT or SIGTERM reached airlock (and, forwarded, the
+			// validator): whatever it exited with is no verdict.
+			return nil, ran, &CancelledError{TxID: t.ID(), Cause: &InterruptedError{Signal: res.Interrupted}}
+		}
 		if ctx.Err() != nil {
 			// The caller gave up and the validator was stopped: its exit
 			// says nothing about the candidate.

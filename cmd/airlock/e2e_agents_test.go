@@ -17,8 +17,8 @@ import (
 // TestE2EMCPStdio: `airlock mcp` spoken to over its stdin and stdout by the
 // SDK's client, as an agent configured with `claude mcp add airlock --
 // airlock mcp` would: open, write into the staged path, diff, a refused
-// commit as a structured result, an approved commit that lands, and a
-// clean exit when the client hangs up.
+// commit as a structured result, a commit the user approves (asked through
+// the client) that lands, and a clean exit when the client hangs up.
 func TestE2EMCPStdio(t *testing.T) {
 	x := newH(t)
 	build(t, x.base, tree{"main.go": F(0o644, "package main\n")})
@@ -27,7 +27,12 @@ func TestE2EMCPStdio(t *testing.T) {
 	cmd := testbin.Cmd{Bin: airlockBin, Args: []string{"mcp"}, Dir: x.base, Env: x.environ()}.Command(ctx)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	asked := 0
+	user := &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked++
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, user).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect to airlock mcp: %v\nstderr:\n%s", err, stderr.String())
 	}
@@ -70,7 +75,7 @@ func TestE2EMCPStdio(t *testing.T) {
 	if s["outcome"] != "refused" || s["refusal"] != "ProtectedPathNotApproved" {
 		t.Errorf("commit touching .envrc: %v", s)
 	}
-	if reason, _ := s["reason"].(string); !strings.Contains(reason, "approve: true") || strings.Contains(reason, "--approve") {
+	if reason, _ := s["reason"].(string); !strings.Contains(reason, "approve: true") {
 		t.Errorf("the refusal's remedy is not said as the tool's argument: %q", reason)
 	}
 	if paths, _ := json.Marshal(s["refused_paths"]); string(paths) != `[".envrc"]` {
@@ -80,8 +85,8 @@ func TestE2EMCPStdio(t *testing.T) {
 		t.Fatal("a refused commit changed the base")
 	}
 	s, _ = call("commit", map[string]any{"id": id, "approve": true})
-	if s["outcome"] != "committed" {
-		t.Fatalf("approved commit: %v", s)
+	if s["outcome"] != "committed" || asked != 1 {
+		t.Fatalf("approved commit: %v, the user asked %d times", s, asked)
 	}
 	wantTree(t, "base after the MCP commit", tree{
 		"main.go": F(0o644, "package main\n\nfunc main() {}\n"), ".envrc": F(0o644, "export X=1\n"),

@@ -185,6 +185,9 @@ pushed again.`,
 			if err != nil {
 				return err
 			}
+			if err := interrupted(results); err != nil {
+				return err
+			}
 			switch {
 			case failed > 0:
 				return fmt.Errorf("%d of %d transactions could not be landed", failed, len(ids))
@@ -212,11 +215,27 @@ func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o a
 	if err != nil {
 		return err
 	}
+	if err := interrupted(results); err != nil {
+		return err
+	}
 	switch {
 	case failed > 0:
 		return fmt.Errorf("%d of %d transactions could not be landed into branch %s (see above)", failed, len(ids), o.Branch)
 	case refused > 0:
 		return &exitError{code: exitRefused, msg: fmt.Sprintf("%d of %d transactions were refused and are kept; the others landed", refused, len(ids))}
+	}
+	return nil
+}
+
+// interrupted is the error of a land that a signal stopped (exit 128+N),
+// nil for one that ran to its end: the transactions after the
+// interrupted one were not tried.
+func interrupted(results []airlock.RemoteLanded) error {
+	if n := len(results); n > 0 {
+		var irq *airlock.InterruptedError
+		if errors.As(results[n-1].Err, &irq) {
+			return &exitError{code: 128 + int(irq.Signal), msg: fmt.Sprintf("land stopped: %v; the transactions after it were not tried", results[n-1].Err)}
+		}
 	}
 	return nil
 }
@@ -251,10 +270,15 @@ func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, t
 			e["already"] = true
 		}
 		var r *airlock.Refusal
+		var irq *airlock.InterruptedError
 		switch {
 		case errors.As(l.Err, &r):
 			refused++
 			fmt.Fprintf(out, "refused  %s  %s\n", l.ID, r.Error())
+		case errors.As(l.Err, &irq):
+			// Not a failure: the caller's signal (see interrupted).
+			fmt.Fprintf(out, "stopped  %s  %v\n", l.ID, l.Err)
+			e["error"] = l.Err.Error()
 		case l.Err != nil:
 			failed++
 			fmt.Fprintf(out, "failed   %s  %v\n", l.ID, l.Err)

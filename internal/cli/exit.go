@@ -35,6 +35,11 @@ func ExitCode(err error) int {
 	if errors.As(err, &r) {
 		return exitRefused
 	}
+	var irq *airlock.InterruptedError
+	if errors.As(err, &irq) {
+		// As a shell reports a command a signal ended.
+		return 128 + int(irq.Signal)
+	}
 	var c *airlock.CommandError
 	if errors.As(err, &c) {
 		return c.ExitCode()

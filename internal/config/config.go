@@ -51,7 +51,11 @@ type Config struct {
 	// HOME, the locale, ...): it does not run with the caller's
 	// whole environment, which could neutralise it (MAKEFLAGS=n).
 	ValidateEnv []string
-	Hooks       Hooks
+	// AgentsApprove lets an agent's own approval of protected changes
+	// stand (the MCP commit tool's approve: true, with no person asked):
+	// the project says its agents may change what protection holds.
+	AgentsApprove bool
+	Hooks         Hooks
 }
 
 // Hooks configures the agent hooks.
@@ -100,6 +104,7 @@ type raw struct {
 	Backend         *string  `toml:"backend"`
 	Validate        *string  `toml:"validate"`
 	ValidateEnv     []string `toml:"validate_env"`
+	AgentsApprove   *bool    `toml:"agents_approve"`
 	Hooks           struct {
 		Stop *string `toml:"stop"`
 	} `toml:"hooks"`
@@ -163,7 +168,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
 		return nil, &Error{File: path, Line: keyLine(src, k), Key: k.String(),
-			Msg: "unknown key; the keys are exclude, protect, default_excludes, default_protect, backend, validate, validate_env and [hooks] stop"}
+			Msg: "unknown key; the keys are exclude, protect, default_excludes, default_protect, backend, validate, validate_env, agents_approve and [hooks] stop"}
 	}
 	c := Default()
 	c.Path = path
@@ -212,6 +217,9 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 	}
 	c.ValidateEnv = r.ValidateEnv
+	if r.AgentsApprove != nil {
+		c.AgentsApprove = *r.AgentsApprove
+	}
 	if r.Hooks.Stop != nil {
 		switch m := StopMode(*r.Hooks.Stop); m {
 		case StopCheck, StopCommit, StopOff:
@@ -252,7 +260,7 @@ func typeMsg(key, found string) string {
 	want := map[string]string{
 		"exclude": "an array of strings", "protect": "an array of strings",
 		"default_excludes": "true or false", "default_protect": "true or false",
-		"backend": "a string", "validate": "a string", "validate_env": "an array of strings", "hooks": "a table", "hooks.stop": "a string",
+		"backend": "a string", "validate": "a string", "validate_env": "an array of strings", "agents_approve": "true or false", "hooks": "a table", "hooks.stop": "a string",
 	}[key]
 	if want == "" {
 		return found

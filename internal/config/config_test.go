@@ -51,6 +51,7 @@ validate = "go test ./..."
 stop = "commit"
 `, Config{Exclude: []string{"node_modules/", "*.log"}, Protect: []string{"secrets/**"}, Backend: "copy",
 			Validate: "go test ./...", Hooks: Hooks{Stop: StopCommit}}},
+		{"agents approve", "agents_approve = true\n", Config{AgentsApprove: true, DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopCheck}}},
 		{"dotted hooks key", "hooks.stop = 'off'\n", Config{DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopOff}}},
 		{"empty backend is auto", "backend = \"\"\n", *Default()},
 		{"negated selector", "exclude = [\"*.log\", \"!keep.log\"]\n", Config{Exclude: []string{"*.log", "!keep.log"}, DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopCheck}}},
@@ -86,6 +87,7 @@ func TestLoadMalformed(t *testing.T) {
 		{"exclude is a string", "\n\nexclude = \"node_modules/\"\n", 3, "exclude", "wants an array of strings"},
 		{"protect holds a number", "protect = [1]\n", 1, "protect", "wants an array of strings"},
 		{"default_excludes is a string", "default_excludes = \"no\"\n", 1, "default_excludes", "wants true or false"},
+		{"agents_approve is a string", "agents_approve = \"yes\"\n", 1, "agents_approve", "wants true or false"},
 		{"hooks is a number", "hooks = 3\n", 1, "hooks", "wants a table"},
 		{"hooks.stop is a number", "[hooks]\n\nstop = 1\n", 3, "hooks.stop", "wants a string"},
 		{"unknown backend", "validate = \"true\"\nbackend = \"fast\"\n", 2, "backend", `unknown backend "fast"`},

@@ -13,13 +13,15 @@
 //	default_protect = true                 # false drops .envrc, .vscode/tasks.json, .github/workflows/, .airlock.toml
 //	backend = "auto"                       # auto | copy | reflink | overlay | worktree
 //	validate = "go test ./..."             # run at every commit (run, commit, land, undo, review, MCP, hooks); never lowered
+//	validate_env = ["GOCACHE"]             # variables of the committer the project's validate gets
+//	agents_approve = false                 # true: an agent's own approval of protected changes stands (MCP approve: true, no person asked)
 //
 //	[hooks]
 //	stop = "check"                         # check | commit | off
 //
 // Every key is optional; an absent file is the zero config with the
-// defaults (both default lists kept, backend auto, no validate, stop hook
-// "check"). Selectors use gitignore syntax, as --exclude and --protect do.
+// defaults (both default lists kept, backend auto, no validate, agents
+// do not approve, stop hook "check"). Selectors use gitignore syntax, as --exclude and --protect do.
 //
 // # Precedence
 //

@@ -80,7 +80,11 @@ func (r *Runner) Run(ctx context.Context, agent Agent, event string, in io.Reade
 	case "session-end":
 		return r.sessionEnd(ctx, input)
 	default: // stop, subagent-stop
-		return r.answerStop(agent, r.stop(ctx, input, event == "subagent-stop"))
+		d := r.stop(ctx, input, event == "subagent-stop")
+		if err := r.answerStop(agent, d); err != nil {
+			return err
+		}
+		return d.Stopped
 	}
 }
 

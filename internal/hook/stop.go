@@ -17,6 +17,10 @@ type Decision struct {
 	Reason string
 	// Message, when not blocking, is shown to the user (systemMessage).
 	Message string
+	// Stopped is set when SIGINT or SIGTERM stopped the validation (the
+	// agent tool ending the hook): no verdict, nothing to block on; the
+	// hook answers nothing and exits with it.
+	Stopped error
 }
 
 // stop decides a Stop (or SubagentStop) event. What it does follows the
@@ -46,6 +50,9 @@ func (r *Runner) stop(ctx context.Context, in *Input, subagent bool) Decision {
 		if r, ok := asRefusal(err); ok {
 			return refused(tx, r, prev, lastFinding(tx), in)
 		}
+		if interrupted(err) {
+			return Decision{Stopped: err}
+		}
 		if err != nil {
 			return r.failed(tx.ID(), in, err)
 		}
@@ -55,6 +62,9 @@ func (r *Runner) stop(ctx context.Context, in *Input, subagent bool) Decision {
 		return Decision{Message: msg}
 	}
 	ref, err := tx.Check(ctx, airlock.SettleOptions{})
+	if interrupted(err) {
+		return Decision{Stopped: err}
+	}
 	if err != nil {
 		return r.failed(tx.ID(), in, err)
 	}
@@ -66,6 +76,13 @@ func (r *Runner) stop(ctx context.Context, in *Input, subagent bool) Decision {
 		return refused(tx, ref, prev, cur, in)
 	}
 	return Decision{}
+}
+
+// interrupted reports whether err is a validation SIGINT or SIGTERM
+// stopped.
+func interrupted(err error) bool {
+	var irq *airlock.InterruptedError
+	return errors.As(err, &irq)
 }
 
 // failed is the answer when airlock itself could not decide: block once,

@@ -11,6 +11,15 @@
 // apart: its own exit code, death by a signal (reported as 128+N, the
 // shell's convention), a command that was not found (127) or could not be
 // executed (126), and an exit that could not be observed (an error).
+// [Result.Interrupted] says whether SIGINT or SIGTERM reached airlock while
+// the command ran, so that a caller can tell an exit of the command's own
+// from one it was driven to.
+//
+// A command run with [Spec.EndGroup] (a validator) leads a group of its
+// own under a terminal too, and the group ends with it: once the command
+// has exited, what is left in its group is killed, before the command is
+// reaped, so that the kill reaches no process that inherited a recycled
+// pid. Processes that leave the group (setsid, a daemon) escape it.
 //
 // # Same path
 //

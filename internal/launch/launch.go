@@ -39,6 +39,14 @@ type Spec struct {
 	// null device. An *os.File is handed to the command as it is.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// EndGroup makes the command the leader of a process group of its
+	// own, with a controlling terminal or without, and ends that group
+	// with the command: once the command has exited, whatever it left
+	// running in its group is killed (SIGKILL). For a command that reads
+	// no terminal and must leave nothing behind (a validator, whose tree
+	// is thrown away): SIGINT and SIGTERM then reach all of it at once,
+	// and what ignores them still ends with it.
+	EndGroup bool
 	// Mount, when set, is a file system to mount at Staged inside the
 	// command's own namespace before anything else: the staged workspace
 	// exists only there (overlay without root). The command then always
@@ -87,6 +95,11 @@ type Result struct {
 	// Ended names the processes the command left running when it exited
 	// ("PID (comm)", PID as its namespace numbers it), which Run ended.
 	Ended []string
+	// Interrupted is the first SIGINT or SIGTERM this process received
+	// while Run ran (forwarded to the command, or left to the terminal
+	// that sent it there too), 0 when none: the command did not end on
+	// its own account, whatever its exit code says.
+	Interrupted syscall.Signal
 }
 
 var (
@@ -155,9 +168,14 @@ func Run(ctx context.Context, spec Spec) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{ExitCode: -1}, fmt.Errorf("run %s: %w", spec.Argv[0], err)
 	}
-	fw := startForwarding()
-	defer fw.stop()
+	fw := startForwarding(spec.EndGroup)
+	res, err := run(ctx, spec, fw)
+	fw.stop()
+	res.Interrupted = fw.interrupted()
+	return res, err
+}
 
+func run(ctx context.Context, spec Spec, fw *forwarder) (Result, error) {
 	if spec.Mount != nil {
 		res, fallback, err := runSamePath(ctx, spec, fw)
 		if fallback != "" {
@@ -244,7 +262,7 @@ func runDirect(ctx context.Context, spec Spec, fw *forwarder) (Result, error) {
 		return Result{ExitCode: -1}, fmt.Errorf("run %s: %w", name, err)
 	}
 	fw.attach(processTarget(cmd.Process, fw.group))
-	err := cmd.Wait()
+	err := wait(cmd, spec.EndGroup)
 	fw.detach()
 	return waitResult(ctx, name, cmd.ProcessState, err)
 }

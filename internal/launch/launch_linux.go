@@ -506,7 +506,7 @@ func runHelper(ctx context.Context, spec Spec, job helperJob, attempts []nsAttem
 			end, endErr = readInitEnd(br)
 		}
 		h.errR.Close()
-		werr := h.cmd.Wait()
+		werr := wait(h.cmd, spec.EndGroup && !started)
 		fw.detach()
 		if !started {
 			res, err := waitResult(ctx, name, h.cmd.ProcessState, werr)

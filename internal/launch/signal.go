@@ -25,9 +25,12 @@ type forwarder struct {
 	proc    *target
 	pending []os.Signal // caught while no command was running
 	skipped bool        // a terminal SIGINT was left to the terminal
+	caught  syscall.Signal
 }
 
-func startForwarding() *forwarder {
+// startForwarding starts catching; group gives the command a process
+// group of its own even under a terminal (Spec.EndGroup).
+func startForwarding(group bool) *forwarder {
 	f := &forwarder{ch: make(chan os.Signal, 8), done: make(chan struct{})}
 	var sigs []os.Signal
 	for _, s := range []os.Signal{syscall.SIGINT, syscall.SIGTERM} {
@@ -43,7 +46,7 @@ func startForwarding() *forwarder {
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDONLY|syscall.O_NOCTTY, 0); err == nil {
 		f.tty = tty
 	}
-	f.group = f.tty == nil
+	f.group = f.tty == nil || group
 	f.wg.Add(1)
 	go f.loop()
 	return f
@@ -64,6 +67,9 @@ func (f *forwarder) loop() {
 func (f *forwarder) deliver(s os.Signal) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Noted before the command can hear of it, so that its end cannot be
+	// observed without this.
+	f.note(s)
 	if f.proc == nil {
 		f.pending = append(f.pending, s)
 		return
@@ -160,12 +166,38 @@ func (f *forwarder) detach() {
 	f.proc = nil
 }
 
+// note records s if it is the first signal caught; f.mu must be held.
+func (f *forwarder) note(s os.Signal) {
+	if sig, ok := s.(syscall.Signal); ok && f.caught == 0 {
+		f.caught = sig
+	}
+}
+
+// interrupted is the first signal caught, 0 when none.
+func (f *forwarder) interrupted() syscall.Signal {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.caught
+}
+
 // stop restores the signals' default behaviour; signals caught after the
-// command ended are dropped, since airlock is settling.
+// command ended are not forwarded, since airlock is settling, but they
+// are noted: once signal.Stop returns, every signal whose delivery began
+// before it is in f.ch.
 func (f *forwarder) stop() {
 	signal.Stop(f.ch)
 	close(f.done)
 	f.wg.Wait()
+	for drained := false; !drained; {
+		select {
+		case s := <-f.ch:
+			f.mu.Lock()
+			f.note(s)
+			f.mu.Unlock()
+		default:
+			drained = true
+		}
+	}
 	if f.tty != nil {
 		f.tty.Close()
 	}

@@ -15,7 +15,24 @@
 //	discard  {id, drop_commits?}               → {tx, outcome, counts, branch}
 //
 // A refusal's reason names its remedy in this server's terms (approve:
-// true, expect_digest), never a command-line flag: see airlock.Surface.
+// true, expect_digest), or, where only the user can act, the user's own
+// commands: see airlock.Surface.
+//
+// # Approval
+//
+// Protected changes land only with the user's approval, and an agent
+// reads the commit tool's schema: approve: true is a request, not an
+// approval. The server asks the user through the client (MCP elicitation:
+// a form with the transaction, its base, the protected paths and their
+// patch; an input request the commit call returns, which the SDK turns
+// into elicitation/create for clients before 2026-07-28) and lands them
+// only if the user accepts, bound to the change set the question was made
+// from (SettleOptions.ExpectDiffDigest: a change set changed meanwhile is
+// refused ReviewStale). A declined or dismissed question, or a client that
+// does not offer elicitation, refuses ProtectedPathNotApproved with the
+// user's ways to approve (`airlock review ID`, `airlock commit ID
+// --approve`). A project whose .airlock.toml sets agents_approve = true
+// lets approve: true stand without asking (SettleOptions.AgentApproval).
 // The diff text travels as the text content only, unescaped; the
 // structured result stays small, because a client may hand the model the
 // structured result rather than the text.

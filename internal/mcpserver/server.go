@@ -19,7 +19,7 @@ import (
 const instructions = `airlock gives you a transactional workspace over a project directory (the base).
 1. open {path} returns a transaction id and a staged path: a private copy of the base. Read and write files ONLY under the staged path; the base does not change while you work.
 2. diff {id} shows your change set (format patch, stat or name-status); status {id} summarises it.
-3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the refused_paths and a reason that says what to do: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) need approve: true, which you should only set when the user asked for that change. Paths the base had changed too and that were merged are listed in merged. Git commits you made in the staged path are kept in the project's repository on branch airlock/<id> (branch in the result). If a commit call is cancelled before its journal is written, nothing is applied; after that point it completes: call status to see the outcome.
+3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the refused_paths and a reason that says what to do: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) land only with the user's approval: set approve: true only when the user asked for that change, and the server asks the user to confirm it (through your client; a client that cannot ask gets a refusal naming how the user approves: airlock review <id> or airlock commit <id> --approve). If the change set changes after the user answered, nothing lands. Paths the base had changed too and that were merged are listed in merged. Git commits you made in the staged path are kept in the project's repository on branch airlock/<id> (branch in the result). If a commit call is cancelled before its journal is written, nothing is applied; after that point it completes: call status to see the outcome.
 4. discard {id} drops the change set (your git commits are kept on branch airlock/<id> unless drop_commits is true). list shows the open transactions.`
 
 // New returns an MCP server whose tools act on the transactions of store.
@@ -51,7 +51,7 @@ func New(store *airlock.Store) *mcp.Server {
 	}, h.diff)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "commit",
-		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), refused_paths and reason (what happened and what to do); the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve: true approves changes to protected paths: set it only when the user asked for that change. Committing a committed transaction reports its first outcome. Cancelling the call stops the commit only before its journal is written (nothing applied, the transaction kept as it was); after that it runs to its end, and status tells the outcome.",
+		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), refused_paths and reason (what happened and what to do); the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve: true asks for changes to protected paths to land: the server asks the user to confirm them (MCP elicitation, showing the paths and their patch) and lands them only if the user accepts, and only the change set the user saw; a declined request, or a client that cannot ask, refuses ProtectedPathNotApproved with the user's ways to approve (airlock review <id>, airlock commit <id> --approve). approve: true is not an approval in itself (unless the project's .airlock.toml sets agents_approve = true): set it only when the user asked for that change. Committing a committed transaction reports its first outcome. Cancelling the call stops the commit only before its journal is written (nothing applied, the transaction kept as it was); after that it runs to its end, and status tells the outcome.",
 		Annotations: &mcp.ToolAnnotations{Title: "Commit the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes},
 	}, h.commit)
 	mcp.AddTool(s, &mcp.Tool{
@@ -69,6 +69,7 @@ func Serve(ctx context.Context, store *airlock.Store, t mcp.Transport) error {
 
 type handlers struct {
 	store *airlock.Store
+	asked asked
 }
 
 // OpenInput is the open tool's input.
@@ -76,7 +77,7 @@ type OpenInput struct {
 	Path    string   `json:"path" jsonschema:"the project directory to work on (the base); relative paths are resolved against the server's working directory"`
 	ID      string   `json:"id,omitempty" jsonschema:"the transaction id to use ([A-Za-z0-9._-]{1,64}); default: generated"`
 	Exclude []string `json:"exclude,omitempty" jsonschema:"gitignore-style selectors not copied into the staged workspace, added to the project's"`
-	Protect []string `json:"protect,omitempty" jsonschema:"gitignore-style selectors whose changes need approve=true at commit, added to the project's"`
+	Protect []string `json:"protect,omitempty" jsonschema:"gitignore-style selectors whose changes land only with the user's approval, added to the project's"`
 }
 
 // OpenOutput is the open tool's result.
@@ -86,7 +87,7 @@ type OpenOutput struct {
 	Base     string   `json:"base" jsonschema:"the project directory the transaction protects"`
 	Backend  string   `json:"backend"`
 	PortBase int      `json:"port_base" jsonschema:"the first of 10 TCP ports no other open transaction holds"`
-	Protect  []string `json:"protect" jsonschema:"the protected selectors: changes under them need approve=true"`
+	Protect  []string `json:"protect" jsonschema:"the protected selectors: changes under them land only with the user's approval (commit with approve: true asks the user)"`
 	Validate string   `json:"validate,omitempty" jsonschema:"the project's validate command, run on the candidate tree at every commit; it cannot be turned off"`
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -201,7 +202,7 @@ func (h *handlers) diff(ctx context.Context, _ *mcp.CallToolRequest, in DiffInpu
 // CommitInput is the commit tool's input.
 type CommitInput struct {
 	ID           string `json:"id" jsonschema:"the transaction id"`
-	Approve      bool   `json:"approve,omitempty" jsonschema:"approve changes to protected paths; only when the user asked for them"`
+	Approve      bool   `json:"approve,omitempty" jsonschema:"ask for changes to protected paths to land: the server asks the user to confirm them; only when the user asked for them"`
 	Validate     string `json:"validate,omitempty" jsonschema:"an additional shell command run on the candidate tree (base + change set) after the project's validate from .airlock.toml, which always runs; either exiting non-zero refuses"`
 	ExpectDigest string `json:"expect_digest,omitempty" jsonschema:"commit only if the change set is still the one reviewed: its diff_digest (status returns it); otherwise the commit is refused ReviewStale"`
 }
@@ -239,10 +240,36 @@ type SettleOutput struct {
 // (Claude Code's Esc) stops the commit only up to its journal, and then
 // nothing was applied; from the journal on the commit runs to its end and
 // the result is its real outcome (Tx.Commit).
-func (h *handlers) commit(ctx context.Context, _ *mcp.CallToolRequest, in CommitInput) (*mcp.CallToolResult, SettleOutput, error) {
-	return h.settle(ctx, in.ID, func(tx *airlock.Tx) (*airlock.Result, error) {
-		return tx.Commit(ctx, airlock.SettleOptions{Approve: in.Approve, Validate: in.Validate, ExpectDiffDigest: in.ExpectDigest})
-	})
+//
+// approve: true is the agent's word, and approval is the user's act: it
+// lands protected changes only once the user has accepted them through
+// the client (MCP elicitation, asked by returning an input request; see
+// approval.go), or where the project's .airlock.toml sets agents_approve.
+func (h *handlers) commit(ctx context.Context, req *mcp.CallToolRequest, in CommitInput) (*mcp.CallToolResult, SettleOutput, error) {
+	// Every commit here is an agent's: an approval it gives itself stands
+	// only where the project lets agents approve (Tx.Commit decides, with
+	// the config as the base holds it at the commit).
+	o := airlock.SettleOptions{Validate: in.Validate, ExpectDiffDigest: in.ExpectDigest, AgentApproval: true}
+	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
+		return h.answered(ctx, req, in, o)
+	}
+	canAsk := canElicit(req)
+	if !in.Approve {
+		// Where the client can ask its user, the remedy of a refusal is
+		// to ask (approve: true); where it cannot, only a person's ways.
+		o.AgentApproval = !canAsk
+		return h.settle(ctx, in.ID, commitWith(ctx, o), "")
+	}
+	o.Approve = true
+	if !canAsk {
+		return h.settle(ctx, in.ID, commitWith(ctx, o), "this MCP client cannot ask the user to approve protected changes (it offers no elicitation), and approve: true from you is not the user's approval")
+	}
+	return h.ask(ctx, in, o)
+}
+
+// commitWith is a commit with o.
+func commitWith(ctx context.Context, o airlock.SettleOptions) func(*airlock.Tx) (*airlock.Result, error) {
+	return func(tx *airlock.Tx) (*airlock.Result, error) { return tx.Commit(ctx, o) }
 }
 
 // discard runs to its end even when the client cancels: it is quick, and a
@@ -250,13 +277,14 @@ func (h *handlers) commit(ctx context.Context, _ *mcp.CallToolRequest, in Commit
 func (h *handlers) discard(ctx context.Context, _ *mcp.CallToolRequest, in DiscardInput) (*mcp.CallToolResult, SettleOutput, error) {
 	return h.settle(ctx, in.ID, func(tx *airlock.Tx) (*airlock.Result, error) {
 		return tx.Discard(context.WithoutCancel(ctx), airlock.SettleOptions{DropCommits: in.DropCommits})
-	})
+	}, "")
 }
 
 // settle turns a settle's result into the tool's. A refusal is a result;
 // only a failure to settle at all (a cancelled commit included) is a tool
-// error.
-func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (*airlock.Result, error)) (*mcp.CallToolResult, SettleOutput, error) {
+// error. note, when set, says what the server did about approval, before
+// a ProtectedPathNotApproved refusal's reason.
+func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (*airlock.Result, error), note string) (*mcp.CallToolResult, SettleOutput, error) {
 	tx, err := h.store.Tx(id)
 	if err != nil {
 		return nil, SettleOutput{}, err
@@ -283,6 +311,9 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 	if r != nil {
 		out.Outcome = string(airlock.Refused)
 		out.Refusal, out.RefusedPaths, out.Reason = string(r.Kind), r.Paths, r.Explain(airlock.SurfaceMCP)
+		if note != "" && r.Kind == airlock.ProtectedPathNotApproved {
+			out.Reason = note + ": " + out.Reason
+		}
 	}
 	if res.Receipt != nil {
 		if out.Receipt, err = asObject(res.Receipt); err != nil {

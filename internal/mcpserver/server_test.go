@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -32,6 +33,24 @@ type world struct {
 
 func newWorld(t *testing.T, files map[string]string) *world {
 	t.Helper()
+	return newWorldWith(t, files, nil, "")
+}
+
+// accepting is a client that asks its user (MCP elicitation) and whose
+// user accepts every question; asked counts the questions.
+func accepting(asked *int) *mcp.ClientOptions {
+	return &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if asked != nil {
+			*asked++
+		}
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}}
+}
+
+// newWorldWith is newWorld with a client made with opts that speaks
+// protocol version ("" for the SDK's newest).
+func newWorldWith(t *testing.T, files map[string]string, opts *mcp.ClientOptions, version string) *world {
+	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -48,9 +67,12 @@ func newWorld(t *testing.T, files map[string]string) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; version != "" && got != version {
+		t.Fatalf("the session speaks %s, want %s", got, version)
 	}
 	t.Cleanup(func() { cs.Close(); ss.Wait() })
 	return &world{t: t, base: base, cs: cs}
@@ -224,7 +246,7 @@ func TestOpenDiffCommit(t *testing.T) {
 }
 
 func TestCommitRefusalIsAResult(t *testing.T) {
-	w := newWorld(t, map[string]string{"f": "f\n"})
+	w := newWorldWith(t, map[string]string{"f": "f\n"}, accepting(nil), "")
 	var o OpenOutput
 	w.call("open", map[string]any{"path": w.base, "id": "agent-1"}, &o)
 	if o.ID != "agent-1" {
@@ -243,7 +265,7 @@ func TestCommitRefusalIsAResult(t *testing.T) {
 	if s.Outcome != "refused" || s.Refusal != "ProtectedPathNotApproved" || !slices.Equal(s.RefusedPaths, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml"}) {
 		t.Errorf("refusal: %+v", s)
 	}
-	if !strings.Contains(s.Reason, "approve: true") || strings.Contains(s.Reason, "--approve") {
+	if !strings.Contains(s.Reason, "approve: true") || !strings.Contains(s.Reason, "asks the user") {
 		t.Errorf("the reason does not name the remedy as this tool's argument: %q", s.Reason)
 	}
 	var raw map[string]any
@@ -274,7 +296,7 @@ func TestCommitValidation(t *testing.T) {
 	const project = "test ! -e broken"
 	open := func(t *testing.T, cfg string) (*world, OpenOutput) {
 		t.Helper()
-		w := newWorld(t, map[string]string{".airlock.toml": cfg, "f": "f\n"})
+		w := newWorldWith(t, map[string]string{".airlock.toml": cfg, "f": "f\n"}, accepting(nil), "")
 		var o OpenOutput
 		w.call("open", map[string]any{"path": w.base}, &o)
 		return w, o
@@ -350,9 +372,8 @@ func TestCommitValidation(t *testing.T) {
 		w, o := open(t, "validate = \""+project+"\"\n")
 		writeFiles(t, o.Path, map[string]string{".airlock.toml": "default_protect = false\n", "broken": "x\n"})
 		var s SettleOutput
-		// approve is the agent's to set over MCP: even approved, the
-		// commit that rewrites the config runs under the config it
-		// opened with.
+		// Even approved by the user, the commit that rewrites the config
+		// runs under the config it opened with.
 		w.call("commit", map[string]any{"id": o.ID, "approve": true, "validate": "true"}, &s)
 		refused(t, w, s, o, "broken")
 		if got := readFile(t, filepath.Join(w.base, ".airlock.toml")); got != "validate = \""+project+"\"\n" {

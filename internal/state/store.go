@@ -25,15 +25,21 @@ type Store struct {
 
 // DefaultDir resolves the state root: $AIRLOCK_STATE_DIR, else
 // $XDG_STATE_HOME/airlock, else ~/.local/state/airlock. A relative
-// $XDG_STATE_HOME is ignored, as the XDG base directory spec requires; a
-// relative $AIRLOCK_STATE_DIR is taken relative to the working directory.
+// $XDG_STATE_HOME is ignored, as the XDG base directory spec requires. A
+// relative $AIRLOCK_STATE_DIR is refused: resolved against the working
+// directory, it would name another state root from every other directory,
+// and a `recover` run from there would find nothing of what a crash left
+// while new transactions opened over the half-applied base.
 func DefaultDir() (string, error) {
 	if d := os.Getenv("AIRLOCK_STATE_DIR"); d != "" {
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			return "", fmt.Errorf("resolve AIRLOCK_STATE_DIR %s: %w", d, err)
+		if !filepath.IsAbs(d) {
+			hint := ""
+			if abs, err := filepath.Abs(d); err == nil {
+				hint = " (from here that is " + abs + ")"
+			}
+			return "", fmt.Errorf("AIRLOCK_STATE_DIR=%q is a relative path, which names another state directory from every other working directory (a `recover` run elsewhere would not find what a crash left): set AIRLOCK_STATE_DIR to an absolute path%s", d, hint)
 		}
-		return abs, nil
+		return filepath.Clean(d), nil
 	}
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "airlock"), nil

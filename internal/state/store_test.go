@@ -37,15 +37,11 @@ func wantUnsafe(t *testing.T, err error, path string) {
 
 func TestDefaultDir(t *testing.T) {
 	home := t.TempDir()
-	cwd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name, airlock, xdg, want string
 	}{
 		{"airlock wins", "/s/airlock-state", "/x", "/s/airlock-state"},
-		{"relative airlock is made absolute", "rel", "/x", filepath.Join(cwd, "rel")},
+		{"airlock is cleaned", "/s//airlock-state/", "/x", "/s/airlock-state"},
 		{"xdg", "", "/x/state", "/x/state/airlock"},
 		{"relative xdg is ignored", "", "x/state", filepath.Join(home, ".local/state/airlock")},
 		{"home", "", "", filepath.Join(home, ".local/state/airlock")},
@@ -61,6 +57,27 @@ func TestDefaultDir(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Fatalf("DefaultDir() = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDefaultDirRefusesRelative: a relative AIRLOCK_STATE_DIR names
+// another state root from every working directory, so it is refused,
+// naming the variable and what to set instead.
+func TestDefaultDirRefusesRelative(t *testing.T) {
+	for _, d := range []string{"rel", "./state", "~/state", "../s"} {
+		t.Run(d, func(t *testing.T) {
+			t.Setenv("AIRLOCK_STATE_DIR", d)
+			t.Setenv("XDG_STATE_HOME", "/x")
+			got, err := DefaultDir()
+			if err == nil {
+				t.Fatalf("DefaultDir() = %s, want an error", got)
+			}
+			for _, want := range []string{"AIRLOCK_STATE_DIR", d, "absolute path"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
 			}
 		})
 	}
