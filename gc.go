@@ -460,10 +460,10 @@ func diskUsage(dir string) int64 {
 	return n
 }
 
-// BaseKeyOf names the directory a transaction opened, by its device and
-// inode: transactions over one directory share its state whatever path
-// they reached it by.
-func BaseKeyOf(t *Tx) string { return state.BaseKey(t.rec.BaseDevice, t.rec.BaseInode) }
+// BaseKeyOf names the directory a transaction opened, by its identity:
+// transactions over one directory share its state whatever path they
+// reached it by.
+func BaseKeyOf(t *Tx) string { return t.baseIdentity().Key() }
 
 // savedContent lists the directories in a transaction's state that hold
 // content a rollback or recover saved from the base (displaced-*): what
@@ -535,7 +535,7 @@ func plural(n int) string {
 // not mounted right now, so it never clears one (see RecoverOptions). ""
 // when the base is there: the usual rules keep it for recover.
 func (s *Store) gcGoneBase(tx *Tx) (string, error) {
-	if dev, ino, err := identity(tx.Base()); err == nil && dev == tx.rec.BaseDevice && ino == tx.rec.BaseInode {
+	if sameDir(tx.Base(), tx.baseIdentity()) {
 		return "", nil // the base is there: recover it
 	}
 	b, err := tx.stateBase()

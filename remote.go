@@ -1130,7 +1130,7 @@ func (t *Tx) recordFound(ctx context.Context, l *landing, commit, notes string, 
 		return nil, notMine("its receipt note does not verify (" + err.Error() + ")")
 	case rc.TxID != t.ID() || rc.LandedCommit != commit:
 		return nil, notMine("its receipt note names another transaction or commit")
-	case rc.Base != t.Base() || rc.BaseDevice != t.rec.BaseDevice || rc.BaseInode != t.rec.BaseInode:
+	case rc.Base != t.Base() || rc.BaseDevice != t.rec.BaseDevice || rc.BaseInode != t.rec.BaseInode || rc.BaseFS != t.rec.BaseFS:
 		return nil, notMine(fmt.Sprintf("its receipt is of a transaction over another base (%s)", rc.Base))
 	case rc.DiffDigest != set.Digest():
 		return nil, notMine("its receipt is of another change set (" + rc.DiffDigest + ")")
