@@ -71,7 +71,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 	}
 	var items []GCItem
 	var freed int64
-	bases := map[string]*Tx{} // one transaction per base directory (device and inode)
+	bases := map[string]*Tx{} // one transaction per base directory (its identity)
 	basePaths := map[string]bool{}
 	gone := map[string]bool{} // removed, or in a dry run would be
 	var marks map[string]string
@@ -530,7 +530,7 @@ func plural(n int) string {
 }
 
 // gcGoneBase says why gc keeps tx, interrupted over a base that is not
-// there (no directory with its device and inode at its path), and how to
+// there (no directory with its identity at its path), and how to
 // resolve it: gc cannot tell a base deleted for good from one that is only
 // not mounted right now, so it never clears one (see RecoverOptions). ""
 // when the base is there: the usual rules keep it for recover.

@@ -60,17 +60,22 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 // RecoverOptions confirm what recover cannot tell by itself. A missing
 // directory may be deleted for good, or only not there right now (a volume
 // not mounted yet, a parent renamed for a moment); a directory at another
-// path with the recorded device and inode may be the base moved there, or,
-// on a file system that keeps no birth times, a new directory that was
-// given a deleted one's inode. Guessing either way wrong leaves a base
-// half-applied for good, or writes one project's files into another, so
-// recover acts in those cases only when told.
+// path with the recorded identity may be the base moved there, or, on a
+// file system that keeps no birth times, a new directory that was given a
+// deleted one's inode; the same inode under another device number, where
+// the file system has no identity of its own (or the transaction was
+// opened by an earlier version, which recorded the device alone), may be
+// the base's disk back under another number, or another directory.
+// Guessing either way wrong leaves a base half-applied for good, or writes
+// one project's files into another, so recover acts in those cases only
+// when told.
 type RecoverOptions struct {
 	// BaseGone confirms that the base at the path given no longer exists
 	// and never will: its interrupted apply is cleared, its journal kept.
 	BaseGone bool
 	// Moved confirms that the directory at the path given is the
-	// transaction's base, moved there since it opened.
+	// transaction's base, moved there since it opened, or its disk back
+	// under another device number.
 	Moved bool
 }
 

@@ -1104,7 +1104,7 @@ func (t *Tx) recordLanded(ctx context.Context, rc *receipt.Receipt, data []byte,
 
 // recordFound settles a transaction found already landed at commit, with
 // the receipt its note holds — only when that verifies and is this very
-// transaction's: its id, its base (path, device and inode) and its change
+// transaction's: its id, its base (path, device, inode, file system) and its change
 // set's digest. Anything else is an error that leaves the transaction as
 // it is: a commit that merely carries its id (another clone's transaction
 // with the same id, or any commit with that trailer) did not land it.

@@ -89,12 +89,18 @@ func (id Identity) String() string {
 }
 
 // Identify measures the identity of the directory at path, following
-// symlinks (callers pass resolved paths).
+// symlinks (callers pass resolved paths). Anything but a directory is an
+// error: a path recorded earlier may name a FIFO now, which a plain open
+// would wait on.
 func Identify(path string) (Identity, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Identity{}, err
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	for err == syscall.EINTR {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	}
+	if err != nil {
+		return Identity{}, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	return IdentifyFile(f)
 }
