@@ -115,13 +115,15 @@ func (s *Store) baseFor(want baseRecord, key string, live bool) (*Base, error) {
 	if have.identity().Match(want.identity()) != Same {
 		return b, writeRecord(recPath, want) // not this directory's: damaged
 	}
-	if have.Born != 0 && want.Born != 0 && have.Born != want.Born {
-		return s.reused(b, have, want)
-	}
+	// Before the birth times: a copy's directory may have been made at
+	// another time, and is not a deleted directory's inode reused.
 	if have.Device != want.Device {
 		if other, ok := sharedIdentity(have, want); ok {
 			return nil, &SharedIdentityError{Path: want.Path, Other: other, Identity: want.identity()}
 		}
+	}
+	if have.Born != 0 && want.Born != 0 && have.Born != want.Born {
+		return s.reused(b, have, want)
 	}
 	rewrite := have.Device != want.Device || have.FS != want.FS || (have.Born == 0 && want.Born != 0)
 	if have.Path == want.Path {

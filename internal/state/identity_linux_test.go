@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,4 +94,26 @@ func identify(t *testing.T, path string) Identity {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestSharedIdentityRefused: two file systems with one UUID mounted at
+// once (a cloned image) have one identity; the state of one's base is not
+// taken for the other's.
+func TestSharedIdentityRefused(t *testing.T) {
+	mkfs := []string{"mkfs.ext4", "-q", "-F", "-U", "6f0cb4a3-51e4-4c1e-9bd7-2a8f1a0c7d55"}
+	a, b := t.TempDir(), t.TempDir()
+	testbin.NewLoop(t, mkfs, 16<<20, a)
+	testbin.NewLoop(t, mkfs, 16<<20, b)
+	if ia, ib := identify(t, a), identify(t, b); ia.Key() != ib.Key() || ia.Dev == ib.Dev {
+		t.Fatalf("two images with one UUID: %v, %v", ia, ib)
+	}
+	s := openStore(t)
+	if _, err := s.Base(a); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Base(b)
+	var shared *SharedIdentityError
+	if !errors.As(err, &shared) || shared.Other != a || !strings.Contains(err.Error(), "tune2fs -U") {
+		t.Fatalf("the base of a second file system with the first's UUID: %v", err)
+	}
 }

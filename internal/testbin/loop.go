@@ -4,8 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Loop is a file system image on a loop device, mounted: what a test needs
@@ -25,11 +29,16 @@ type Loop struct {
 // dir. Loop devices and mounts need root: as another user it skips. A
 // missing tool or loop device stops it through Missing. Whatever happens,
 // the test's cleanup unmounts and detaches everything it attached.
+//
+// The mount is made in a mount namespace of the test's own (see
+// isolate): the calling goroutine, the processes it starts and its
+// cleanups see it; nothing else on the machine does.
 func NewLoop(t testing.TB, mkfs []string, size int64, dir string) *Loop {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("loop devices and mounts need root")
 	}
+	isolate(t)
 	Require(t, "losetup", "util-linux: attaches the image to a loop device")
 	Require(t, mkfs[0], "makes the image's file system")
 	l := &Loop{t: t, Image: filepath.Join(t.TempDir(), "fs.img")}
@@ -99,11 +108,16 @@ func (l *Loop) Unmount() {
 	l.Dir = ""
 }
 
-// Detach detaches the image from its loop device.
+// Detach detaches the image from its loop device, and makes sure it is:
+// a device still in use is only marked to detach at its last close, and
+// the image attached again meanwhile would be mounted twice.
 func (l *Loop) Detach() {
 	l.t.Helper()
 	if out, err := exec.Command("losetup", "-d", l.Dev).CombinedOutput(); err != nil {
 		l.t.Fatalf("losetup -d %s: %v %s", l.Dev, err, out)
+	}
+	if _, err := os.Stat(filepath.Join("/sys/block", filepath.Base(l.Dev), "loop", "backing_file")); err == nil {
+		l.t.Fatalf("%s is still attached after losetup -d: something still uses the file system on it", l.Dev)
 	}
 	l.Dev = ""
 }
@@ -134,5 +148,31 @@ func (l *Loop) cleanup() {
 		if out, err := exec.Command("losetup", "-d", d).CombinedOutput(); err != nil {
 			l.t.Errorf("losetup -d %s: %v %s", d, err, out)
 		}
+	}
+}
+
+var isolated sync.Map // testing.TB → true
+
+// isolate moves the calling goroutine, locked to its thread for the rest
+// of the test (the thread ends with it), into a mount namespace of its
+// own, once per test. A process that makes a mount namespace (unshare, a
+// container, airlock run) copies every mount of the one it starts in,
+// and a copy keeps the file system alive after the test unmounts it, and
+// its loop device attached: on a machine where other tests run, the image
+// attached to another loop device would then be mounted twice, and
+// corrupted. Only the processes the goroutine starts see the test's
+// mounts, so no one else can copy them.
+func isolate(t testing.TB) {
+	t.Helper()
+	if _, done := isolated.LoadOrStore(t, true); done {
+		return
+	}
+	t.Cleanup(func() { isolated.Delete(t) })
+	runtime.LockOSThread()
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		Missing(t, "a mount namespace of the test's own (unshare CLONE_NEWNS): %v", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("make the test's mount namespace private: %v", err)
 	}
 }
