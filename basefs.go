@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/state"
 )
 
 // openBase opens the base for a settle, through path: the base's own path,
@@ -13,9 +14,17 @@ import (
 // must be the very directory the transaction opened: the base's own path
 // is opened without following a symlink on the way (someone who can rename
 // entries beside the base could otherwise swap it for a symlink to another
-// directory between two steps), and the opened directory's device and
-// inode must be those recorded at open. Anything else refuses BaseDrift.
+// directory between two steps), and the opened directory's identity (its
+// file system's and its inode, see state.Identity) must be the one
+// recorded at open. Anything else refuses BaseDrift.
 func (t *Tx) openBase(path string) (*safefs.Root, *Refusal, error) {
+	return t.openBaseConfirmed(path, false)
+}
+
+// openBaseConfirmed is openBase for recover, where confirmed (--moved)
+// says that the directory is the transaction's base even when its
+// identity cannot tell (see driftIdentity).
+func (t *Tx) openBaseConfirmed(path string, confirmed bool) (*safefs.Root, *Refusal, error) {
 	open := safefs.OpenRootNoFollow
 	if path != t.Base() && strings.HasPrefix(path, "/proc/") {
 		// The owner's view is reached through /proc's links by design;
@@ -26,14 +35,20 @@ func (t *Tx) openBase(path string) (*safefs.Root, *Refusal, error) {
 	if err != nil {
 		return nil, refuse(BaseDrift, []string{"."}, "the base %s cannot be opened any more without following a symlink (%v)", t.Base(), err), nil
 	}
-	info, err := root.Lstat("")
+	dir, err := root.Open("")
 	if err != nil {
 		root.Close()
 		return nil, nil, err
 	}
-	if info.Dev != t.rec.BaseDevice || info.Ino != t.rec.BaseInode {
+	now, err := state.IdentifyFile(dir)
+	dir.Close()
+	if err != nil {
 		root.Close()
-		return nil, refuse(BaseDrift, []string{"."}, "%s is no longer the directory the transaction opened (device and inode differ)", t.Base()), nil
+		return nil, nil, err
+	}
+	if r := t.driftIdentity(now, confirmed); r != nil {
+		root.Close()
+		return nil, r, nil
 	}
 	return root, nil, nil
 }

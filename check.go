@@ -72,12 +72,12 @@ func (t *Tx) Check(ctx context.Context, o SettleOptions) (_ *Refusal, err error)
 // inStagedView reports whether this process sees the staged workspace at
 // the base's path: it runs inside `airlock run`'s same-path view.
 func (t *Tx) inStagedView() bool {
-	bdev, bino, err := identity(t.Base())
+	b, err := identity(t.Base())
 	if err != nil {
 		return false
 	}
-	sdev, sino, err := identity(t.Path())
-	return err == nil && bdev == sdev && bino == sino
+	s, err := identity(t.Path())
+	return err == nil && b.Dev == s.Dev && b.Ino == s.Ino
 }
 
 // limitedNote is what a limited check's event says.

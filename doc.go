@@ -13,8 +13,9 @@
 //
 // The directory a transaction protects. It must be a directory, not / and
 // not the user's home, and must neither contain nor lie inside the state
-// root. Its identity (device and inode) is recorded at open and checked at
-// commit.
+// root. Its identity (its file system's own, which survives a reboot where
+// the file system has one, and its inode: see state.Identity) is recorded
+// at open and checked at commit.
 //
 // # Surface
 //

@@ -76,9 +76,9 @@ func (s *Store) recycleCheck(base string) Check {
 	}
 	why := "the tree a copy-backend run settles is kept (newest " + strconv.Itoa(poolMax) + " per base) and refreshed by the next open instead of copied afresh"
 	if abs, err := resolveBase(base); err == nil {
-		if dev, ino, err := identity(abs); err == nil {
+		if id, err := identity(abs); err == nil {
 			// Only look: doctor creates no state for a base.
-			dir := filepath.Join(s.Dir(), "bases", state.BaseKey(dev, ino), "pool")
+			dir := filepath.Join(s.Dir(), "bases", id.Key(), "pool")
 			if state.CheckDir(dir) == nil {
 				n, bytes := poolUsage(dir)
 				why += fmt.Sprintf("; the pool of %s holds %d tree(s), %.1f MiB of files", abs, n, float64(bytes)/(1<<20))

@@ -71,7 +71,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 	}
 	var items []GCItem
 	var freed int64
-	bases := map[string]*Tx{} // one transaction per base directory (device and inode)
+	bases := map[string]*Tx{} // one transaction per base directory (its identity)
 	basePaths := map[string]bool{}
 	gone := map[string]bool{} // removed, or in a dry run would be
 	var marks map[string]string
@@ -460,10 +460,10 @@ func diskUsage(dir string) int64 {
 	return n
 }
 
-// BaseKeyOf names the directory a transaction opened, by its device and
-// inode: transactions over one directory share its state whatever path
-// they reached it by.
-func BaseKeyOf(t *Tx) string { return state.BaseKey(t.rec.BaseDevice, t.rec.BaseInode) }
+// BaseKeyOf names the directory a transaction opened, by its identity:
+// transactions over one directory share its state whatever path they
+// reached it by.
+func BaseKeyOf(t *Tx) string { return t.baseIdentity().Key() }
 
 // savedContent lists the directories in a transaction's state that hold
 // content a rollback or recover saved from the base (displaced-*): what
@@ -530,12 +530,12 @@ func plural(n int) string {
 }
 
 // gcGoneBase says why gc keeps tx, interrupted over a base that is not
-// there (no directory with its device and inode at its path), and how to
+// there (no directory with its identity at its path), and how to
 // resolve it: gc cannot tell a base deleted for good from one that is only
 // not mounted right now, so it never clears one (see RecoverOptions). ""
 // when the base is there: the usual rules keep it for recover.
 func (s *Store) gcGoneBase(tx *Tx) (string, error) {
-	if dev, ino, err := identity(tx.Base()); err == nil && dev == tx.rec.BaseDevice && ino == tx.rec.BaseInode {
+	if sameDir(tx.Base(), tx.baseIdentity()) {
 		return "", nil // the base is there: recover it
 	}
 	b, err := tx.stateBase()

@@ -44,7 +44,7 @@ func (s *Store) recoverGone(ctx context.Context, path string, cause error) (*Rec
 	if err := s.ensure(); err != nil {
 		return nil, err
 	}
-	b, id, err := s.inflightRecordedAt(path, nil)
+	b, id, err := s.inflightRecordedAt(ctx, path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -54,11 +54,22 @@ func (s *Store) recoverGone(ctx context.Context, path string, cause error) (*Rec
 	return s.clearGoneBase(ctx, b, path, id)
 }
 
-// inflightRecordedAt finds the base state recorded for path (by its
-// base.json; a directory that was there, deleted or moved away, or the one
-// there now) that marks an apply in flight, other than skip; nil when
-// there is none.
-func (s *Store) inflightRecordedAt(path string, skip func(*state.Base) bool) (*state.Base, string, error) {
+// inflightRecordedAt finds the base state recorded for path (a directory
+// that was there, deleted or moved away, or the one there now) that marks
+// an apply in flight, other than skip; nil when there is none. The index
+// of applies in flight names them by the path they were made over; state
+// an earlier version marked (and could not be moved) is found by its
+// base.json.
+func (s *Store) inflightRecordedAt(ctx context.Context, path string, skip func(*state.Base) bool) (*state.Base, string, error) {
+	indexed, err := s.st.InflightNaming(ctx, path, state.Identity{}, nil, true)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, e := range indexed {
+		if skip == nil || !skip(e.Base) {
+			return e.Base, e.TxID, nil
+		}
+	}
 	bases, err := s.st.BasesRecordedAt(path)
 	if err != nil {
 		return nil, "", err
@@ -80,13 +91,13 @@ func (s *Store) inflightRecordedAt(path string, skip func(*state.Base) bool) (*s
 
 // clearGoneBase resolves an interrupted apply of transaction id over the
 // base at path, which no longer exists (deleted, or moved away; or a new
-// directory has its device and inode): the journal cannot be rolled back
+// directory has its identity): the journal cannot be rolled back
 // into it. The journal — its backups are the only copy of what the base
 // held at the paths the apply changed — is moved, not removed, next to the
 // base's state; the in-flight marker is cleared; the base's state
 // (receipt chain, originals, that journal) is retired to
-// bases/retired/, so that no directory that later gets the same device
-// and inode inherits it; and the transaction is settled (base_gone), so
+// bases/retired/, so that no directory that later gets the same identity
+// inherits it; and the transaction is settled (base_gone), so
 // that gc can remove it. Notes say each of these, with the paths.
 func (s *Store) clearGoneBase(ctx context.Context, b *state.Base, path, id string) (*RecoverResult, error) {
 	unlock, err := b.Lock(ctx)

@@ -122,7 +122,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 		}
 		return nil, err
 	}
-	if dev, ino, err := identity(base); err != nil || dev != target.rec.BaseDevice || ino != target.rec.BaseInode {
+	if !sameDir(base, target.baseIdentity()) {
 		// The same directory reached by another path (a bind mount, the
 		// base moved) is the same base.
 		return nil, fmt.Errorf("transaction %s was over %s, not %s", id, target.Base(), base)

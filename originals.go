@@ -9,10 +9,10 @@ import (
 )
 
 // stateBase opens the state of this transaction's base: the directory it
-// opened, found by the device and inode recorded then, whatever path
-// reaches it now (see state.Store.BaseOf).
+// opened, found by the identity recorded then, whatever path reaches it
+// now (see state.Store.BaseOf).
 func (t *Tx) stateBase() (*state.Base, error) {
-	return t.store.st.BaseOf(t.Base(), t.rec.BaseDevice, t.rec.BaseInode)
+	return t.store.st.BaseOf(t.Base(), t.baseIdentity())
 }
 
 // originals opens the store of content airlock's commits replaced in this

@@ -167,6 +167,16 @@ func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o Sett
 	if ok {
 		return interrupted(t.Base(), id), nil
 	}
+	// An apply in flight that another base state marks and that names
+	// this base's path or identity refuses too. Its lock is not waited
+	// for while this one is held: such an apply is never one that is
+	// merely running (a commit over another directory at this path stops
+	// at its identity check before it marks anything).
+	if others, err := t.store.st.InflightNaming(ctx, t.Base(), t.baseIdentity(), p.base, false); err != nil {
+		return nil, err
+	} else if len(others) > 0 {
+		return interruptedElsewhere(t.Base(), t.baseIdentity(), others[0]), nil
+	}
 	// Where the base cannot be seen, the candidate is the staged tree: the
 	// base at open plus the change set.
 	from := t.Path()
@@ -248,13 +258,33 @@ func (t *Tx) freeze(ctx context.Context, w *workspace, set *changeset.Set) error
 }
 
 // checkIdentity refuses when the base path now names another directory
-// than the one opened (it was moved away and something else put there).
+// than the one opened (it was moved away and something else put there),
+// or one that cannot be told from another (see driftIdentity).
 func (t *Tx) checkIdentity() *Refusal {
-	dev, ino, err := identity(t.Base())
-	if err != nil || dev != t.rec.BaseDevice || ino != t.rec.BaseInode {
-		return refuse(BaseDrift, []string{"."}, "%s is no longer the directory the transaction opened (device and inode differ)", t.Base())
+	now, err := identity(t.Base())
+	if err != nil {
+		return refuse(BaseDrift, []string{"."}, "%s is no longer the directory the transaction opened (%v)", t.Base(), unwrapPathErr(err))
 	}
-	return nil
+	return t.driftIdentity(now, false)
+}
+
+// driftIdentity refuses BaseDrift unless now is the directory the
+// transaction opened: the same file system (by its own identity, whatever
+// its device number is after a reboot) and inode. Where only device
+// numbers were recorded, the same inode under another device number
+// cannot be told from another directory: refused too, unless confirmed
+// (recover --moved).
+func (t *Tx) driftIdentity(now state.Identity, confirmed bool) *Refusal {
+	switch t.baseIdentity().Match(now) {
+	case state.Same:
+		return nil
+	case state.Unknown:
+		if confirmed {
+			return nil
+		}
+		return refuse(BaseDrift, []string{"."}, "%s cannot be told from another directory: the transaction recorded it as %s and it is %s now, and its file system has no identity of its own that would say whether it is the same one mounted again", t.Base(), t.baseIdentity(), now)
+	}
+	return refuse(BaseDrift, []string{"."}, "%s is no longer the directory the transaction opened (it was %s, it is %s)", t.Base(), t.baseIdentity(), now)
 }
 
 // drift is a changed path that also changed in the base since open.

@@ -10,11 +10,15 @@ import (
 // receipt file's (schema airlock.receipt/v1, docs/json.md), which `airlock
 // receipt verify` checks; Digest seals every other member.
 type Receipt struct {
-	Schema             string    // "airlock.receipt/v1"
-	TxID               string    // the transaction id
-	Base               string    // absolute path of the base
-	BaseDevice         uint64    // device of the base directory at open
-	BaseInode          uint64    // inode of the base directory at open
+	Schema     string // "airlock.receipt/v1"
+	TxID       string // the transaction id
+	Base       string // absolute path of the base
+	BaseDevice uint64 // device of the base directory at open
+	BaseInode  uint64 // inode of the base directory at open
+	// BaseFS names the base's file system as it survives a reboot
+	// (fsid-…, uuid-…; dev-… where only the device number is known);
+	// empty in receipts of earlier versions.
+	BaseFS             string
 	Backend            string    // how the staged workspace was made
 	Command            []string  // argv; empty when no command ran
 	StartedAt          time.Time // UTC

@@ -60,17 +60,22 @@ func (s *Store) Recover(ctx context.Context, dir string) (*RecoverResult, error)
 // RecoverOptions confirm what recover cannot tell by itself. A missing
 // directory may be deleted for good, or only not there right now (a volume
 // not mounted yet, a parent renamed for a moment); a directory at another
-// path with the recorded device and inode may be the base moved there, or,
-// on a file system that keeps no birth times, a new directory that was
-// given a deleted one's inode. Guessing either way wrong leaves a base
-// half-applied for good, or writes one project's files into another, so
-// recover acts in those cases only when told.
+// path with the recorded identity may be the base moved there, or, on a
+// file system that keeps no birth times, a new directory that was given a
+// deleted one's inode; the same inode under another device number, where
+// the file system has no identity of its own (or the transaction was
+// opened by an earlier version, which recorded the device alone), may be
+// the base's disk back under another number, or another directory.
+// Guessing either way wrong leaves a base half-applied for good, or writes
+// one project's files into another, so recover acts in those cases only
+// when told.
 type RecoverOptions struct {
 	// BaseGone confirms that the base at the path given no longer exists
 	// and never will: its interrupted apply is cleared, its journal kept.
 	BaseGone bool
 	// Moved confirms that the directory at the path given is the
-	// transaction's base, moved there since it opened.
+	// transaction's base, moved there since it opened, or its disk back
+	// under another device number.
 	Moved bool
 }
 
@@ -98,15 +103,19 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 	b, err := s.st.Base(base)
 	var stale *state.StaleBaseError
 	if errors.As(err, &stale) {
-		// The state under this directory's device and inode was a deleted
+		// The state under this directory's identity was a deleted
 		// directory's, with an apply in flight: cleared as for any base
 		// that is gone, never rolled back into this one.
 		out, err := s.clearGoneBase(ctx, stale.Base, stale.Old.Path, stale.TxID)
 		if out != nil {
-			out.Notes = append([]string{fmt.Sprintf("%s is not the directory %s that the state under its device and inode was written for (their birth times differ: %s was deleted and the file system gave its inode to %s)", base, stale.Old.Path, stale.Old.Path, base)}, out.Notes...)
+			out.Notes = append([]string{fmt.Sprintf("%s is not the directory %s that the state under its identity was written for (their birth times differ: %s was deleted and the file system gave its inode to %s)", base, stale.Old.Path, stale.Old.Path, base)}, out.Notes...)
 		}
 		return out, err
 	}
+	if err != nil {
+		return nil, err
+	}
+	now, err := identity(base)
 	if err != nil {
 		return nil, err
 	}
@@ -114,16 +123,68 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
-	out := &RecoverResult{Base: base}
 	id, ok, err := b.Inflight()
+	if err != nil || !ok {
+		unlock()
+		if err != nil {
+			return &RecoverResult{Base: base}, err
+		}
+		// Not marked under this directory's identity: an apply whose
+		// record names this path or this identity under another key is
+		// this command's to resolve too (open refuses until it is).
+		others, err := s.st.InflightNaming(ctx, base, now, b, true)
+		if err != nil || len(others) == 0 {
+			return &RecoverResult{Base: base}, err
+		}
+		return s.recoverElsewhere(ctx, base, now, others[0], o)
+	}
+	defer unlock()
+	return s.recoverMarked(ctx, b, base, now, id, o)
+}
+
+// recoverElsewhere resolves, from the base at base (identity now), an
+// apply in flight that another base state directory marks and that names
+// this path or this identity (see state.InflightNaming): rolled back as
+// this base's when its record is this directory (the state of an earlier
+// version that could not be moved), or when the user confirms it is
+// (--moved: the recorded identity is a device number that changed, the
+// inode being the same); otherwise nothing is done, and the error says
+// what the user can do.
+func (s *Store) recoverElsewhere(ctx context.Context, base string, now state.Identity, e state.Elsewhere, o RecoverOptions) (*RecoverResult, error) {
+	where := e.Base.Path()
+	switch e.Recorded.Match(now) {
+	case state.Unknown:
+		if !o.Moved {
+			return nil, fmt.Errorf("transaction %s was interrupted applying to %s, recorded as %s; %s is %s: the same inode under another device number, and nothing says whether it is the same file system mounted again (its file system has no identity of its own, or the apply's state was written by an earlier airlock version, which recorded the device number alone); nothing was done: if %s is that directory, run `airlock recover --workdir %s --moved`; if the file system that held it is not mounted, mount it and run recover there; if that directory was deleted for good, run `airlock recover --workdir %s --base-gone` (its journal is kept)", e.TxID, where, e.Recorded, base, now, base, base, where)
+		}
+	case state.Other:
+		confirm := ""
+		if o.Moved {
+			confirm = fmt.Sprintf("; --moved cannot make %s that directory: their identities differ", base)
+		}
+		return nil, fmt.Errorf("transaction %s was interrupted applying to %s, another directory than %s is now (it was %s; this is %s): open, run and commit over %s refuse until it is resolved, and nothing was done%s: if the file system that held it is not mounted, mount it and run recover there; if that directory was moved, run recover at its new path with --moved; if it was deleted for good, run `airlock recover --workdir %s --base-gone` to clear it (its journal is kept)", e.TxID, where, base, e.Recorded, now, base, confirm, base)
+	}
+	unlock, err := e.Base.Lock(ctx)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	if !ok {
-		out.Notes = append(out.Notes, s.otherInflightAt(base, b)...)
-		return out, nil
+	defer unlock()
+	id, ok, err := e.Base.Inflight()
+	if err != nil || !ok || id != e.TxID {
+		return &RecoverResult{Base: base}, err // resolved meanwhile
 	}
+	out, err := s.recoverMarked(ctx, e.Base, base, now, id, o)
+	if out != nil && err == nil {
+		out.Notes = append(out.Notes, fmt.Sprintf("the apply was marked in %s, the base's state as it was kept under another name (%s); its receipt chain and originals stay there", e.Base.Dir(), e.Recorded))
+	}
+	return out, err
+}
+
+// recoverMarked resolves the apply of transaction id that the base state b
+// marks in flight over the base at base (identity now), with b's lock
+// held.
+func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, now state.Identity, id string, o RecoverOptions) (*RecoverResult, error) {
+	out := &RecoverResult{Base: base}
 	out.TxID = id
 	t, err := s.Tx(id)
 	if err != nil {
@@ -132,20 +193,28 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 		// not stay wedged behind a marker nothing else can clear.
 		return s.recoverOrphan(ctx, b, out, err)
 	}
-	if !b.Is(t.rec.BaseDevice, t.rec.BaseInode) {
-		return nil, fmt.Errorf("base %s names transaction %s in flight, but that transaction's base is %s, another directory (device and inode differ): the state was altered; nothing was done", base, id, t.Base())
+	switch t.baseIdentity().Match(now) {
+	case state.Unknown:
+		if !o.Moved {
+			return nil, fmt.Errorf("transaction %s was interrupted applying to %s, which it recorded as %s; %s is %s now: the same inode under another device number, and nothing says whether it is the same file system mounted again (the transaction was opened by an earlier airlock version, which recorded the device number alone, or its file system has no identity of its own); nothing was done: if %s is that directory, run `airlock recover --workdir %s --moved`", id, t.Base(), t.baseIdentity(), base, now, base, base)
+		}
+	case state.Other:
+		if b.Identity().Match(now) == state.Same || t.Base() == base {
+			return nil, fmt.Errorf("base %s names transaction %s in flight, but that transaction's base is %s, another directory (%s, not %s): the state was altered; nothing was done", base, id, t.Base(), t.baseIdentity(), now)
+		}
 	}
 	if t.Base() != base {
-		// The same device and inode, reached by another path: a bind
-		// mount, the base moved since the transaction opened it — or a
-		// new directory that got a deleted base's inode, which no birth
-		// time tells apart on every file system. While the recorded path
-		// still leads to this very directory it is an alias; otherwise
-		// only the user can say it was moved.
-		if !o.Moved && !sameDir(t.Base(), t.rec.BaseDevice, t.rec.BaseInode) {
-			return nil, fmt.Errorf("transaction %s was interrupted applying to %s, which is no longer there; %s has its device and inode but may be another directory; nothing was done: if %s is that base moved here, run `airlock recover --workdir %s --moved`", id, t.Base(), base, base, base)
+		// The same directory reached by another path: a bind mount, the
+		// base moved since the transaction opened it, its file system
+		// mounted elsewhere — or a new directory that got a deleted
+		// base's inode, which no birth time tells apart on every file
+		// system. While the recorded path still leads to this very
+		// directory it is an alias; otherwise only the user can say it
+		// was moved.
+		if !o.Moved && !sameDir(t.Base(), t.baseIdentity()) {
+			return nil, fmt.Errorf("transaction %s was interrupted applying to %s, which is no longer that directory; %s has its identity (%s) but may be another directory; nothing was done: if %s is that base moved here (or its file system mounted here), run `airlock recover --workdir %s --moved`", id, t.Base(), base, now, base, base)
 		}
-		out.Notes = append(out.Notes, fmt.Sprintf("transaction %s opened this directory as %s; %s is the same directory (device and inode), and is recovered through it", id, t.Base(), base))
+		out.Notes = append(out.Notes, fmt.Sprintf("transaction %s opened this directory as %s; %s is the same directory (%s), and is recovered through it", id, t.Base(), base, now))
 	}
 	// A commit of the transaction, or gc removing it, holds this lock; a
 	// commit would also wait for the base's lock, held here: only try it.
@@ -200,7 +269,7 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 	if j.TxID != id || string(j.Base) != t.Base() {
 		return nil, fmt.Errorf("journal %s belongs to transaction %s over %s, not %s over %s: it is not acted on", jdir, j.TxID, j.Base, id, t.Base())
 	}
-	root, r, err := t.openBase(base)
+	root, r, err := t.openBaseConfirmed(base, o.Moved)
 	if err != nil {
 		return nil, err
 	}
@@ -245,49 +314,38 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 	return out, nil
 }
 
-// otherInflightAt says, when state recorded at base for another directory
-// (one deleted or moved away, another made in its place) marks an apply in
-// flight, what the user can do about it.
-func (s *Store) otherInflightAt(base string, here *state.Base) []string {
-	other, id, err := s.inflightRecordedAt(base, func(b *state.Base) bool { return b.Dir() == here.Dir() })
-	if err != nil || other == nil {
-		return nil
-	}
-	return []string{fmt.Sprintf("transaction %s was interrupted applying to another directory that was at %s (device and inode differ): if that one was deleted for good, run `airlock recover --workdir %s --base-gone`; if it was moved, run recover at its new path with --moved", id, base, base)}
-}
-
 // recoverGoneUnder is --base-gone for a path that holds a directory again:
 // the base recorded there was deleted and another directory made in its
-// place. Only state recorded at this path for another directory (device
-// and inode) with an interrupted apply is cleared, as for any base that is
-// gone; the directory there now is never touched.
+// place. Only state recorded at this path for another directory (or one
+// that cannot be told from this one) with an interrupted apply is
+// cleared, as for any base that is gone; the directory there now is never
+// touched.
 func (s *Store) recoverGoneUnder(ctx context.Context, base string) (*RecoverResult, error) {
-	dev, ino, err := identity(base)
+	now, err := identity(base)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.ensure(); err != nil {
 		return nil, err
 	}
-	b, id, err := s.inflightRecordedAt(base, func(b *state.Base) bool { return b.Is(dev, ino) })
+	b, id, err := s.inflightRecordedAt(ctx, base, func(b *state.Base) bool { return b.Identity().Match(now) == state.Same })
 	if err != nil {
 		return nil, err
 	}
 	if b != nil {
 		out, err := s.clearGoneBase(ctx, b, base, id)
 		if out != nil {
-			out.Notes = append([]string{fmt.Sprintf("%s is another directory than the one transaction %s was applying to when it was interrupted (device and inode differ): that one is gone", base, id)}, out.Notes...)
+			out.Notes = append([]string{fmt.Sprintf("%s is another directory than the one transaction %s was applying to when it was interrupted (%s, recorded as %s): that one is gone", base, id, now, b.Identity())}, out.Notes...)
 		}
 		return out, err
 	}
 	return nil, fmt.Errorf("--base-gone: %s exists, and no other directory recorded at this path has an interrupted apply; nothing was done (run recover without it)", base)
 }
 
-// sameDir reports whether path is, now, the directory with that device and
-// inode.
-func sameDir(path string, dev, ino uint64) bool {
-	d, i, err := identity(path)
-	return err == nil && d == dev && i == ino
+// sameDir reports whether path is, now, the directory with identity id.
+func sameDir(path string, id state.Identity) bool {
+	now, err := identity(path)
+	return err == nil && id.Match(now) == state.Same
 }
 
 // finishChain files a committed receipt in the base's chain and makes it

@@ -1113,7 +1113,7 @@ func (t *Tx) recordLanded(ctx context.Context, rc *receipt.Receipt, data []byte,
 
 // recordFound settles a transaction found already landed at commit, with
 // the receipt its note holds — only when that verifies and is this very
-// transaction's: its id, its base (path, device and inode) and its change
+// transaction's: its id, its base (path, device, inode, file system) and its change
 // set's digest. Anything else is an error that leaves the transaction as
 // it is: a commit that merely carries its id (another clone's transaction
 // with the same id, or any commit with that trailer) did not land it.
@@ -1139,7 +1139,7 @@ func (t *Tx) recordFound(ctx context.Context, l *landing, commit, notes string, 
 		return nil, notMine("its receipt note does not verify (" + err.Error() + ")")
 	case rc.TxID != t.ID() || rc.LandedCommit != commit:
 		return nil, notMine("its receipt note names another transaction or commit")
-	case rc.Base != t.Base() || rc.BaseDevice != t.rec.BaseDevice || rc.BaseInode != t.rec.BaseInode:
+	case rc.Base != t.Base() || rc.BaseDevice != t.rec.BaseDevice || rc.BaseInode != t.rec.BaseInode || rc.BaseFS != t.rec.BaseFS:
 		return nil, notMine(fmt.Sprintf("its receipt is of a transaction over another base (%s)", rc.Base))
 	case rc.DiffDigest != set.Digest():
 		return nil, notMine("its receipt is of another change set (" + rc.DiffDigest + ")")

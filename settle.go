@@ -226,7 +226,7 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, o SettleOptions, baseDi
 	excl, _ := selector.New(t.rec.Exclude)
 	prot, _ := selector.New(t.rec.Protect)
 	return &receipt.Receipt{
-		TxID: t.ID(), Base: t.Base(), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode,
+		TxID: t.ID(), Base: t.Base(), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode, BaseFS: t.rec.BaseFS,
 		Backend: t.rec.Backend, Command: plain(t.rec.Command),
 		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: o.ExitCode,
 		Outcome: string(out), Added: a, Modified: m, Deleted: d,

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/config"
@@ -140,13 +139,17 @@ type OpenOptions struct {
 
 // Record is a transaction's immutable open record.
 type Record struct {
-	ID         string    `json:"id"`
-	Base       Bytes     `json:"base"`
-	BaseDevice uint64    `json:"base_device"`
-	BaseInode  uint64    `json:"base_inode"`
-	Backend    string    `json:"backend"`
-	Staged     Bytes     `json:"staged"`
-	Exclude    Selectors `json:"exclude"`
+	ID         string `json:"id"`
+	Base       Bytes  `json:"base"`
+	BaseDevice uint64 `json:"base_device"`
+	BaseInode  uint64 `json:"base_inode"`
+	// BaseFS names the base's file system in a form that survives a
+	// reboot where the file system has one (see state.Identity); empty in
+	// records of earlier versions, which knew the device number alone.
+	BaseFS  string    `json:"base_fs,omitempty"`
+	Backend string    `json:"backend"`
+	Staged  Bytes     `json:"staged"`
+	Exclude Selectors `json:"exclude"`
 	// Noise are the default excludes for agent noise in effect. Unlike
 	// other excludes they work both ways: what an agent writes there
 	// (aider's history, Claude's local settings) is not staged and never
@@ -261,7 +264,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	if err := s.checkBase(base); err != nil {
 		return nil, err
 	}
-	dev, ino, err := identity(base)
+	bid, err := identity(base)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +272,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkNotInterrupted(ctx, b); err != nil {
+	if err := s.checkNotInterrupted(ctx, b, bid); err != nil {
 		return nil, err
 	}
 	// The project config comes from the base, never from a staged tree,
@@ -415,7 +418,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 		return nil, err
 	}
 	rec := Record{
-		ID: id, Base: Bytes(base), BaseDevice: dev, BaseInode: ino,
+		ID: id, Base: Bytes(base), BaseDevice: bid.Dev, BaseInode: bid.Ino, BaseFS: bid.FS,
 		Backend: backend.Name(), Staged: Bytes(staged),
 		Exclude: excl, Noise: noise, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
 		PortBase: port, Warnings: res.Warnings,
@@ -554,16 +557,18 @@ func resolveBase(dir string) (string, error) {
 	return real, nil
 }
 
-func identity(path string) (dev, ino uint64, err error) {
-	fi, err := os.Stat(path)
+// identity measures the directory at path (see state.Identity).
+func identity(path string) (state.Identity, error) {
+	id, err := state.Identify(path)
 	if err != nil {
-		return 0, 0, fmt.Errorf("base %s: %w", path, unwrapPathErr(err))
+		return state.Identity{}, fmt.Errorf("base %s: %w", path, unwrapPathErr(err))
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0, fmt.Errorf("base %s: no device and inode", path)
-	}
-	return uint64(st.Dev), uint64(st.Ino), nil
+	return id, nil
+}
+
+// baseIdentity is the identity of the base the transaction opened.
+func (t *Tx) baseIdentity() state.Identity {
+	return state.Identity{FS: t.rec.BaseFS, Dev: t.rec.BaseDevice, Ino: t.rec.BaseInode}
 }
 
 func unwrapPathErr(err error) error {
@@ -574,33 +579,55 @@ func unwrapPathErr(err error) error {
 	return err
 }
 
-// checkNotInterrupted refuses when an apply over the base was cut short.
-// It waits for the base's lock first, so a commit that is merely running
-// in another process is not mistaken for an interrupted one.
-func checkNotInterrupted(ctx context.Context, b *state.Base) error {
+// checkNotInterrupted refuses when an apply over the base was cut short:
+// one that its own state marks, or one that any other base state marks
+// and that names the base's path or identity (state.InflightNaming):
+// fail-closed wins every doubt about which directory an apply was made
+// over. It waits for each base's lock first, so a commit that is merely
+// running in another process is not mistaken for an interrupted one.
+func (s *Store) checkNotInterrupted(ctx context.Context, b *state.Base, id state.Identity) error {
 	unlock, err := b.Lock(ctx)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	id, ok, err := b.Inflight()
+	txID, ok, err := b.Inflight()
+	unlock()
 	if err != nil {
 		return err
 	}
 	if ok {
-		r := interrupted(b.Path(), id)
+		r := interrupted(b.Path(), txID)
 		if rec := b.Recorded(); rec != "" {
 			// Found by the directory's identity, not by this path: say
 			// which path the apply was made over.
-			if _, err := os.Lstat(rec); err == nil {
-				r.Reason += fmt.Sprintf(" (the apply was made over %s, the same directory by device and inode)", rec)
+			if sameDir(rec, id) {
+				r.Reason += fmt.Sprintf(" (the apply was made over %s, the same directory by its identity)", rec)
 			} else {
-				r.Reason += fmt.Sprintf(" (the apply was made over %s, which is gone: %s has its device and inode, so it is that directory moved, or a new directory the file system gave the inode of a deleted one; if %s was deleted, run `airlock recover --workdir %s` instead)", rec, b.Path(), rec, rec)
+				r.Reason += fmt.Sprintf(" (the apply was made over %s, which is no longer this directory: %s has its identity (%s), so it is that directory moved or its file system mounted elsewhere, or a new directory the file system gave the inode of a deleted one; if %s was deleted, run `airlock recover --workdir %s --base-gone` instead)", rec, b.Path(), id, rec, rec)
 			}
 		}
 		return r
 	}
-	return nil
+	others, err := s.st.InflightNaming(ctx, b.Path(), id, b, true)
+	if err != nil || len(others) == 0 {
+		return err
+	}
+	return interruptedElsewhere(b.Path(), id, others[0])
+}
+
+// interruptedElsewhere is the refusal for an apply in flight that another
+// base state marks and that names this base's path or identity.
+func interruptedElsewhere(base string, id state.Identity, e state.Elsewhere) *Refusal {
+	r := interrupted(base, e.TxID)
+	switch {
+	case e.Recorded.Match(id) == state.Same:
+		r.Reason += fmt.Sprintf(" (the apply was made over %s, the same directory by its identity; its state is kept under %s)", e.Base.Path(), e.Base.Dir())
+	case e.Base.Path() != base:
+		r.Reason += fmt.Sprintf(" (the apply was made over %s)", e.Base.Path())
+	default:
+		r.Reason += fmt.Sprintf(" when %s was %s; it is %s now: the file system that held it may not be mounted, or be back under another device number, or the directory was replaced; run `airlock recover` there to see which", base, e.Recorded, id)
+	}
+	return r
 }
 
 func interrupted(base, id string) *Refusal {

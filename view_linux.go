@@ -9,11 +9,10 @@ import "fmt"
 // base, and /proc/PID/root reaches its view of the file system where the
 // kernel lets this process look (not from an unprivileged user namespace
 // into its parent's). The view counts only when it is the very directory
-// the transaction opened (device and inode), so a reused PID finds nothing.
+// the transaction opened (its identity), so a reused PID finds nothing.
 func ownerView(t *Tx) (string, bool) {
 	view := fmt.Sprintf("/proc/%d/root%s", t.rec.PID, t.Base())
-	dev, ino, err := identity(view)
-	if err != nil || dev != t.rec.BaseDevice || ino != t.rec.BaseInode {
+	if !sameDir(view, t.baseIdentity()) {
 		return "", false
 	}
 	return view, true

@@ -409,10 +409,11 @@ func TestE2EGCKeepsContentSavedFromTheBase(t *testing.T) {
 
 // TestE2EBaseRecreatedAtItsPath (attack round 2, D/n7): the base is
 // deleted and a new directory made at its path after its commit was killed
-// half-way. recover there says nothing of the new directory is in flight
-// but names the old one's interrupted transaction and how to clear it;
-// `recover --base-gone` clears it (journal kept) without touching the new
-// directory, and gc can then remove the transaction.
+// half-way. open there refuses (the apply names the path), recover there
+// does nothing (exit 125) but names the old one's interrupted transaction
+// and how to clear it; `recover --base-gone` clears it (journal kept)
+// without touching the new directory, and gc can then remove the
+// transaction.
 func TestE2EBaseRecreatedAtItsPath(t *testing.T) {
 	for _, how := range []string{"made there", "renamed there"} {
 		t.Run(how, func(t *testing.T) { baseRecreated(t, how == "renamed there") })
@@ -439,14 +440,19 @@ func baseRecreated(t *testing.T, renamed bool) {
 	writeFile(t, filepath.Join(x.base, "mine"), "the new directory's\n")
 	fresh := snapshot(t, x.base, nil)
 
+	// InterruptedApply (exit 75) when the new directory has another
+	// inode; when it has the old one's, the birth times tell them apart
+	// and the state under that identity is refused as another's.
+	if r := x.airlock("open", "--workdir", x.base); r.Code == 0 || !strings.Contains(r.Stderr, "t1") {
+		t.Errorf("open over a new directory at the path of a half-applied base does not refuse naming t1:\n%s", r)
+	}
 	r := x.airlock("recover", "--workdir", x.base)
-	wantCode(t, r, 0)
 	switch {
-	case !renamed && strings.Contains(r.Stderr, "birth times differ"):
+	case !renamed && r.Code == 0 && strings.Contains(r.Stderr, "birth times differ"):
 		// The file system gave the new directory the old one's inode, and
 		// the birth time told them apart: cleared at once, as for a base
 		// that is gone.
-	case strings.Contains(r.Stderr, "t1 was interrupted") && strings.Contains(r.Stderr, "--base-gone"):
+	case r.Code == 125 && strings.Contains(r.Stderr, "t1 was interrupted") && strings.Contains(r.Stderr, "--base-gone"):
 		r = x.airlock("recover", "--workdir", x.base, "--base-gone")
 		wantCode(t, r, 0)
 	default:

@@ -21,13 +21,14 @@ var update = flag.Bool("update", false, "rewrite cmd/airlock/testdata/*.golden f
 var (
 	timeRE       = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$`)
 	anyDigestRE  = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
-	hexNameRE    = regexp.MustCompile(`/bases/[0-9a-f]+/`)
+	hexNameRE    = regexp.MustCompile(`/bases/[0-9a-z-]+/`)
 	variableNums = map[string]bool{"pid": true, "port_base": true, "base_device": true, "base_inode": true}
 )
 
 // normalise re-encodes a JSON document with the values that change from
 // run to run replaced by placeholders: times, digests, pids, ports, device
-// and inode numbers, the scenario's directories, and free-text reasons.
+// and inode numbers, file system identities, the scenario's directories,
+// and free-text reasons.
 // Object members come out sorted, so the golden pins names and structure,
 // not member order.
 func (x *h) normalise(raw string) string {
@@ -71,6 +72,9 @@ func (x *h) norm(key string, v any) any {
 	case string:
 		if key == "reason" && v != "" {
 			return "<REASON>"
+		}
+		if key == "base_fs" && v != "" {
+			return "<BASE_FS>"
 		}
 		if timeRE.MatchString(v) {
 			return "<TIME>"

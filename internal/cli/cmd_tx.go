@@ -250,7 +250,7 @@ func newRecoverCmd(io IO) *cobra.Command {
 	c.Flags().StringVar(&workdir, "workdir", "", "the base directory (default: the current directory)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print what recover found and did as JSON on stdout")
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
-	c.Flags().BoolVar(&o.Moved, "moved", false, "confirm that DIR is the interrupted transaction's base, moved here since it opened")
+	c.Flags().BoolVar(&o.Moved, "moved", false, "confirm that DIR is the interrupted transaction's base: moved here since it opened, or its disk back under another device number")
 	c.Flags().BoolVar(&o.BaseGone, "base-gone", false, "confirm that the base at DIR was deleted for good: clear its interrupted apply (its journal is kept)")
 	c.MarkFlagsMutuallyExclusive("moved", "base-gone")
 	return c

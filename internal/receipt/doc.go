@@ -18,7 +18,10 @@
 // base before this one ("" for the first), which makes a base's receipts a
 // chain.
 //
-// Optional members: branch and branch_head (both or neither) name the git
+// Optional members: base_fs names the base's file system as
+// internal/state's Identity does (fsid-<type>-<f_fsid>, uuid-<type>-<uuid>
+// or dev-<device>, all lowercase hex), the part of the base's identity
+// that survives a reboot; branch and branch_head (both or neither) name the git
 // branch a worktree transaction kept its own commits on; validators lists
 // the validate commands the settle ran on the candidate tree, in order
 // (the project's, then the one the caller added), as raw bytes like

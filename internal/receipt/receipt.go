@@ -39,11 +39,15 @@ var RefusalKinds = []string{
 // package documentation) is what Seal writes and Verify reads; Receipt's
 // own MarshalJSON and UnmarshalJSON use the same form.
 type Receipt struct {
-	Schema             string    // Schema; Seal fills it in when empty
-	TxID               string    // the transaction id
-	Base               string    // absolute path of the base
-	BaseDevice         uint64    // device of the base directory at open
-	BaseInode          uint64    // inode of the base directory at open
+	Schema     string // Schema; Seal fills it in when empty
+	TxID       string // the transaction id
+	Base       string // absolute path of the base
+	BaseDevice uint64 // device of the base directory at open
+	BaseInode  uint64 // inode of the base directory at open
+	// BaseFS names the base's file system in a form that survives a
+	// reboot where it has one (fsid-…, uuid-…; dev-… where only the device
+	// number is known). Optional: absent in receipts of earlier versions.
+	BaseFS             string
 	Backend            string    // how the staged workspace was made
 	Command            []string  // argv; empty when no command ran
 	StartedAt          time.Time // written in UTC
@@ -97,6 +101,7 @@ type wire struct {
 	Base               fileBytes   `json:"base"`
 	BaseDevice         uint64      `json:"base_device"`
 	BaseInode          uint64      `json:"base_inode"`
+	BaseFS             string      `json:"base_fs,omitempty"`
 	Backend            string      `json:"backend"`
 	Command            []fileBytes `json:"command"`
 	StartedAt          string      `json:"started_at"`
@@ -177,7 +182,7 @@ func (r *Receipt) toWire() wire {
 	}
 	return wire{
 		Schema: r.Schema, TxID: r.TxID, Base: fileBytes(r.Base), BaseDevice: r.BaseDevice, BaseInode: r.BaseInode,
-		Backend: r.Backend, Command: toFile(r.Command),
+		BaseFS: r.BaseFS, Backend: r.Backend, Command: toFile(r.Command),
 		StartedAt: formatTime(r.StartedAt), EndedAt: formatTime(r.EndedAt), ExitCode: r.ExitCode,
 		Outcome: r.Outcome, Refusal: r.Refusal, RefusedPaths: toFile(r.RefusedPaths),
 		Added: r.Added, Modified: r.Modified, Deleted: r.Deleted,
@@ -220,7 +225,7 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 	}
 	*r = Receipt{
 		Schema: w.Schema, TxID: w.TxID, Base: string(w.Base), BaseDevice: w.BaseDevice, BaseInode: w.BaseInode,
-		Backend: w.Backend, Command: fromFile(w.Command),
+		BaseFS: w.BaseFS, Backend: w.Backend, Command: fromFile(w.Command),
 		StartedAt: started.UTC(), EndedAt: ended.UTC(), ExitCode: w.ExitCode,
 		Outcome: w.Outcome, Refusal: w.Refusal, RefusedPaths: fromFile(w.RefusedPaths),
 		Added: w.Added, Modified: w.Modified, Deleted: w.Deleted,

@@ -53,6 +53,10 @@ const validatorsMember = "validators"
 // merged, present (and not empty) only in a committed receipt that merged.
 const mergedMember = "merged"
 
+// baseFSMember is optional on its own: the base's file system identity,
+// present in every receipt since it was added, absent in older ones.
+const baseFSMember = "base_fs"
+
 var (
 	commitForm = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 	digestForm = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -61,6 +65,8 @@ var (
 	// fraction or exponent, so that a number has one spelling.
 	natForm = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
 	intForm = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
+	// A file system's identity as internal/state names it.
+	fsForm = regexp.MustCompile(`^(fsid-[0-9a-f]{8}-[0-9a-f]{16}|uuid-[0-9a-f]{8}-[0-9a-f]{2,32}|dev-[0-9a-f]{16})$`)
 )
 
 // Verify checks that data is a whole, unedited v1 receipt and returns it.
@@ -334,17 +340,20 @@ func check(obj map[string]any) (*Receipt, error) {
 	if landed != 0 && landed != len(landedMembers) {
 		return nil, invalid("members %s go together: a receipt has both or neither", strings.Join(landedMembers, " and "))
 	}
-	validators, merged := 0, 0
+	validators, merged, baseFS := 0, 0, 0
 	if _, ok := obj[validatorsMember]; ok {
 		validators = 1
 	}
 	if _, ok := obj[mergedMember]; ok {
 		merged = 1
 	}
-	if len(obj) != len(members)+present+landed+validators+merged {
+	if _, ok := obj[baseFSMember]; ok {
+		baseFS = 1
+	}
+	if len(obj) != len(members)+present+landed+validators+merged+baseFS {
 		var extra []string
 		for k := range obj {
-			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember {
+			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember {
 				extra = append(extra, strconv.Quote(k))
 			}
 		}
@@ -363,6 +372,12 @@ func check(obj map[string]any) (*Receipt, error) {
 	}
 	r.BaseDevice = c.uint("base_device")
 	r.BaseInode = c.uint("base_inode")
+	if baseFS > 0 {
+		r.BaseFS = c.str(baseFSMember)
+		if c.err == nil && !fsForm.MatchString(r.BaseFS) {
+			c.fail(baseFSMember, "is %q, not a file system identity (fsid-, uuid- or dev- and hex digits)", r.BaseFS)
+		}
+	}
 	r.Backend = c.str("backend")
 	if c.err == nil && r.Backend == "" {
 		c.fail("backend", "is empty")

@@ -11,20 +11,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
 // Base is the per-base state directory: the commit lock, the in-flight
 // apply marker and the head of the receipt chain. It is named by the base
-// directory's identity (device and inode), not by a path, so every path
-// that reaches the same directory (a bind mount, a second symlink-free
-// spelling, the directory after a rename) finds the same lock and marker.
+// directory's identity (its file system's and its inode: see Identity),
+// not by a path, so every path that reaches the same directory (a bind
+// mount, a second symlink-free spelling, the directory after a rename, the
+// same disk mounted again under another device number) finds the same
+// lock and marker.
 type Base struct {
-	path     string // the base directory, as the caller reached it
-	dir      string // its state directory
-	dev, ino uint64 // its identity, the key of dir
+	path string   // the base directory, as the caller reached it
+	dir  string   // its state directory
+	id   Identity // its identity, the key of dir
 	// recorded is the path base.json names when it differs from path: the
 	// path the state was first written for (an alias, or the base before
 	// it was moved).
@@ -34,22 +35,29 @@ type Base struct {
 // baseRecord is base.json: which base a bases/<key> directory belongs to.
 // Born is the directory's birth time (ns since the epoch; 0 where the file
 // system does not say): a new directory that reuses a deleted one's inode
-// has another.
+// has another. FS is Identity.FS (absent in the records of earlier
+// versions) and Device the device number last seen, which may change
+// while FS stays.
 type baseRecord struct {
 	Path   string `json:"path"`
+	FS     string `json:"fs,omitempty"`
 	Device uint64 `json:"device"`
 	Inode  uint64 `json:"inode"`
 	Born   int64  `json:"born,omitempty"`
 }
 
-// BaseKey is the name of the state directory of the base with this device
-// and inode: both in hex, 32 digits.
+func (r baseRecord) identity() Identity { return Identity{FS: r.FS, Dev: r.Device, Ino: r.Inode} }
+
+// BaseKey is the name earlier versions gave the state directory of the
+// base with this device and inode: both in hex, 32 digits. Such a
+// directory is moved to its Identity's Key on first use (migrateLegacy).
 func BaseKey(dev, ino uint64) string {
 	return fmt.Sprintf("%016x%016x", dev, ino)
 }
 
-// legacyKey is the name earlier versions gave a base's state directory:
-// the first 32 hex digits of the sha256 of its cleaned absolute path.
+// legacyKey is the name still earlier versions gave a base's state
+// directory: the first 32 hex digits of the sha256 of its cleaned
+// absolute path.
 func legacyKey(absPath string) string {
 	sum := sha256.Sum256([]byte(filepath.Clean(absPath)))
 	return hex.EncodeToString(sum[:])[:32]
@@ -57,34 +65,51 @@ func legacyKey(absPath string) string {
 
 // Base opens the state directory of the base at absPath, creating it if
 // needed, and records the base's identity in base.json. The directory is
-// found by the base's device and inode; see baseFor for what happens when
+// found by the base's identity; see baseFor for what happens when
 // base.json names another path or another directory.
 func (s *Store) Base(absPath string) (*Base, error) {
 	if !filepath.IsAbs(absPath) {
 		return nil, fmt.Errorf("base path %s is not absolute", absPath)
 	}
 	absPath = filepath.Clean(absPath)
-	fi, err := os.Stat(absPath)
+	id, err := Identify(absPath)
 	if err != nil {
-		return nil, fmt.Errorf("base %s: %w", absPath, err)
+		return nil, fmt.Errorf("base %s: %w", absPath, unwrapPath(err))
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil, fmt.Errorf("base %s: cannot read its device and inode", absPath)
-	}
-	want := baseRecord{Path: absPath, Device: uint64(st.Dev), Inode: uint64(st.Ino), Born: birthTime(absPath)}
-	return s.baseFor(want, true)
+	want := baseRecord{Path: absPath, FS: id.FS, Device: id.Dev, Inode: id.Ino, Born: birthTime(absPath)}
+	return s.baseFor(want, "", true)
 }
 
 // BaseOf opens the state directory of the base a transaction recorded at
-// open: the directory with device dev and inode ino, which absPath named
-// then. Nothing is looked up through absPath, which may since name another
-// directory or none (the base moved or was deleted).
-func (s *Store) BaseOf(absPath string, dev, ino uint64) (*Base, error) {
+// open: the directory with identity id, which absPath named then. Nothing
+// is looked up through absPath, which may since name another directory or
+// none (the base moved or was deleted) — except for a transaction an
+// earlier version opened, which recorded no file system identity: while
+// absPath still is its directory (device and inode) that is measured;
+// otherwise its state is where that version kept it, or where an
+// interrupted apply of it is indexed.
+func (s *Store) BaseOf(absPath string, id Identity) (*Base, error) {
 	if !filepath.IsAbs(absPath) {
 		return nil, fmt.Errorf("base path %s is not absolute", absPath)
 	}
-	return s.baseFor(baseRecord{Path: filepath.Clean(absPath), Device: dev, Inode: ino}, false)
+	absPath = filepath.Clean(absPath)
+	key := ""
+	if id.FS == "" {
+		if now, err := Identify(absPath); err == nil && now.Dev == id.Dev && now.Ino == id.Ino {
+			id.FS = now.FS
+		} else if key, err = s.legacyKeyOf(id); err != nil {
+			return nil, err
+		}
+	}
+	return s.baseFor(baseRecord{Path: absPath, FS: id.FS, Device: id.Dev, Inode: id.Ino}, key, false)
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // Path is the base directory.
@@ -149,16 +174,26 @@ func (b *Base) Inflight() (txID string, ok bool, err error) {
 	return id, true, nil
 }
 
-// SetInflight durably marks txID's apply as in flight over this base.
+// SetInflight durably marks txID's apply as in flight over this base. The
+// apply is indexed first (see indexInflight): a marker that the index
+// does not name is never left behind, so that the index finds every apply
+// in flight by its path or identity, whatever key the base is found by
+// later.
 func (b *Base) SetInflight(txID string) error {
 	if err := ValidID(txID); err != nil {
+		return err
+	}
+	if err := b.check(); err != nil {
+		return err
+	}
+	if err := b.indexInflight(txID); err != nil {
 		return err
 	}
 	return b.writeLine("inflight", txID)
 }
 
-// ClearInflight durably removes the in-flight marker; clearing an absent
-// marker is not an error.
+// ClearInflight durably removes the in-flight marker, then its index
+// entry; clearing an absent marker is not an error.
 func (b *Base) ClearInflight() error {
 	if err := b.check(); err != nil {
 		return err
@@ -167,7 +202,10 @@ func (b *Base) ClearInflight() error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("clear %s: %w", path, err)
 	}
-	return safefs.SyncDir(b.dir)
+	if err := safefs.SyncDir(b.dir); err != nil {
+		return err
+	}
+	return b.unindexInflight()
 }
 
 // Head is the digest of the last receipt committed to this base, or "" if

@@ -31,15 +31,16 @@ func TestBaseDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var id syscall.Stat_t
-	if err := syscall.Stat(base, &id); err != nil {
+	id, err := Identify(base)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Dir() != filepath.Join(s.Dir(), "bases", BaseKey(uint64(id.Dev), id.Ino)) || len(filepath.Base(b.Dir())) != 32 || b.Path() != base {
+	if b.Dir() != filepath.Join(s.Dir(), "bases", id.Key()) || !isKey(filepath.Base(b.Dir())) || b.Path() != base {
 		t.Fatalf("base dir %s for %s", b.Dir(), base)
 	}
 	var rec struct {
 		Path          string
+		FS            string
 		Device, Inode uint64
 	}
 	data, err := os.ReadFile(filepath.Join(b.Dir(), "base.json"))
@@ -51,7 +52,7 @@ func TestBaseDir(t *testing.T) {
 	}
 	var st syscall.Stat_t
 	syscall.Stat(base, &st)
-	if rec.Path != base || rec.Inode != st.Ino || rec.Inode == 0 {
+	if rec.Path != base || rec.Inode != st.Ino || rec.Inode == 0 || rec.FS != id.FS || rec.Device != uint64(st.Dev) {
 		t.Fatalf("base.json = %+v, want path %s inode %d", rec, base, st.Ino)
 	}
 	again, err := s.Base(base + "/")

@@ -25,16 +25,21 @@
 //	    events.jsonl         append-only event log, one JSON object a line
 //	    port                 the transaction's port base, recorded under the global lock
 //	    ...                  other files the caller writes through Tx.Path
-//	<root>/bases/<key>/      per-base state; key = the base directory's device and inode,
-//	                         16 hex digits each (earlier versions: sha256 of its path,
-//	                         moved to the identity's name on first use)
+//	<root>/bases/<key>/      per-base state; key = the base directory's Identity: its file
+//	                         system's (fsid-…, uuid-…, or dev-<device> where it has none)
+//	                         and its inode (earlier versions: 32 hex digits, its device and
+//	                         inode or the sha256 of its path, moved to the identity's name
+//	                         on first use where the directory is there to measure)
 //	    lock                 flock(2) file serialising commits on that base
-//	    base.json            path, device, inode and birth time of the base
+//	    base.json            path, file system, device last seen, inode and birth time
 //	    inflight             present while an apply journal is in flight: names the tx
 //	    head                 digest of the last receipt committed to the base
 //	    receipts/            the receipt chain, one <digest>.json per commit
 //	    originals/           content the base's commits replaced (internal/originals)
 //	<root>/bases/retired/    state of bases that are gone, moved aside, never deleted
+//	<root>/inflight/<key>.json  one per apply in flight (a superset of the inflight
+//	                         markers): the path it was made over and the base's identity,
+//	                         so that any base its path or identity names refuses
 //	<root>/trash/            transaction directories being removed by gc
 //	<root>/lock              global flock for id and port allocation
 //	<root>/fsclock.json      the measured timestamp clocks of the file systems the root
