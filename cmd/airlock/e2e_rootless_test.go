@@ -215,12 +215,8 @@ echo $! > "$OUT/pid"; echo early > early`
 	if err := os.WriteFile(filepath.Join(w.out, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !testbin.Exists(filepath.Join(w.out, "done")) {
-		if time.Now().After(deadline) {
-			t.Fatal("the process left running never finished its late writes")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := testbin.WaitFile(filepath.Join(w.out, "done"), time.Minute, nil); err != nil {
+		t.Fatalf("the process left running never finished its late writes: %v", err)
 	}
 	if testbin.Exists(filepath.Join(w.base, "late")) {
 		t.Error("a write made after the commit, through the command's namespace, reached the base")
