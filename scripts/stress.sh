@@ -16,11 +16,18 @@
 # package that takes its 10-minute default only because the machine is
 # busy is not what this run looks for. Logs are kept in STRESS_LOG
 # (default a new temporary directory), named at the end. CI=true, as
-# .ci/run sets it: a test whose tool is missing fails here too.
+# .ci/run sets it: a test whose tool is missing fails here too (run
+# .ci/run once to install them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CI:=true}"
 export CI
+# The tools come from .ci/run, which installs them when one is missing:
+# codex into a prefix of its own, which is put on PATH the same way here.
+codex_prefix="${XDG_CACHE_HOME:-$HOME/.cache}/airlock-ci/npm"
+if ! command -v codex >/dev/null 2>&1 && [ -x "$codex_prefix/bin/codex" ]; then
+  export PATH="$codex_prefix/bin:$PATH"
+fi
 quick=${STRESS_QUICK:-0}
 burners=${STRESS_BURNERS:-$(nproc)}
 writers=${STRESS_IO:-1}
@@ -123,7 +130,8 @@ round() {
   if [ "$rc" -ne 0 ]; then
     failed=1
     echo "   FAILED (exit $rc) after $((SECONDS - t0)) s; the failures:"
-    grep -E -B2 -A12 '^[[:space:]]*--- FAIL|^panic:|^FAIL[[:space:]]' "$log" | head -120 | sed 's/^/   | /'
+    grep -E -A12 '^[[:space:]]*--- FAIL|^panic:' "$log" | grep -vE '^(ok|\?)[[:space:]]' | head -150 | sed 's/^/   | /' || true
+    grep -E '^FAIL[[:space:]]+[^[:space:]]' "$log" | sed 's/^/   | /' || true
   else
     echo "   ok after $((SECONDS - t0)) s"
   fi
