@@ -136,6 +136,9 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (_ *Result, err error)
 }
 
 func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
+	// A test that cancels the commit holds it at a pause point until the
+	// commit has seen the cancel (fault.WhenDone).
+	defer fault.WhenDone(ctx, "commit-cancelled")()
 	t.pooling = recycles() && t.rec.Backend == stage.Copy
 	// One settle of a transaction at a time: a second commit of the same
 	// transaction waits, then reports the first outcome.

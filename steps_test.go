@@ -10,13 +10,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 func must(t *testing.T, err error) {
@@ -230,7 +230,7 @@ func TestCheckDrift(t *testing.T) {
 			root := openRoot(t, base)
 			set := &changeset.Set{}
 			tt.change(set, root)
-			time.Sleep(20 * time.Millisecond) // a rewrite must move ctime visibly
+			testbin.NextTick(t, t.TempDir()) // a rewrite must move ctime visibly
 			tt.mutate(t, base)
 			ops, drifted, escapes, err := checkDrift(root, set)
 			if err != nil {

@@ -10,10 +10,13 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlockdev/airlock/internal/testbin"
 )
@@ -388,17 +391,13 @@ func (x *h) oracle(script string, env ...string) tree {
 	return snapshot(x.t, dir, nil)
 }
 
-// waitFile waits for path to exist.
+// waitFile waits for path to exist: the other side of a readiness
+// handshake (a pause point's reached, a command's ready file).
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(commandTimeout)
-	for time.Now().Before(deadline) {
-		if _, err := os.Lstat(path); err == nil {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err := testbin.WaitFile(path, commandTimeout, nil); err != nil {
+		t.Fatalf("%v (for %v)", err, commandTimeout)
 	}
-	t.Fatalf("%s did not appear within %v", path, commandTimeout)
 }
 
 func touch(t *testing.T, path string) {
@@ -469,5 +468,58 @@ func backdate(t *testing.T, dir string, age time.Duration) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// procByArgv returns a pidfd of the one process whose command line is
+// argv, found through /proc (it may run in namespaces of its own). The
+// pidfd names that process and no other, even once its pid is reused; the
+// test's cleanup kills the process if it is still alive then.
+func procByArgv(t *testing.T, argv ...string) int {
+	t.Helper()
+	want := strings.Join(argv, "\x00") + "\x00"
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
+			pids = append(pids, pid)
+		}
+	}
+	if len(pids) != 1 {
+		t.Fatalf("%d processes run %q, want 1: %v", len(pids), argv, pids)
+	}
+	fd, err := unix.PidfdOpen(pids[0], 0)
+	if err != nil {
+		t.Fatalf("pidfd_open %d (%q): %v", pids[0], argv, err)
+	}
+	t.Cleanup(func() {
+		unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		unix.Close(fd)
+	})
+	return fd
+}
+
+// ended waits up to d for the process of pidfd to end, and reports
+// whether it did.
+func ended(t *testing.T, pidfd int, d time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(max(time.Until(deadline), 0)/time.Millisecond))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			t.Fatalf("poll a pidfd: %v", err)
+		}
+		return n > 0
 	}
 }

@@ -370,7 +370,9 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 	// review: the page's Discard, as the button posts it.
 	s = x.openTx("t-review", "--backend", "copy")
 	writeFile(t, filepath.Join(s, "rv.txt"), "reviewed\n")
-	p := x.start(run{args: []string{"review", "t-review", "--json", "--no-browser", "--timeout", "20s", "--quiet"}})
+	// The review waits for the page's Discard as long as the process may
+	// run: its own timeout must not race a busy test to the decision.
+	p := x.start(run{args: []string{"review", "t-review", "--json", "--no-browser", "--timeout", "1h", "--quiet"}})
 	page := reviewURL(t, p)
 	u, err := url.Parse(page)
 	must(t, err)

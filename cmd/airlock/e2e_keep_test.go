@@ -191,7 +191,7 @@ func TestE2EGCRemovesAbandoned(t *testing.T) {
 	worked := x.openTx("worked")
 	writeFile(t, filepath.Join(worked, "new.txt"), "work\n")
 	busy := x.openTx("busy")
-	sleeper := exec.Command("sleep", "60")
+	sleeper := exec.Command("sleep", "3600") // killed at cleanup
 	sleeper.Dir = busy
 	must(t, sleeper.Start())
 	t.Cleanup(func() { sleeper.Process.Signal(syscall.SIGKILL); sleeper.Wait() })

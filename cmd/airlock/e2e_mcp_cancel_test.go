@@ -74,15 +74,17 @@ func TestE2EMCPCancelledCommit(t *testing.T) {
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Fatalf("the cancelled call returned %v", err)
 			}
-			// The client has sent notifications/cancelled; give the
-			// server's reader a moment to pass it to the handler.
-			time.Sleep(300 * time.Millisecond)
+			// The client has sent notifications/cancelled, which the
+			// server's reader passes to the handler on its own schedule:
+			// the commit goes on only once its context is done
+			// (fault.WhenDone), however long that took.
+			waitFile(t, filepath.Join(pause, "commit-cancelled"))
 			must(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o600))
 
 			// status tells the outcome, whatever the cancelled call was
 			// told; it waits for the commit, which holds the lock.
 			var info map[string]any
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			for deadline := time.Now().Add(commandTimeout); ; time.Sleep(50 * time.Millisecond) {
 				if info, err = call(ctx, "status", map[string]any{"id": id}); err != nil {
 					t.Fatal(err)
 				}

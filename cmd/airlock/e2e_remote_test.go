@@ -66,7 +66,8 @@ func startDaemon(t *testing.T) *gitServer {
 		t.Fatalf("start git daemon: %v", err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
+	// A readiness poll, bounded far past any load: nothing races it.
+	deadline := time.Now().Add(time.Minute)
 	for {
 		c, err := net.Dial("tcp", "127.0.0.1:"+port)
 		if err == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // oldTime is the mtime given to base files that are not meant to be racy:
@@ -106,8 +107,9 @@ func run(t *testing.T, name string, args ...string) {
 }
 
 // newFixture builds the base, copies it with cp -a as the staged tree
-// (dropping FIFOs, which staging never copies), measures both, and waits a
-// few clock ticks so that any later write moves ctime visibly.
+// (dropping FIFOs, which staging never copies), measures both, and waits
+// for the file system's clock to tick, so that any later write moves ctime
+// visibly.
 func newFixture(t *testing.T, nodes []node) *fixture {
 	t.Helper()
 	tmp := t.TempDir()
@@ -136,7 +138,7 @@ func newFixture(t *testing.T, nodes []node) *fixture {
 			e.Digest = d
 		}
 	}
-	time.Sleep(30 * time.Millisecond)
+	testbin.NextTick(t, tmp)
 	return f
 }
 

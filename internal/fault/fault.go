@@ -3,6 +3,7 @@
 package fault
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -74,4 +75,16 @@ func pause() {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// WhenDone creates <dir>/<name>, in the directory of the armed pause, once
+// ctx is done; the returned function stops it (call it when the work ctx
+// governs has ended). Without an armed pause it does nothing.
+func WhenDone(ctx context.Context, name string) (stop func() bool) {
+	if pauseAt == "" {
+		return func() bool { return false }
+	}
+	return context.AfterFunc(ctx, func() {
+		os.WriteFile(filepath.Join(pauseAt, name), nil, 0o600)
+	})
 }

@@ -2,6 +2,8 @@
 
 package fault
 
+import "context"
+
 // Enabled reports whether this build has live fault points. It is false:
 // this build was made without the tag airlock_faults.
 const Enabled = false
@@ -14,3 +16,8 @@ func Off(string) bool { return false }
 
 // Count does nothing in a build without the tag airlock_faults.
 func Count(string, int) {}
+
+// WhenDone does nothing in a build without the tag airlock_faults.
+func WhenDone(context.Context, string) func() bool { return noStop }
+
+func noStop() bool { return false }

@@ -208,7 +208,8 @@ func newPlan(t *testing.T, base []node, edit func(*testing.T, string)) *plan {
 	cpA(t, p.pristine, p.staged)
 	baseM := walk(t, p.pristine)
 	open := walk(t, p.staged)
-	time.Sleep(30 * time.Millisecond)
+	// The edit must move ctime visibly: the diff below decides by stat.
+	testbin.NextTick(t, tmp)
 	edit(t, p.staged)
 	set, err := changeset.Diff(context.Background(), changeset.Input{Base: baseM, StagedOpen: open, Staged: walk(t, p.staged), BaseDir: p.pristine, StagedDir: p.staged})
 	must(t, err)
@@ -598,7 +599,7 @@ func TestPrepareDrift(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			b := p.newBase(t)
 			ops := p.ops(t, b)
-			time.Sleep(20 * time.Millisecond)
+			testbin.NextTick(t, t.TempDir()) // the change must move ctime visibly
 			tt.change(t, b.dir)
 			before := snapshot(t, b.dir)
 			_, err := Prepare(context.Background(), b.root, b.jdir, txID, ops)
@@ -776,7 +777,7 @@ func TestPrepareLeavesBaseUntouchedWithFIFO(t *testing.T) {
 		if !errors.As(err, &d) {
 			t.Fatalf("Prepare error = %v, want a *DriftError", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("Prepare blocked on a FIFO")
 	}
 }

@@ -212,7 +212,7 @@ func TestTerminalSIGINTNotDoubled(t *testing.T) {
 	}()
 	select {
 	case <-ready:
-	case <-time.After(10 * time.Second):
+	case <-time.After(readyTimeout):
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatal("the command never became ready")

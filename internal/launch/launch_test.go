@@ -41,25 +41,33 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// countInts prints "ready", then counts the SIGINTs that arrive within a
-// short while of the first and exits with 10+count.
+// readyTimeout bounds the wait for a helper process's handshake: far past
+// any load, it only stops a test whose helper is stuck.
+const readyTimeout = time.Minute
+
+// countInts prints "ready", then counts the SIGINTs that arrive until a
+// SIGTERM does, and exits with 10+count. It says "got SIGINT" at the
+// first, and the runner (runCountInt) then sends SIGTERM through the same
+// forwarder: any second copy of the SIGINT was sent before it, and of
+// signals pending together the lower number is delivered first, so a
+// copy is counted however late a busy machine lets it arrive — no window
+// of time decides.
 func countInts() {
 	ch := make(chan os.Signal, 16)
-	signal.Notify(ch, syscall.SIGINT)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	os.Stdout.WriteString("ready\n")
-	select {
-	case <-ch:
-	case <-time.After(10 * time.Second):
-		os.Exit(99)
-	}
-	n := 1
-	deadline := time.After(300 * time.Millisecond)
+	n := 0
 	for {
 		select {
-		case <-ch:
-			n++
-		case <-deadline:
-			os.Exit(10 + n)
+		case s := <-ch:
+			if s == syscall.SIGTERM {
+				os.Exit(10 + n)
+			}
+			if n++; n == 1 {
+				os.Stdout.WriteString("got SIGINT\n")
+			}
+		case <-time.After(readyTimeout):
+			os.Exit(99)
 		}
 	}
 }
@@ -67,7 +75,8 @@ func countInts() {
 // runCountInt runs countInts under launch.Run and exits with its code.
 // With LAUNCH_TEST_SELFINT set it sends itself SIGINT once the child is
 // ready, as `kill -INT <airlock>` would; otherwise the SIGINT must come
-// from elsewhere (a terminal).
+// from elsewhere (a terminal). Once the child has the SIGINT, it sends
+// itself SIGTERM, as a supervisor would, which ends the child's count.
 func runCountInt() {
 	exe, _ := os.Executable()
 	r, w, _ := os.Pipe()
@@ -75,8 +84,11 @@ func runCountInt() {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			os.Stdout.WriteString(sc.Text() + "\n")
-			if sc.Text() == "ready" && os.Getenv("LAUNCH_TEST_SELFINT") != "" {
+			switch {
+			case sc.Text() == "ready" && os.Getenv("LAUNCH_TEST_SELFINT") != "":
 				syscall.Kill(os.Getpid(), syscall.SIGINT)
+			case sc.Text() == "got SIGINT":
+				syscall.Kill(os.Getpid(), syscall.SIGTERM)
 			}
 		}
 	}()
@@ -115,7 +127,7 @@ func runTerm() {
 	}()
 	wd, _ := os.Getwd()
 	res, err := launch.Run(context.Background(), launch.Spec{
-		Argv:     []string{"sh", "-c", `trap "exit 7" TERM; sleep 30 & p=$!; while [ "$(cat /proc/$p/comm 2>/dev/null)" != sleep ]; do :; done; echo "ready $p"; wait; exit 3`},
+		Argv:     []string{"sh", "-c", `trap "exit 7" TERM; sleep 3600 & p=$!; while [ "$(cat /proc/$p/comm 2>/dev/null)" != sleep ]; do :; done; echo "ready $p"; wait; exit 3`},
 		Staged:   wd,
 		Base:     os.Getenv("LAUNCH_TEST_BASE"),
 		SamePath: os.Getenv("LAUNCH_TEST_BASE") != "",
@@ -357,17 +369,19 @@ func TestForwardSIGTERM(t *testing.T) {
 		t.Run(modeName(sp), func(t *testing.T) {
 			base, staged := roots(t)
 			w, ready, _, _ := readyPipe(t)
+			ran := make(chan struct{})
 			go func() {
 				select {
 				case <-ready:
 					syscall.Kill(os.Getpid(), syscall.SIGTERM)
-				case <-time.After(10 * time.Second):
+				case <-ran:
 				}
 			}()
 			res, err := launch.Run(t.Context(), launch.Spec{
 				Argv:   []string{"sh", "-c", `trap "exit 42" TERM; echo ready; while :; do sleep 0.05; done`},
 				Staged: staged, Base: base, SamePath: sp.samePath, Contain: sp.contain, Env: env(), Stdout: w,
 			})
+			close(ran)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -402,7 +416,9 @@ func TestForwardSIGINT(t *testing.T) {
 
 // TestForwardSIGTERMToGroup: without a controlling terminal, SIGTERM sent
 // to airlock reaches the command's whole process group at once, so a shell
-// waiting for its child runs its trap now, not when the child ends.
+// waiting for its child runs its trap now, not when the child ends. The
+// child would sleep for an hour: that it is gone decides, not how soon the
+// runner ended, which on a busy machine says nothing.
 func TestForwardSIGTERMToGroup(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -428,18 +444,20 @@ func TestForwardSIGTERMToGroup(t *testing.T) {
 			}
 			defer out.Close()
 			cmd.Stdout, cmd.Stderr = out, out
-			start := time.Now()
-			err = cmd.Run()
-			took := time.Since(start)
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 7 {
-				b, _ := os.ReadFile(out.Name())
-				t.Fatalf("runner: %v, want exit 7 (the command's TERM trap); output %q", err, b)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-			if took > 5*time.Second {
-				t.Errorf("the runner took %v: SIGTERM did not end the shell at once", took.Round(time.Millisecond))
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			var stuck bool
+			select {
+			case err = <-exited:
+			case <-time.After(readyTimeout):
+				// A runner waiting for the child's hour.
+				stuck = true
+				cmd.Process.Kill()
+				err = <-exited
 			}
-			// The shell's child must have had the signal too: it is gone.
 			b, _ := os.ReadFile(out.Name())
 			var pid int
 			for _, l := range strings.Split(string(b), "\n") {
@@ -447,6 +465,21 @@ func TestForwardSIGTERMToGroup(t *testing.T) {
 					pid, _ = strconv.Atoi(v)
 				}
 			}
+			if pid > 0 {
+				t.Cleanup(func() {
+					if !gone(pid, 0) {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				})
+			}
+			if stuck {
+				t.Fatalf("the runner still ran %v after its SIGTERM: SIGTERM did not end the shell at once; output %q", readyTimeout, b)
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+				t.Fatalf("runner: %v, want exit 7 (the command's TERM trap); output %q", err, b)
+			}
+			// The shell's child must have had the signal too: it is gone.
 			if pid <= 0 {
 				t.Fatalf("the runner did not report the shell's child: %q", b)
 			}
@@ -455,7 +488,7 @@ func TestForwardSIGTERMToGroup(t *testing.T) {
 				// namespace ended with the run: nothing of it is left.
 				return
 			}
-			if !gone(pid, 3*time.Second) {
+			if !gone(pid, readyTimeout) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Errorf("SIGTERM reached the shell but not its child %d", pid)
 			}

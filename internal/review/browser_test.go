@@ -139,7 +139,7 @@ func reviewCommit(t *testing.T, ctx context.Context, shot func(string)) {
 		t.Fatalf("cross-origin form: %v", err)
 	}
 	var forbidden string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		forbidden, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
 		if err == nil && strings.Contains(forbidden, "403 forbidden") {
 			break
@@ -158,7 +158,7 @@ func reviewCommit(t *testing.T, ctx context.Context, shot func(string)) {
 	); err != nil {
 		t.Fatalf("press Commit: %v\n%s", err, rv.stderr())
 	}
-	wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	err = chromedp.Do(wctx, chromedp.WaitVisible(chromedp.ID("outcome")))
 	wcancel()
 	if err != nil {
@@ -209,7 +209,7 @@ func newBrowser(t *testing.T, chrome string) (context.Context, func(name string)
 	t.Cleanup(cancelAlloc)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(cancel)
-	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancelT := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(cancelT)
 	shots := artefacts(t)
 	shot := func(name string) {
@@ -280,7 +280,7 @@ func (r *review) wait() int {
 	select {
 	case <-r.p.Done():
 		return r.p.Wait().Code
-	case <-time.After(20 * time.Second):
+	case <-time.After(processTimeout):
 		r.t.Fatalf("review did not exit\n%s", r.stderr())
 		return -1
 	}
@@ -361,12 +361,12 @@ func reviewRefusal(t *testing.T, ctx context.Context, shot func(string)) {
 	}
 }
 
-// waitText polls the text of the element sel until it holds want, for a
-// few seconds, and returns the last text read.
+// waitText polls the text of the element sel until it holds want, for up
+// to a minute, and returns the last text read.
 func waitText(ctx context.Context, sel, want string) string {
 	var text string
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		wctx, cancel := context.WithTimeout(ctx, time.Second)
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		got, err := chromedp.Run(wctx, chromedp.Text(chromedp.CSS(sel)))
 		cancel()
 		if err == nil {

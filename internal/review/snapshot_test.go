@@ -1,6 +1,7 @@
 package review_test
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -22,8 +23,9 @@ func pausedPage(t *testing.T, w *world, id, point string, during func()) (*revie
 	w.env = []string{"AIRLOCK_TEST_PAUSE=" + point + ":" + pause}
 	rv := w.startReview(w.home, id, "--timeout", "1m")
 	w.env = nil
-	page := make(chan string, 1)
+	page, served := make(chan string, 1), make(chan struct{})
 	go func() {
+		defer close(served)
 		resp, err := http.Get(rv.url)
 		if err != nil {
 			page <- "GET: " + err.Error()
@@ -33,15 +35,10 @@ func pausedPage(t *testing.T, w *world, id, point string, during func()) (*revie
 		resp.Body.Close()
 		page <- string(body)
 	}()
-	for deadline := time.Now().Add(time.Minute); !testbin.Exists(filepath.Join(pause, "reached")); time.Sleep(5 * time.Millisecond) {
-		select {
-		case body := <-page:
-			t.Fatalf("the review page was made without reaching %s:\n%s", point, body)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the review page never reached %s\n%s", point, rv.stderr())
-		}
+	if err := testbin.WaitFile(filepath.Join(pause, "reached"), time.Minute, served); errors.Is(err, testbin.ErrStopped) {
+		t.Fatalf("the review page was made without reaching %s:\n%s", point, <-page)
+	} else if err != nil {
+		t.Fatalf("the review page never reached %s: %v\n%s", point, err, rv.stderr())
 	}
 	during()
 	if err := os.WriteFile(filepath.Join(pause, "continue"), nil, 0o600); err != nil {

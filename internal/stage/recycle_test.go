@@ -270,11 +270,14 @@ func TestRefreshRefusesHeldTree(t *testing.T) {
 			c := start(dir)
 			must(t, c.Start())
 			defer c.Process.Kill()
-			// The descriptor is open once sh has exec'd sleep.
-			deadline := time.Now().Add(5 * time.Second)
-			for time.Now().Before(deadline) {
+			// The descriptor is open once sh has exec'd sleep: a state
+			// to wait for, however long a busy machine takes to get there.
+			for deadline := time.Now().Add(time.Minute); ; {
 				if b, _ := os.ReadFile("/proc/" + strconv.Itoa(c.Process.Pid) + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
 					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the holder did not exec sleep within a minute")
 				}
 				time.Sleep(5 * time.Millisecond)
 			}

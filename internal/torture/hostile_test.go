@@ -214,15 +214,12 @@ func TestPauseMidApply(t *testing.T) {
 // waitFile waits until file exists, failing if p ends first.
 func waitFile(t *testing.T, file string, p *testbin.Proc) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(file); err == nil {
-			return
-		}
-		if p != nil && p.Ended() {
-			break
-		}
-		time.Sleep(2 * time.Millisecond)
+	var ended <-chan struct{}
+	if p != nil {
+		ended = p.Done()
+	}
+	if testbin.WaitFile(file, time.Minute, ended) == nil {
+		return
 	}
 	if p != nil {
 		p.Signal(syscall.SIGKILL)

@@ -106,6 +106,13 @@ func (e *editor) lost(t *testing.T) []string {
 	return out
 }
 
+// made is count for while the editor runs.
+func (e *editor) made() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.count()
+}
+
 func (e *editor) count() int {
 	n := 0
 	for _, ls := range e.lines {
@@ -162,7 +169,13 @@ func TestRacingEditorWhileOpen(t *testing.T) {
 			ed := newEditor(w.base, append(append(append([]string{}, same...), del...), other...), uint64(i))
 			stop, done := make(chan struct{}), make(chan struct{})
 			go ed.run(stop, done)
+			// A tenth of a second, and as long as it takes the editor to
+			// make a few edits: a busy machine may not run it at all in
+			// that time, and a test without edits proves nothing.
 			time.Sleep(100 * time.Millisecond)
+			for deadline := time.Now().Add(time.Minute); ed.made() < 20 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
 			close(stop)
 			<-done
 			r := w.airlock("commit", "r1")
