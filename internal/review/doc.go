@@ -10,4 +10,9 @@
 // on the server with html/template (no script runs in it, and its Content
 // Security Policy allows none). A settle (commit or discard) ends the
 // review; a refusal does not, so the person can approve or discard next.
+//
+// The tests here drive the real binary's page over HTTP; the one that
+// drives it in a real headless Chromium is in browsertest, a module of its
+// own so that its browser driver stays out of airlock's go.mod
+// (docs/dependencies.md).
 package review

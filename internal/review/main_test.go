@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,4 +108,85 @@ func treeDigest(t *testing.T, root string) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// forge sends the requests a page on another site could make, or a local
+// process without the token: each must get 403.
+func forge(t *testing.T, url string) {
+	t.Helper()
+	origin := strings.Join(strings.Split(url, "/")[:3], "/")
+	token := strings.Split(url, "/")[3]
+	forged := []struct {
+		name, method, url, origin, host string
+	}{
+		{"page without the token", "GET", origin + "/", "", ""},
+		{"page with a wrong token", "GET", origin + "/" + strings.Repeat("0", len(token)) + "/", "", ""},
+		{"commit without the token", "POST", origin + "/commit", origin, ""},
+		{"commit without an Origin", "POST", url + "commit", "", ""},
+		{"commit from another origin", "POST", url + "commit", "http://evil.example", ""},
+		{"approve from another local port", "POST", url + "approve", "http://127.0.0.1:1", ""},
+		{"discard for a rebound host name", "POST", url + "discard", "http://attacker.example:80", "attacker.example"},
+	}
+	for _, f := range forged {
+		req, err := http.NewRequest(f.method, f.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.origin != "" {
+			req.Header.Set("Origin", f.origin)
+		}
+		if f.host != "" {
+			req.Host = f.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 403", f.name, resp.StatusCode)
+		}
+	}
+}
+
+// review is a running `airlock review`.
+type review struct {
+	t   *testing.T
+	p   *testbin.Proc
+	url string
+}
+
+func (r *review) stderr() string { return r.p.Stderr() }
+
+func (r *review) wait() int {
+	select {
+	case <-r.p.Done():
+		return r.p.Wait().Code
+	case <-time.After(processTimeout):
+		r.t.Fatalf("review did not exit\n%s", r.stderr())
+		return -1
+	}
+}
+
+// startReview starts `airlock review --no-browser ARGS...` in dir and
+// reads the URL it prints.
+func (w *world) startReview(dir string, args ...string) *review {
+	w.t.Helper()
+	r := &review{t: w.t, p: testbin.Start(w.t, w.cmd(dir, append([]string{"review", "--no-browser"}, args...)...))}
+	line, ok := "", false
+	for deadline := time.Now().Add(processTimeout); !ok && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		line, _, ok = strings.Cut(r.p.Stdout(), "\n")
+		if !ok && r.p.Ended() {
+			break
+		}
+	}
+	if !ok {
+		r.p.Signal(os.Kill)
+		w.t.Fatalf("review printed no URL\n%s", r.stderr())
+	}
+	r.url = strings.TrimSpace(line)
+	if !strings.HasPrefix(r.url, "http://127.0.0.1:") {
+		w.t.Fatalf("URL %q is not on 127.0.0.1", r.url)
+	}
+	return r
 }

@@ -72,16 +72,25 @@ func build(root, out string, flags ...string) error {
 	return nil
 }
 
-// moduleRoot asks the go command where go.mod is, so a test package may sit
-// at any depth.
+// modulePath is the module whose ./cmd/airlock the tests build.
+const modulePath = "github.com/airlockdev/airlock"
+
+// moduleRoot asks the go command where the airlock module is, so a test
+// package may sit at any depth, and in a test module of its own that
+// requires airlock through a replace directive (internal/review/browsertest):
+// there `go env GOMOD` names the test module, and this names ../../.., where
+// ./cmd/airlock is.
 func moduleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", modulePath)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
+		return "", fmt.Errorf("go list -m %s (run inside the airlock module, or a module that requires it): %v\n%s", modulePath, err, stderr.String())
 	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", fmt.Errorf("not inside the airlock module (go env GOMOD is %q)", mod)
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		return "", fmt.Errorf("go list -m %s names no directory: the airlock source is not here (a test module must replace it with a local path)", modulePath)
 	}
-	return filepath.Dir(mod), nil
+	return dir, nil
 }
