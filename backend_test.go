@@ -39,6 +39,13 @@ func TestOverlayCommit(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(base, "src"), 0o755))
 	must(t, os.WriteFile(filepath.Join(base, "src/a.go"), []byte("package a\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(base, "old.txt"), []byte("old\n"), 0o644))
+	// An overlay stages nothing at open: the commit trusts a base file's
+	// stat only when its ctime is older than the open by the clock's
+	// window (a change in the step the open was made in may have come
+	// after it, and is refused as drift). The base is the user's, written
+	// well before the transaction.
+	_, clock := s.clocks(base)
+	testbin.PastWindow(t, base, clock.WindowNs(), filepath.Join(base, "src/a.go"), filepath.Join(base, "old.txt"))
 	tx, err := s.Open(t.Context(), OpenOptions{Base: base, Backend: "overlay"})
 	must(t, err)
 	if tx.Record().Backend != "overlay" || !mounted(t, tx.Path()) {

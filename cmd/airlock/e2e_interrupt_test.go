@@ -1,11 +1,13 @@
 package main_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,9 +75,11 @@ func (x *interruptible) validating(done <-chan struct{}, describe func() string)
 		x.t.Fatalf("the validator wrote %q, not a pid", b)
 	}
 	// The child is started: it is found by its tag (once it has exec'd),
-	// under the pid this namespace knows it by.
-	pids := runningWith(x.tag)
-	for deadline := time.Now().Add(commandTimeout); len(pids) == 0 && time.Now().Before(deadline); pids = runningWith(x.tag) {
+	// under the pid this namespace knows it by. Its loop forks to run
+	// sleep, and until that fork execs it carries the tag too: the child
+	// is the tagged process whose parent is not tagged.
+	pids := eldest(runningWith(x.tag))
+	for deadline := time.Now().Add(commandTimeout); len(pids) == 0 && time.Now().Before(deadline); pids = eldest(runningWith(x.tag)) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if len(pids) != 1 {
@@ -336,4 +340,21 @@ func TestE2EMCPServerInterruptedWhileValidating(t *testing.T) {
 	}
 	x.wantUntouched("t1")
 	x.commitsLater("t1")
+}
+
+// eldest is pids without those whose parent is among them.
+func eldest(pids []string) []string {
+	var out []string
+	for _, p := range pids {
+		b, err := os.ReadFile("/proc/" + p + "/stat")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, not ')'.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 2 || !slices.Contains(pids, f[1]) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

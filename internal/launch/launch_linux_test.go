@@ -391,8 +391,11 @@ func TestContainEndsWhatTheCommandLeft(t *testing.T) {
 				arg := fmt.Sprintf("%d.%d%d", 1000+i, os.Getpid(), time.Now().UnixNano()%1e6)
 				base, staged := roots(t)
 				w, ready, done, _ := readyPipe(t)
+				// Ready once the leftover is sleep itself: setsid or a
+				// forked shell carries the same words before it execs
+				// sleep, and is named by its own name until then.
 				script := c.start + `
-while [ -z "$(for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -F "sleep $ARG")" ]; do :; done
+while [ -z "$(for p in /proc/[0-9]*; do tr '\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -xF "sleep $ARG ")" ]; do :; done
 echo ready`
 				res, err := launch.Run(t.Context(), launch.Spec{
 					Argv: []string{"sh", "-c", script}, Staged: staged, Base: base,
