@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/fault"
+	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/stage"
 )
@@ -174,7 +175,7 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 		// may write into its tree at any time: such a tree is never
 		// recycled. Only a tree that could be pooled is worth the look
 		// through /proc.
-		for _, h := range stage.Marked("AIRLOCK_TX=" + t.ID()) {
+		for _, h := range holders.Marked("AIRLOCK_TX=" + t.ID()) {
 			t.leftovers = append(t.leftovers, fmt.Sprintf("%d (%s)", h.PID, h.Command))
 		}
 		t.scanned = runErr == nil && len(t.leftovers) == 0
