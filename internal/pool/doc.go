@@ -5,10 +5,12 @@
 // It guarantees that a pooled tree becomes a workspace only if no process
 // of its transaction can reach it and nothing wrote it after it settled:
 //
-//   - [Put] pools a tree only when its transaction's processes are
-//     accounted for: contained (every process ended with the command's PID
-//     namespace, launch.Result.Contained), or, uncontained, a
-//     look through /proc found nothing it left running. It pools only the
+//   - [Account] accounts for a transaction's processes when its command
+//     ends: by construction first (every process ended with the command's
+//     PID namespace, launch.Result.Contained), the /proc scan for what it
+//     left running as the fallback. [Put] pools a tree only when they are
+//     all gone: contained, or uncontained with nothing left running. It
+//     pools only the
 //     very directory staging made, measured by the settling walk, and
 //     records that walk, the base versions its untouched files were copied
 //     from ([Source]), and whether the run was contained.
