@@ -10,10 +10,9 @@
 //     PID namespace, launch.Result.Contained), the /proc scan for what it
 //     left running as the fallback. [Put] pools a tree only when they are
 //     all gone: contained, or uncontained with nothing left running. It
-//     pools only the
-//     very directory staging made, measured by the settling walk, and
-//     records that walk, the base versions its untouched files were copied
-//     from ([Source]), and whether the run was contained.
+//     pools only the very directory staging made, measured by the settling
+//     walk, and records that walk, the base versions its untouched files
+//     were copied from ([Source]), and whether the run was contained.
 //   - [Refresh] proves, in this order: no process can reach the tree
 //     (skipped for a contained run's tree; otherwise the /proc scan of
 //     internal/holders over the inodes the pooled record names, [ErrHeld]),
