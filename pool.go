@@ -11,17 +11,11 @@ import (
 )
 
 // Recycling. Copying a large base for every transaction is the cost users
-// feel most on file systems that cannot clone. A settled copy-backend
-// transaction's staged tree differs from the base only where its change set
-// (or, once committed, nothing) says; instead of deleting it, settling puts
-// it in a small pool per base, and the next open over the same base
-// refreshes it (pool.Take): only what differs is copied. The pool keeps,
-// with each tree, the walk that settled it and the base's stat facts of the
-// versions its untouched files were copied from, so that a refresh proves
-// by stat (bytes where stat cannot decide) what it may keep. A tree is
-// reused only when nothing wrote it after its transaction ended and no
-// process can still reach it; otherwise it is deleted and the base copied
-// afresh.
+// feel most on file systems that cannot clone; settling a copy-backend
+// transaction puts its staged tree in a small pool per base instead of
+// deleting it, and the next open over the same base refreshes it. The pool,
+// its records and the proofs that a pooled tree is free and untouched are
+// internal/pool's; what is here ties them to a transaction's record.
 
 // poolMax and poolTreeDir: see pool.Max and pool.TreeDir.
 const (
