@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/launch"
+	"github.com/airlockdev/airlock/internal/pool"
 	"github.com/airlockdev/airlock/internal/stage"
 )
 
@@ -164,21 +165,10 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 	}
 	started := time.Now()
 	lr, runErr := launch.Run(ctx, spec)
-	switch {
-	case lr.Contained:
-		// Whatever the command left running was ended with its
-		// namespace: the tree is settled with no writer left.
-		t.contained, t.leftovers = true, lr.Ended
-	case recycles() && t.rec.Backend == stage.Copy:
-		// Uncontained, processes the command left running (a dev server)
-		// may write into its tree at any time: such a tree is never
-		// recycled. Only a tree that could be pooled is worth the look
-		// through /proc.
-		for _, h := range stage.Marked("AIRLOCK_TX=" + t.ID()) {
-			t.leftovers = append(t.leftovers, fmt.Sprintf("%d (%s)", h.PID, h.Command))
-		}
-		t.scanned = runErr == nil && len(t.leftovers) == 0
-	}
+	// What the command left running, and whether its tree can be pooled:
+	// see pool.Account.
+	acc := pool.Account(lr, runErr, "AIRLOCK_TX="+t.ID(), t.rec.Backend == stage.Copy)
+	t.contained, t.scanned, t.leftovers = acc.Contained, acc.Scanned, acc.Leftovers
 	res := &RunResult{Tx: t, ExitCode: lr.ExitCode, Signal: lr.Signal,
 		Succeeded: runErr == nil && lr.ExitCode == 0, SamePath: lr.SamePath, Fallback: lr.Fallback,
 		Contained: lr.Contained, Uncontained: lr.Uncontained, Ended: lr.Ended}

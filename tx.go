@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/pool"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -25,7 +27,7 @@ type Tx struct {
 	// and walkedNs when that walk began: settling pools the tree with it.
 	walked     *manifest.Manifest
 	walkedNs   int64
-	walkedRoot stage.FileID // the directory that walk measured
+	walkedRoot holders.FileID // the directory that walk measured
 	// leftovers are processes the command left running (see Run). A
 	// contained run ended them before it settled; an uncontained run's
 	// tree is then never pooled.
@@ -228,18 +230,18 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
 	t.walked, t.walkedNs = now, start
-	t.walkedRoot = stage.FileID{}
+	t.walkedRoot = holders.FileID{}
 	if rootAfter, err := manifest.Lstat(t.Path()); rerr == nil && err == nil && rootBefore.Kind == manifest.KindDir && manifest.SameStat(rootBefore, rootAfter) {
-		t.walkedRoot = stage.FileID{Dev: rootAfter.Dev, Ino: rootAfter.Ino}
+		t.walkedRoot = holders.FileID{Dev: rootAfter.Dev, Ino: rootAfter.Ino}
 	}
 	set, err := changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
 	if err != nil {
 		return nil, err
 	}
 	// After the diff: it proved by bytes what stat could not (see
-	// stage.PoolSource).
+	// pool.Source).
 	if t.pooling {
-		t.poolSrc = stage.PoolSource(base, open, now)
+		t.poolSrc = pool.Source(base, open, now)
 	}
 	return set, nil
 }

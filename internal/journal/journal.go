@@ -428,145 +428,191 @@ func ApplyScratch(ctx context.Context, root *safefs.Root, txID string, ops []Op,
 	return apply(ctx, root, &Journal{TxID: txID, Ops: sorted}, objectOpener(objects), false)
 }
 
+// apply carries out j's operations in root: removals deepest first,
+// creations and rewrites shallowest first, directory modes last; then it
+// verifies the tree. onBase says root is the base (guards, fault points,
+// progress and entries moved aside rather than removed); otherwise it is
+// a tree of airlock's own.
 func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string) (*os.File, error), onBase bool) (*ApplyResult, error) {
-	res := &ApplyResult{}
-	pl := &placer{onBase: onBase, aside: map[int]string{}}
-	kept := map[string]bool{}
-	touched := map[string]bool{}
-	kinds := beforeKinds(j.Ops)
-	var meter *progress.Task
+	a := &applier{ctx: ctx, root: root, j: j, onBase: onBase, res: &ApplyResult{},
+		pl: &placer{onBase: onBase, aside: map[int]string{}}, kept: map[string]bool{},
+		touched: map[string]bool{}, kinds: beforeKinds(j.Ops)}
 	if onBase {
 		var bytes int64
 		for _, op := range j.Ops {
 			bytes += op.After.Size
 		}
-		meter = progress.Start(ctx, "applying", len(j.Ops), bytes)
-		defer meter.Done()
+		a.meter = progress.Start(ctx, "applying", len(j.Ops), bytes)
+		defer a.meter.Done()
 	}
-	n := 0
-	step := func(op *Op) {
-		res.Done = append(res.Done, op.Path)
-		meter.Add(1, op.After.Size)
-		n++
-		if onBase {
-			fault.Count("apply", n)
-		}
+	if err := a.removals(); err != nil {
+		return a.res, err
 	}
-	// guard re-checks, right before a path of the base is overwritten or
-	// removed, that it is still what Prepare checked and backed up: an
-	// edit made since (an editor saving the file) must refuse the commit,
-	// not vanish under it.
-	guards := 0
-	guard := func(op *Op) error {
-		if !onBase {
-			return nil
-		}
-		cur, err := measureIn(root, op.Path, kinds)
-		if err != nil {
-			return err
-		}
-		if !stillBefore(cur, op.Before) {
-			return &DriftError{Path: op.Path}
-		}
-		// Fault point "guard:N": after the N-th re-check, before that
-		// path is replaced; the window settleAside closes.
-		guards++
-		fault.Count("guard", guards)
-		return nil
-	}
-	// Removals, deepest first: deletions and changes of kind that involve
-	// a directory (a file cannot be renamed over a directory, nor the
-	// reverse).
-	for i := len(j.Ops) - 1; i >= 0; i-- {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		op := &j.Ops[i]
-		if !needsRemoval(op) {
-			continue
-		}
-		if err := guard(op); err != nil {
-			return res, err
-		}
-		if op.Before.Kind == manifest.KindDir {
-			// What the deletions moved aside inside it is settled first:
-			// the directory must be empty to go.
-			if err := settleAside(root, j, pl.aside, op.Path); err != nil {
-				return res, err
-			}
-			err := root.RemoveDir(op.Path)
-			if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
-				if op.After.Kind != manifest.KindNone {
-					// Someone added to the directory since open: that is
-					// drift of the path, and what they added stays.
-					return res, &DriftError{Path: op.Path}
-				}
-				kept[op.Path] = true
-				res.Kept = append([]string{op.Path}, res.Kept...)
-				continue
-			}
-			if err != nil {
-				return res, err
-			}
-		} else if onBase {
-			// Moved aside, never unlinked here: an edit that reaches the
-			// file after the guard lives on in it until settleAside
-			// examines it.
-			aside := opName(j.TxID, i, op.Path)
-			if err := root.Rename(op.Path, aside); err != nil {
-				return res, err
-			}
-			pl.aside[i] = aside
-		} else if err := root.Remove(op.Path); err != nil {
-			return res, err
-		}
-		touched[parent(op.Path)] = true
-		step(op)
-	}
-	// Creations and rewrites, shallowest first. New directories are made
-	// owner-writable so their children can be created; final directory
-	// modes are set last, deepest first.
-	for i := range j.Ops {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		op := &j.Ops[i]
-		if op.After.Kind == manifest.KindNone {
-			continue
-		}
-		if op.Before.Kind != manifest.KindNone && !needsRemoval(op) {
-			if err := guard(op); err != nil {
-				return res, err
-			}
-		}
-		if err := create(root, j, i, open, pl); err != nil {
-			return res, err
-		}
-		touched[parent(op.Path)] = true
-		if op.After.Kind == manifest.KindDir {
-			touched[op.Path] = true
-		}
-		step(op)
+	if err := a.creations(open); err != nil {
+		return a.res, err
 	}
 	for i := len(j.Ops) - 1; i >= 0; i-- {
 		op := &j.Ops[i]
 		if op.After.Kind == manifest.KindDir {
 			if err := root.Chmod(op.Path, op.After.Mode); err != nil {
-				return res, err
+				return a.res, err
 			}
 		}
 	}
-	if err := verify(root, j, kept); err != nil {
-		return res, err
+	if err := verify(root, j, a.kept); err != nil {
+		return a.res, err
 	}
 	if onBase {
 		// As late as it can be: whatever a writer completed on a
 		// replaced file up to here is seen, and refuses the commit.
-		if err := settleAside(root, j, pl.aside, ""); err != nil {
-			return res, err
+		if err := settleAside(root, j, a.pl.aside, ""); err != nil {
+			return a.res, err
 		}
 	}
-	return res, syncDirs(root, touched)
+	return a.res, syncDirs(root, a.touched)
+}
+
+// applier is one apply in progress.
+type applier struct {
+	ctx    context.Context
+	root   *safefs.Root
+	j      *Journal
+	onBase bool
+	res    *ApplyResult
+	pl     *placer
+	kinds  map[string]manifest.Kind // each journaled path's kind before
+	meter  *progress.Task           // nil off the base
+
+	kept    map[string]bool // directories left for what others added to them
+	touched map[string]bool // directories whose entries changed: synced at the end
+	steps   int             // operations done (fault point "apply:N")
+	guards  int             // re-checks done (fault point "guard:N")
+}
+
+// step records op as done.
+func (a *applier) step(op *Op) {
+	a.res.Done = append(a.res.Done, op.Path)
+	a.meter.Add(1, op.After.Size)
+	a.steps++
+	if a.onBase {
+		fault.Count("apply", a.steps)
+	}
+}
+
+// guard re-checks, right before a path of the base is overwritten or
+// removed, that it is still what Prepare checked and backed up: an edit
+// made since (an editor saving the file) must refuse the commit, not
+// vanish under it.
+func (a *applier) guard(op *Op) error {
+	if !a.onBase {
+		return nil
+	}
+	cur, err := measureIn(a.root, op.Path, a.kinds)
+	if err != nil {
+		return err
+	}
+	if !stillBefore(cur, op.Before) {
+		return &DriftError{Path: op.Path}
+	}
+	// Fault point "guard:N": after the N-th re-check, before that path is
+	// replaced; the window settleAside closes.
+	a.guards++
+	fault.Count("guard", a.guards)
+	return nil
+}
+
+// removals carries out, deepest first, the deletions and the changes of
+// kind that involve a directory (a file cannot be renamed over a
+// directory, nor the reverse).
+func (a *applier) removals() error {
+	for i := len(a.j.Ops) - 1; i >= 0; i-- {
+		if err := a.ctx.Err(); err != nil {
+			return err
+		}
+		op := &a.j.Ops[i]
+		if !needsRemoval(op) {
+			continue
+		}
+		if err := a.guard(op); err != nil {
+			return err
+		}
+		removed, err := a.remove(i)
+		if err != nil {
+			return err
+		}
+		if removed {
+			a.touched[parent(op.Path)] = true
+			a.step(op)
+		}
+	}
+	return nil
+}
+
+// remove takes operation i's before entry away, and reports whether it
+// did: a directory someone added to stays, when the operation deletes it.
+func (a *applier) remove(i int) (bool, error) {
+	op := &a.j.Ops[i]
+	switch {
+	case op.Before.Kind == manifest.KindDir:
+		// What the deletions moved aside inside it is settled first: the
+		// directory must be empty to go.
+		if err := settleAside(a.root, a.j, a.pl.aside, op.Path); err != nil {
+			return false, err
+		}
+		err := a.root.RemoveDir(op.Path)
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			if op.After.Kind != manifest.KindNone {
+				// Someone added to the directory since open: that is
+				// drift of the path, and what they added stays.
+				return false, &DriftError{Path: op.Path}
+			}
+			a.kept[op.Path] = true
+			a.res.Kept = append([]string{op.Path}, a.res.Kept...)
+			return false, nil
+		}
+		return err == nil, err
+	case a.onBase:
+		// Moved aside, never unlinked here: an edit that reaches the file
+		// after the guard lives on in it until settleAside examines it.
+		aside := opName(a.j.TxID, i, op.Path)
+		if err := a.root.Rename(op.Path, aside); err != nil {
+			return false, err
+		}
+		a.pl.aside[i] = aside
+		return true, nil
+	default:
+		err := a.root.Remove(op.Path)
+		return err == nil, err
+	}
+}
+
+// creations carries out the creations and rewrites, shallowest first. New
+// directories are made owner-writable so their children can be created;
+// final directory modes are set last, deepest first.
+func (a *applier) creations(open func(string) (*os.File, error)) error {
+	for i := range a.j.Ops {
+		if err := a.ctx.Err(); err != nil {
+			return err
+		}
+		op := &a.j.Ops[i]
+		if op.After.Kind == manifest.KindNone {
+			continue
+		}
+		if op.Before.Kind != manifest.KindNone && !needsRemoval(op) {
+			if err := a.guard(op); err != nil {
+				return err
+			}
+		}
+		if err := create(a.root, a.j, i, open, a.pl); err != nil {
+			return err
+		}
+		a.touched[parent(op.Path)] = true
+		if op.After.Kind == manifest.KindDir {
+			a.touched[op.Path] = true
+		}
+		a.step(op)
+	}
+	return nil
 }
 
 // stillBefore compares a path now with the state Prepare saw. A directory

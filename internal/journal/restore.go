@@ -76,11 +76,9 @@ func RestoreDone(ctx context.Context, root *safefs.Root, j *Journal, dir string,
 	return restoreOps(ctx, root, j, dir, only)
 }
 
+// restoreOps undoes j's operations (those whose path only holds, when only
+// is not nil) in phases, each a method of restorer, and verifies the result.
 func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, only map[string]bool) (*RestoreResult, error) {
-	res := &RestoreResult{}
-	touched := map[string]bool{}
-	kinds := beforeKinds(j.Ops)
-	in := func(i int) bool { return only == nil || only[j.Ops[i].Path] }
 	if err := checkBackups(j, dir); err != nil {
 		return nil, err
 	}
@@ -88,27 +86,82 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 	if err != nil {
 		return nil, err
 	}
-	// isOriginal, for operation i: the entry is the very one the path
-	// held before, unless the apply let that one go (its inode number may
-	// since name another file).
-	isOrig := func(i int, cur manifest.Entry) bool { return !released[i] && isOriginal(cur, j.Ops[i].Before) }
-	orig, err := sweepTemps(root, j, dir, res, in, isOrig)
-	if err != nil {
+	r := &restorer{ctx: ctx, root: root, j: j, dir: dir, only: only, released: released,
+		res: &RestoreResult{}, touched: map[string]bool{}, kinds: beforeKinds(j.Ops),
+		kept: map[int]bool{}, edited: map[int]bool{}}
+	if r.orig, err = sweepTemps(root, j, dir, r.res, r.in, r.isOrig); err != nil {
 		return nil, err
 	}
-	kept := map[int]bool{}   // directories left for what others put in them
-	edited := map[int]bool{} // originals back in place with others' writes
-	// Deepest first: take away what the apply created where something of
-	// another kind, or nothing, was before.
-	for i := len(j.Ops) - 1; i >= 0; i-- {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// Deepest first, take away what the apply made; shallowest first, put
+	// back what was there; then the originals no path needs go, and the
+	// directories get their modes back, deepest first.
+	if err := r.removeMade(); err != nil {
+		return nil, err
+	}
+	if err := r.putBack(); err != nil {
+		return nil, err
+	}
+	if err := r.dropUnneeded(); err != nil {
+		return nil, err
+	}
+	if err := r.resetDirModes(); err != nil {
+		return nil, err
+	}
+	if err := syncDirs(root, r.touched); err != nil {
+		return nil, err
+	}
+	// Prove it: every path reachable and as before, and the digest over
+	// them equal.
+	if err := r.checkReachable(); err != nil {
+		return nil, err
+	}
+	if err := r.verify(); err != nil {
+		return nil, err
+	}
+	return r.res, nil
+}
+
+// restorer is one restore in progress: the journal it undoes, and what its
+// phases learn for the ones after.
+type restorer struct {
+	ctx  context.Context
+	root *safefs.Root
+	j    *Journal
+	dir  string
+	only map[string]bool // the paths to restore; nil: every one
+	// released[i]: the apply let operation i's original go (its inode
+	// number may since name another file).
+	released map[int]bool
+	kinds    map[string]manifest.Kind // each journaled path's kind before
+
+	res     *RestoreResult
+	touched map[string]bool // directories whose entries changed: synced at the end
+	orig    map[int]string  // originals the apply moved aside, by operation (sweepTemps)
+	kept    map[int]bool    // directories left for what others put in them
+	edited  map[int]bool    // originals back in place with others' writes
+}
+
+// in reports whether operation i is to be restored.
+func (r *restorer) in(i int) bool { return r.only == nil || r.only[r.j.Ops[i].Path] }
+
+// isOrig, for operation i: the entry is the very one the path held
+// before, unless the apply let that one go.
+func (r *restorer) isOrig(i int, cur manifest.Entry) bool {
+	return !r.released[i] && isOriginal(cur, r.j.Ops[i].Before)
+}
+
+// removeMade takes away, deepest first, what the apply created where
+// something of another kind, or nothing, was before.
+func (r *restorer) removeMade() error {
+	for i := len(r.j.Ops) - 1; i >= 0; i-- {
+		if err := r.ctx.Err(); err != nil {
+			return err
 		}
-		if !in(i) {
+		if !r.in(i) {
 			continue
 		}
-		op := &j.Ops[i]
-		cur, err := measureIn(root, op.Path, kinds)
+		op := &r.j.Ops[i]
+		cur, err := measureIn(r.root, op.Path, r.kinds)
 		if escaped(err) {
 			// A directory on the way is a symlink now; if it is journaled
 			// too, the next phase puts it back and this path is reached
@@ -116,167 +169,207 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 			continue
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if cur.Kind == manifest.KindNone || !mustRemove(op.Before.Kind, cur.Kind) {
 			continue
 		}
-		if cur.Kind == manifest.KindDir {
-			if err := root.RemoveDir(op.Path); err != nil {
-				if !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
-					return nil, err
-				}
-				if op.Before.Kind != manifest.KindNone {
-					return nil, fmt.Errorf("restore %s: the directory holds paths airlock did not write, and a %s must go back in its place; move them out and run recover again", filepath.Join(root.Path(), op.Path), op.Before.Kind)
-				}
-				// Someone put their own files in a directory the apply
-				// made: the directory stays for them.
-				kept[i] = true
-				res.KeptDirs = append(res.KeptDirs, op.Path)
-				continue
-			}
-		} else {
-			// Moved out by rename, then examined: an edit that reaches
-			// it after the look is in the moved file, never unlinked
-			// unseen.
-			tmp := opName(j.TxID, i, op.Path)
-			if err := root.Rename(op.Path, tmp); err != nil {
-				return nil, err
-			}
-			if err := settleOut(root, j, i, tmp, dir, res); err != nil {
-				return nil, err
-			}
+		removed, err := r.removeOne(i, cur)
+		if err != nil {
+			return err
 		}
-		touched[parent(op.Path)] = true
+		if removed {
+			r.touched[parent(op.Path)] = true
+		}
 	}
-	// Shallowest first: put back what was there.
-	for i := range j.Ops {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	return nil
+}
+
+// removeOne takes away what operation i's path holds now (cur), and
+// reports whether it did: a directory someone put their own files in stays.
+func (r *restorer) removeOne(i int, cur manifest.Entry) (bool, error) {
+	op := &r.j.Ops[i]
+	if cur.Kind != manifest.KindDir {
+		// Moved out by rename, then examined: an edit that reaches it
+		// after the look is in the moved file, never unlinked unseen.
+		tmp := opName(r.j.TxID, i, op.Path)
+		if err := r.root.Rename(op.Path, tmp); err != nil {
+			return false, err
 		}
-		if !in(i) {
+		return true, settleOut(r.root, r.j, i, tmp, r.dir, r.res)
+	}
+	err := r.root.RemoveDir(op.Path)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+		return false, err
+	}
+	if op.Before.Kind != manifest.KindNone {
+		return false, fmt.Errorf("restore %s: the directory holds paths airlock did not write, and a %s must go back in its place; move them out and run recover again", filepath.Join(r.root.Path(), op.Path), op.Before.Kind)
+	}
+	// Someone put their own files in a directory the apply made: the
+	// directory stays for them.
+	r.kept[i] = true
+	r.res.KeptDirs = append(r.res.KeptDirs, op.Path)
+	return false, nil
+}
+
+// putBack puts back, shallowest first, what each path held before.
+func (r *restorer) putBack() error {
+	for i := range r.j.Ops {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		if !r.in(i) {
 			continue
 		}
-		op := &j.Ops[i]
+		op := &r.j.Ops[i]
 		if op.Before.Kind == manifest.KindNone {
 			continue
 		}
-		cur, err := measure(root, op.Path)
+		cur, err := measure(r.root, op.Path)
 		if escaped(err) {
-			continue // reported by the verification below
+			continue // reported by the verification
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if isOrig(i, cur) {
+		if r.isOrig(i, cur) {
 			// The very file (or symlink) the path held before: never
 			// replaced by a copy, so that a process holding it open
 			// keeps writing into the tree. Only airlock's own change to
 			// it, a mode set in place, is undone.
-			if err := undoInPlace(root, op, cur); err != nil {
-				return nil, err
+			if err := undoInPlace(r.root, op, cur); err != nil {
+				return err
 			}
-			if matches(root, op.Path, op.Before) != nil {
-				edited[i] = true
+			if matches(r.root, op.Path, op.Before) != nil {
+				r.edited[i] = true
 			}
-			touched[parent(op.Path)] = true
+			r.touched[parent(op.Path)] = true
 			continue
 		}
-		if matches(root, op.Path, op.Before) == nil {
+		if matches(r.root, op.Path, op.Before) == nil {
 			continue
 		}
-		touched[parent(op.Path)] = true
-		switch op.Before.Kind {
-		case manifest.KindDir:
-			if cur.Kind == manifest.KindNone {
-				if err := root.Mkdir(op.Path, 0o700); err != nil {
-					return nil, err
-				}
+		r.touched[parent(op.Path)] = true
+		if err := r.putBackOne(i, cur); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putBackOne makes operation i's path what it was before, where it holds
+// something else now (cur): a directory made again, or the original entry
+// swapped back in (a copy from the backup when it is gone).
+func (r *restorer) putBackOne(i int, cur manifest.Entry) error {
+	op := &r.j.Ops[i]
+	switch op.Before.Kind {
+	case manifest.KindDir:
+		if cur.Kind == manifest.KindNone {
+			if err := r.root.Mkdir(op.Path, 0o700); err != nil {
+				return err
 			}
-			touched[op.Path] = true
-		case manifest.KindSymlink, manifest.KindFile:
-			// The very entry the apply moved aside goes back if it is
-			// still there; else a copy from the backup.
-			src := orig[i]
-			if src == "" {
-				src = opName(j.TxID, i, op.Path)
-				if err := recreate(root, j, op, src, dir); err != nil {
-					return nil, err
-				}
+		}
+		r.touched[op.Path] = true
+	case manifest.KindSymlink, manifest.KindFile:
+		// The very entry the apply moved aside goes back if it is still
+		// there; else a copy from the backup.
+		src := r.orig[i]
+		if src == "" {
+			src = opName(r.j.TxID, i, op.Path)
+			if err := recreate(r.root, r.j, op, src, r.dir); err != nil {
+				return err
 			}
-			delete(orig, i)
-			out, err := swapIn(root, src, op.Path)
-			if err != nil {
-				return nil, err
+		}
+		delete(r.orig, i)
+		out, err := swapIn(r.root, src, op.Path)
+		if err != nil {
+			return err
+		}
+		if out != "" {
+			if err := settleOut(r.root, r.j, i, out, r.dir, r.res); err != nil {
+				return err
 			}
-			if out != "" {
-				if err := settleOut(root, j, i, out, dir, res); err != nil {
-					return nil, err
-				}
-			}
-			if matches(root, op.Path, op.Before) != nil {
-				edited[i] = true // the original, written to while aside
+		}
+		if matches(r.root, op.Path, op.Before) != nil {
+			r.edited[i] = true // the original, written to while aside
+		}
+	}
+	return nil
+}
+
+// dropUnneeded removes the original entries of paths that already held
+// their before state: the same content, not needed.
+func (r *restorer) dropUnneeded() error {
+	for _, name := range r.orig {
+		if err := r.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// resetDirModes gives every restored directory its mode before, deepest
+// first.
+func (r *restorer) resetDirModes() error {
+	for i := len(r.j.Ops) - 1; i >= 0; i-- {
+		op := &r.j.Ops[i]
+		if r.in(i) && op.Before.Kind == manifest.KindDir {
+			if err := r.root.Chmod(op.Path, op.Before.Mode); err != nil {
+				return err
 			}
 		}
 	}
-	for _, name := range orig {
-		// Original entries of paths that already held their before
-		// state: the same content, not needed.
-		if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-	}
-	for i := len(j.Ops) - 1; i >= 0; i-- {
-		op := &j.Ops[i]
-		if in(i) && op.Before.Kind == manifest.KindDir {
-			if err := root.Chmod(op.Path, op.Before.Mode); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := syncDirs(root, touched); err != nil {
-		return nil, err
-	}
-	// Prove it: every path as before, and the digest over them equal.
-	var before, now []manifest.Entry
-	for i, op := range j.Ops {
-		if !in(i) {
+	return nil
+}
+
+// checkReachable fails unless every restored path can be reached without
+// a symlink on the way.
+func (r *restorer) checkReachable() error {
+	for i, op := range r.j.Ops {
+		if !r.in(i) {
 			continue
 		}
-		if _, err := measureIn(root, op.Path, kinds); escaped(err) {
-			res.Unreachable = append(res.Unreachable, op.Path)
+		if _, err := measureIn(r.root, op.Path, r.kinds); escaped(err) {
+			r.res.Unreachable = append(r.res.Unreachable, op.Path)
 		}
 	}
-	if len(res.Unreachable) > 0 {
+	if len(r.res.Unreachable) > 0 {
 		// Fail closed: the backups of these paths are the only copies of
 		// their content before the apply; the journal must stay.
-		return nil, fmt.Errorf("restore of %s cannot reach %s: a directory on the way was replaced by a symlink (airlock never writes through one); put that directory back and run airlock recover again", root.Path(), strings.Join(quoted(res.Unreachable), ", "))
+		return fmt.Errorf("restore of %s cannot reach %s: a directory on the way was replaced by a symlink (airlock never writes through one); put that directory back and run airlock recover again", r.root.Path(), strings.Join(quoted(r.res.Unreachable), ", "))
 	}
-	for i, op := range j.Ops {
-		if !in(i) {
+	return nil
+}
+
+// verify proves every restored path as it was before (an edited original
+// by its identity), and the digest over them equal to the journal's.
+func (r *restorer) verify() error {
+	var before, now []manifest.Entry
+	for i, op := range r.j.Ops {
+		if !r.in(i) || r.kept[i] {
 			continue
 		}
-		if kept[i] {
-			continue
-		}
-		if edited[i] {
+		if r.edited[i] {
 			// Proved by identity instead: the very file is back.
-			cur, err := measure(root, op.Path)
+			cur, err := measure(r.root, op.Path)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			if !isOrig(i, cur) {
-				return nil, fmt.Errorf("verify %s after restore: it is no longer the file it was before the apply", filepath.Join(root.Path(), op.Path))
+			if !r.isOrig(i, cur) {
+				return fmt.Errorf("verify %s after restore: it is no longer the file it was before the apply", filepath.Join(r.root.Path(), op.Path))
 			}
-			res.Edited = append(res.Edited, op.Path)
+			r.res.Edited = append(r.res.Edited, op.Path)
 			continue
 		}
-		if op.Before.Kind == manifest.KindNone && Shadowed(op.Path, kinds) {
+		if op.Before.Kind == manifest.KindNone && Shadowed(op.Path, r.kinds) {
 			// Absent by construction: its parent is a symlink or file again.
 			continue
 		}
-		if err := matches(root, op.Path, op.Before); err != nil {
-			return nil, fmt.Errorf("verify %s after restore: %w", filepath.Join(root.Path(), op.Path), err)
+		if err := matches(r.root, op.Path, op.Before); err != nil {
+			return fmt.Errorf("verify %s after restore: %w", filepath.Join(r.root.Path(), op.Path), err)
 		}
 		b := op.Before
 		b.Path = op.Path
@@ -284,22 +377,23 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 		if op.Before.Kind == manifest.KindNone {
 			continue
 		}
-		cur, err := measure(root, op.Path)
+		cur, err := measure(r.root, op.Path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		now = append(now, cur)
 	}
-	if res.BeforeDigest, err = manifest.TreeDigest(before, func(e *manifest.Entry) (string, error) { return e.Digest, nil }); err != nil {
-		return nil, err
+	var err error
+	if r.res.BeforeDigest, err = manifest.TreeDigest(before, func(e *manifest.Entry) (string, error) { return e.Digest, nil }); err != nil {
+		return err
 	}
-	if res.Digest, err = manifest.TreeDigest(now, func(e *manifest.Entry) (string, error) { return hashBase(root, e.Path) }); err != nil {
-		return nil, err
+	if r.res.Digest, err = manifest.TreeDigest(now, func(e *manifest.Entry) (string, error) { return hashBase(r.root, e.Path) }); err != nil {
+		return err
 	}
-	if res.Digest != res.BeforeDigest {
-		return nil, fmt.Errorf("restore of %s: digest %s after restore differs from the journal's %s", root.Path(), res.Digest, res.BeforeDigest)
+	if r.res.Digest != r.res.BeforeDigest {
+		return fmt.Errorf("restore of %s: digest %s after restore differs from the journal's %s", r.root.Path(), r.res.Digest, r.res.BeforeDigest)
 	}
-	return res, nil
+	return nil
 }
 
 // isOriginal reports whether cur is the very file or symlink before

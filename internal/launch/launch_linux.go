@@ -443,32 +443,16 @@ func runHelper(ctx context.Context, spec Spec, job helperJob, attempts []nsAttem
 	cwd := filepath.Join(root, spec.relDir())
 	env := commandEnv(spec.Env, cwd)
 
-	// exec.Cmd would start copying a non-file stdin into the helper at
-	// once; if the helper then falls back, that input would be lost. So
-	// the copying waits until the command itself is running.
-	stdin := spec.Stdin
-	var stdinR, stdinW *os.File
-	if _, isFile := stdin.(*os.File); stdin != nil && !isFile {
-		var err error
-		if stdinR, stdinW, err = os.Pipe(); err != nil {
-			return Result{ExitCode: -1}, helperReport{}, fmt.Errorf("run %s: stdin pipe: %w", name, err)
-		}
-		stdin = stdinR
+	stdin, held, err := holdStdin(name, spec.Stdin)
+	if err != nil {
+		return Result{ExitCode: -1}, helperReport{}, err
 	}
-	closeStdinW := func() {
-		if stdinW != nil {
-			stdinW.Close()
-		}
-	}
-
 	h, fallback, err := startHelper(ctx, job, attempts, fw.group, env, stdin, spec.Stdout, spec.Stderr)
-	if stdinR != nil {
-		// Only the child may hold the read end, or the copy below would
-		// block on a full pipe instead of failing once the command exits.
-		stdinR.Close()
-	}
+	// Only the child may hold the read end, or the copy would block on a
+	// full pipe instead of failing once the command exits.
+	held.closeRead()
 	if fallback != "" || err != nil {
-		closeStdinW()
+		held.closeWrite()
 		return Result{ExitCode: -1}, helperReport{kind: "fallback", text: fallback}, err
 	}
 	defer func() {
@@ -478,8 +462,71 @@ func runHelper(ctx context.Context, spec Spec, job helperJob, attempts []nsAttem
 	}()
 	fw.attach(&target{pid: h.cmd.Process.Pid, send: func(s syscall.Signal) error { return h.signal(fw.group, s) }})
 	br := bufio.NewReader(h.errR)
+	started, rep, readErr := readStart(h, br)
+	if started || (rep.kind == msgExec && rep.text == "" && readErr == nil) {
+		held.release()
+		res, err := waitCommand(ctx, spec, job, h, br, started, fw)
+		return res, rep, err
+	}
+	h.errR.Close()
+	held.closeWrite()
+	werr := h.cmd.Wait()
+	fw.detach()
+	res, err := notStarted(ctx, name, job, h, rep, readErr, werr)
+	return res, rep, err
+}
+
+// heldStdin is a stdin that is not a file, held back until the command
+// itself runs: exec.Cmd would start copying it into the helper at once,
+// and if the helper then falls back, that input would be lost. A nil
+// heldStdin holds nothing.
+type heldStdin struct {
+	r, w *os.File
+	src  io.Reader
+}
+
+// holdStdin returns what the helper gets as stdin: in itself when it is a
+// file (or nil), else the read end of a pipe that heldStdin fills once
+// released.
+func holdStdin(name string, in io.Reader) (io.Reader, *heldStdin, error) {
+	if _, isFile := in.(*os.File); in == nil || isFile {
+		return in, nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("run %s: stdin pipe: %w", name, err)
+	}
+	return r, &heldStdin{r: r, w: w, src: in}, nil
+}
+
+func (s *heldStdin) closeRead() {
+	if s != nil {
+		s.r.Close()
+	}
+}
+
+func (s *heldStdin) closeWrite() {
+	if s != nil {
+		s.w.Close()
+	}
+}
+
+// release starts copying the held input to the command.
+func (s *heldStdin) release() {
+	if s != nil {
+		go func() {
+			_, _ = io.Copy(s.w, s.src)
+			s.w.Close()
+		}()
+	}
+}
+
+// readStart reads the helper's first word: that the command started in
+// its PID namespace, or, from a helper that is no init, its whole report
+// (which an execve that succeeded leaves empty).
+func readStart(h *helper, br *bufio.Reader) (started bool, rep helperReport, readErr error) {
 	first, readErr := br.ReadString('\n')
-	started := h.pidNS && first == msgStarted+"\n"
+	started = h.pidNS && first == msgStarted+"\n"
 	var msg []byte
 	if !started {
 		var rest []byte
@@ -490,57 +537,57 @@ func runHelper(ctx context.Context, spec Spec, job helperJob, attempts []nsAttem
 		}
 		msg = append([]byte(first), rest...)
 	}
-	rep := parseReport(msg)
+	rep = parseReport(msg)
 	rep.attempt = h.attempt
+	return started, rep, readErr
+}
 
-	if started || (rep.kind == msgExec && rep.text == "" && readErr == nil) {
-		if stdinW != nil {
-			go func() {
-				_, _ = io.Copy(stdinW, spec.Stdin)
-				stdinW.Close()
-			}()
-		}
-		var end initEnd
-		var endErr error
-		if started {
-			end, endErr = readInitEnd(br)
-		}
-		h.errR.Close()
-		werr := wait(h.cmd, spec.EndGroup && !started)
-		fw.detach()
-		if !started {
-			res, err := waitResult(ctx, name, h.cmd.ProcessState, werr)
-			res.SamePath = job.base != ""
-			return res, rep, err
-		}
-		if endErr != nil {
-			// The init died without saying how the command ended (killed
-			// from outside): the namespace, and the command, went with it.
-			if werr == nil {
-				werr = endErr
-			}
-			return Result{ExitCode: -1}, rep, fmt.Errorf("wait for %s: its exit could not be observed: %w", name, werr)
-		}
-		res, err := statusResult(ctx, name, end.state)
-		res.SamePath = job.base != ""
-		res.Contained = true
-		res.Ended = end.left
-		return res, rep, err
+// waitCommand waits for a command that is running and reports how it
+// ended: from the init's last word when it runs contained (started), from
+// the helper's own exit otherwise.
+func waitCommand(ctx context.Context, spec Spec, job helperJob, h *helper, br *bufio.Reader, started bool, fw *forwarder) (Result, error) {
+	name := spec.Argv[0]
+	var end initEnd
+	var endErr error
+	if started {
+		end, endErr = readInitEnd(br)
 	}
 	h.errR.Close()
-	closeStdinW()
-	werr := h.cmd.Wait()
+	werr := wait(h.cmd, spec.EndGroup && !started)
 	fw.detach()
+	if !started {
+		res, err := waitResult(ctx, name, h.cmd.ProcessState, werr)
+		res.SamePath = job.base != ""
+		return res, err
+	}
+	if endErr != nil {
+		// The init died without saying how the command ended (killed
+		// from outside): the namespace, and the command, went with it.
+		if werr == nil {
+			werr = endErr
+		}
+		return Result{ExitCode: -1}, fmt.Errorf("wait for %s: its exit could not be observed: %w", name, werr)
+	}
+	res, err := statusResult(ctx, name, end.state)
+	res.SamePath = job.base != ""
+	res.Contained = true
+	res.Ended = end.left
+	return res, err
+}
+
+// notStarted says why the helper, which has exited (werr), did not start
+// the command: its report, or the signal that ended it before execve.
+func notStarted(ctx context.Context, name string, job helperJob, h *helper, rep helperReport, readErr, werr error) (Result, error) {
 	switch {
 	case readErr != nil:
-		return Result{ExitCode: -1}, rep, fmt.Errorf("run %s: read the same-path helper's report: %w", name, readErr)
+		return Result{ExitCode: -1}, fmt.Errorf("run %s: read the same-path helper's report: %w", name, readErr)
 	case rep.kind == msgSetup, rep.kind == msgContain:
-		return Result{}, rep, nil
+		return Result{}, nil
 	case rep.kind == msgChdir:
-		return Result{ExitCode: -1}, rep, fmt.Errorf("run %s: %s", name, rep.text)
+		return Result{ExitCode: -1}, fmt.Errorf("run %s: %s", name, rep.text)
 	case rep.kind == msgExec:
 		ee := execError(name, rep.errno)
-		return Result{ExitCode: ee.ExitCode(), SamePath: job.base != ""}, rep, ee
+		return Result{ExitCode: ee.ExitCode(), SamePath: job.base != ""}, ee
 	}
 	// The helper died before execve. A signal we forwarded does that, and
 	// then the command was interrupted before it began.
@@ -549,13 +596,13 @@ func runHelper(ctx context.Context, spec Spec, job helperJob, attempts []nsAttem
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res, err := waitResult(ctx, name, ps, werr)
 			res.SamePath = job.base != ""
-			return res, rep, err
+			return res, err
 		}
 	}
 	if werr == nil {
 		werr = errors.New("exited without a report")
 	}
-	return Result{ExitCode: -1}, rep, fmt.Errorf("run %s: the same-path helper failed before starting it: %w", name, werr)
+	return Result{ExitCode: -1}, fmt.Errorf("run %s: the same-path helper failed before starting it: %w", name, werr)
 }
 
 const reasonNoInit = "this binary does not call launch.Init, so it cannot act as its own mount helper"

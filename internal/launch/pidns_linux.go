@@ -36,17 +36,7 @@ func initMain(prog string, errno syscall.Errno, argv, env []string) {
 		helperWrite(msgExec + "\x00" + strconv.Itoa(int(errno)) + "\x00" + errno.Error())
 		os.Exit(127)
 	}
-	// An init gets no signal it has no handler for, but the Go runtime
-	// handles every one, and would exit on SIGINT or SIGTERM: catch and
-	// drop them all. Airlock forwards what the command should get through
-	// the control pipe. One that airlock was started with ignored stays
-	// ignored, here and in the command.
-	sigs := make(chan os.Signal, 32)
-	for s := syscall.Signal(1); s < 32; s++ {
-		if s != syscall.SIGKILL && s != syscall.SIGSTOP && !signal.Ignored(s) {
-			signal.Notify(sigs, s)
-		}
-	}
+	sigs := catchSignals()
 	// With no terminal, the helper leads a process group of its own (see
 	// forwarder.group); the command then leads one inside the namespace,
 	// and a forwarded signal reaches all of it.
@@ -62,43 +52,8 @@ func initMain(prog string, errno syscall.Errno, argv, env []string) {
 	}
 	helperWrite(msgStarted + "\n")
 
-	exited := make(chan syscall.WaitStatus, 1)
-	empty := make(chan struct{})
-	go func() {
-		// Every process of the namespace descends from this one: once
-		// it has no child left, the namespace holds nobody else.
-		for {
-			var ws syscall.WaitStatus
-			wpid, err := syscall.Wait4(-1, &ws, 0, nil)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil {
-				close(empty)
-				return
-			}
-			if wpid == pid {
-				exited <- ws
-			}
-		}
-	}()
-	go func() {
-		ctl := os.NewFile(ctlFD, "control")
-		b := make([]byte, 1)
-		for {
-			if _, err := ctl.Read(b); err != nil {
-				// airlock is gone: so is everything it ran.
-				unix.Kill(-1, unix.SIGKILL)
-				os.Exit(0)
-			}
-			target := pid
-			if group {
-				target = -pid
-			}
-			unix.Kill(target, syscall.Signal(b[0]))
-		}
-	}()
-
+	exited, empty := reap(pid)
+	go passSignals(pid, group)
 	var ws syscall.WaitStatus
 	for waiting := true; waiting; {
 		select {
@@ -121,6 +76,73 @@ func initMain(prog string, errno syscall.Errno, argv, env []string) {
 		default:
 		}
 	}
+	endLeftovers(sigs, empty)
+}
+
+// catchSignals catches every signal it can, to drop them: an init gets no
+// signal it has no handler for, but the Go runtime handles every one, and
+// would exit on SIGINT or SIGTERM. Airlock forwards what the command
+// should get through the control pipe (passSignals). One that airlock was
+// started with ignored stays ignored, here and in the command.
+func catchSignals() <-chan os.Signal {
+	sigs := make(chan os.Signal, 32)
+	for s := syscall.Signal(1); s < 32; s++ {
+		if s != syscall.SIGKILL && s != syscall.SIGSTOP && !signal.Ignored(s) {
+			signal.Notify(sigs, s)
+		}
+	}
+	return sigs
+}
+
+// reap waits for every process the namespace orphans: exited gets the
+// command's status, and empty is closed once no child is left. Every
+// process of the namespace descends from this one: once it has no child
+// left, the namespace holds nobody else.
+func reap(pid int) (exited <-chan syscall.WaitStatus, empty <-chan struct{}) {
+	ex := make(chan syscall.WaitStatus, 1)
+	em := make(chan struct{})
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				close(em)
+				return
+			}
+			if wpid == pid {
+				ex <- ws
+			}
+		}
+	}()
+	return ex, em
+}
+
+// passSignals passes each signal airlock forwards through the control
+// pipe to the command (its process group, when it leads one); when the
+// pipe ends, airlock is gone, and so is everything it ran.
+func passSignals(pid int, group bool) {
+	ctl := os.NewFile(ctlFD, "control")
+	b := make([]byte, 1)
+	for {
+		if _, err := ctl.Read(b); err != nil {
+			unix.Kill(-1, unix.SIGKILL)
+			os.Exit(0)
+		}
+		target := pid
+		if group {
+			target = -pid
+		}
+		unix.Kill(target, syscall.Signal(b[0]))
+	}
+}
+
+// endLeftovers ends what the command left running: SIGTERM, then, after
+// leftoverGrace, the end of the namespace with this process's exit. It
+// never returns.
+func endLeftovers(sigs <-chan os.Signal, empty <-chan struct{}) {
 	// A stopped process gets SIGTERM only once continued.
 	unix.Kill(-1, unix.SIGTERM)
 	unix.Kill(-1, unix.SIGCONT)

@@ -298,182 +298,233 @@ func (m *myers) compare(off1, lim1, off2, lim2 int, needMin bool) {
 // looks good enough. minLo and minHi say whether the halves must still be
 // searched for an optimal path.
 func (m *myers) split(off1, lim1, off2, lim2 int, needMin bool) split {
-	const lineMax = int(^uint(0) >> 1)
-	h1, h2 := m.x.hash, m.y.hash
-	// kf and kb are indexed by diagonal: diagonal d is at kf[o+d].
-	o := m.off
-	kf, kb := m.kf, m.kb
-
-	dmin, dmax := off1-lim2, lim1-off2
-	fmid, bmid := off1-off2, lim1-lim2
-	odd := (fmid-bmid)&1 != 0
-	fmin, fmax := fmid, fmid
-	bmin, bmax := bmid, bmid
-	kf[o+fmid] = off1
-	kb[o+bmid] = lim1
-
+	b := m.newBands(off1, lim1, off2, lim2)
 	for ec := 1; ; ec++ {
-		gotSnake := false
-
-		// Widen the forward band by one diagonal each way, or narrow it
-		// where it already touches the box, keeping its parity.
-		if fmin > dmin {
-			fmin--
-			kf[o+fmin-1] = -1
-		} else {
-			fmin++
+		fsnake, spl, met := b.forward()
+		if met {
+			return spl
 		}
-		if fmax < dmax {
-			fmax++
-			kf[o+fmax+1] = -1
-		} else {
-			fmax--
+		bsnake, spl, met := b.backward()
+		if met {
+			return spl
 		}
-		for d := fmax; d >= fmin; d -= 2 {
-			var i1 int
-			if kf[o+d-1] >= kf[o+d+1] {
-				i1 = kf[o+d-1] + 1
-			} else {
-				i1 = kf[o+d+1]
-			}
-			prev := i1
-			i2 := i1 - d
-			for i1 < lim1 && i2 < lim2 && h1[i1] == h2[i2] {
-				i1++
-				i2++
-			}
-			m.steps += 1 + i1 - prev
-			if i1-prev > snakeCnt {
-				gotSnake = true
-			}
-			kf[o+d] = i1
-			if odd && bmin <= d && d <= bmax && kb[o+d] <= i1 {
-				return split{i1, i2, true, true}
-			}
-		}
-
-		if bmin > dmin {
-			bmin--
-			kb[o+bmin-1] = lineMax
-		} else {
-			bmin++
-		}
-		if bmax < dmax {
-			bmax++
-			kb[o+bmax+1] = lineMax
-		} else {
-			bmax--
-		}
-		for d := bmax; d >= bmin; d -= 2 {
-			var i1 int
-			if kb[o+d-1] < kb[o+d+1] {
-				i1 = kb[o+d-1]
-			} else {
-				i1 = kb[o+d+1] - 1
-			}
-			prev := i1
-			i2 := i1 - d
-			for i1 > off1 && i2 > off2 && h1[i1-1] == h2[i2-1] {
-				i1--
-				i2--
-			}
-			m.steps += 1 + prev - i1
-			if prev-i1 > snakeCnt {
-				gotSnake = true
-			}
-			kb[o+d] = i1
-			if !odd && fmin <= d && d <= fmax && i1 <= kf[o+d] {
-				return split{i1, i2, true, true}
-			}
-		}
-
 		if m.over() {
 			return split{}
 		}
 		if needMin {
 			continue
 		}
-
 		// Past a cost, accept a diagonal that has come far from its
 		// corner, ends in a long run of matches, and stays near the middle.
-		if gotSnake && ec > heurMinCost {
-			best := 0
-			var spl split
-			for d := fmax; d >= fmin; d -= 2 {
-				dd := abs(d - fmid)
-				i1 := kf[o+d]
-				i2 := i1 - d
-				v := (i1 - off1) + (i2 - off2) - dd
-				if v > kHeur*ec && v > best &&
-					off1+snakeCnt <= i1 && i1 < lim1 &&
-					off2+snakeCnt <= i2 && i2 < lim2 {
-					for k := 1; h1[i1-k] == h2[i2-k]; k++ {
-						if k == snakeCnt {
-							best = v
-							spl.i1, spl.i2 = i1, i2
-							break
-						}
-					}
-				}
-			}
-			if best > 0 {
-				spl.minLo, spl.minHi = true, false
+		if (fsnake || bsnake) && ec > heurMinCost {
+			if spl, ok := b.forwardSnake(ec); ok {
 				return spl
 			}
-			best = 0
-			for d := bmax; d >= bmin; d -= 2 {
-				dd := abs(d - bmid)
-				i1 := kb[o+d]
-				i2 := i1 - d
-				v := (lim1 - i1) + (lim2 - i2) - dd
-				if v > kHeur*ec && v > best &&
-					off1 < i1 && i1 <= lim1-snakeCnt &&
-					off2 < i2 && i2 <= lim2-snakeCnt {
-					for k := 0; h1[i1+k] == h2[i2+k]; k++ {
-						if k == snakeCnt-1 {
-							best = v
-							spl.i1, spl.i2 = i1, i2
-							break
-						}
-					}
-				}
-			}
-			if best > 0 {
-				spl.minLo, spl.minHi = false, true
+			if spl, ok := b.backwardSnake(ec); ok {
 				return spl
 			}
 		}
-
 		// Too expensive: take whichever search has reached furthest.
 		if ec >= m.mxcost {
-			fbest, fbest1 := -1, -1
-			for d := fmax; d >= fmin; d -= 2 {
-				i1 := min(kf[o+d], lim1)
-				i2 := i1 - d
-				if lim2 < i2 {
-					i1, i2 = lim2+d, lim2
-				}
-				if fbest < i1+i2 {
-					fbest, fbest1 = i1+i2, i1
-				}
-			}
-			bbest, bbest1 := lineMax, lineMax
-			for d := bmax; d >= bmin; d -= 2 {
-				i1 := max(off1, kb[o+d])
-				i2 := i1 - d
-				if i2 < off2 {
-					i1, i2 = off2+d, off2
-				}
-				if i1+i2 < bbest {
-					bbest, bbest1 = i1+i2, i1
-				}
-			}
-			if (lim1+lim2)-bbest < fbest-(off1+off2) {
-				return split{fbest1, fbest - fbest1, true, false}
-			}
-			return split{bbest1, bbest - bbest1, false, true}
+			return b.furthest()
 		}
 	}
+}
+
+// lineMax stands for "beyond every line" in the backward band.
+const lineMax = int(^uint(0) >> 1)
+
+// bands is one split's search: the box, and the forward and backward
+// bands of diagonals reached so far (in m.kf and m.kb, where diagonal d is
+// at index m.off+d).
+type bands struct {
+	m                      *myers
+	off1, lim1, off2, lim2 int
+	dmin, dmax             int // the diagonals of the box
+	fmid, bmid             int // the diagonals of its corners
+	odd                    bool
+	fmin, fmax, bmin, bmax int // the bands
+}
+
+func (m *myers) newBands(off1, lim1, off2, lim2 int) *bands {
+	b := &bands{m: m, off1: off1, lim1: lim1, off2: off2, lim2: lim2,
+		dmin: off1 - lim2, dmax: lim1 - off2, fmid: off1 - off2, bmid: lim1 - lim2}
+	b.odd = (b.fmid-b.bmid)&1 != 0
+	b.fmin, b.fmax = b.fmid, b.fmid
+	b.bmin, b.bmax = b.bmid, b.bmid
+	m.kf[m.off+b.fmid] = off1
+	m.kb[m.off+b.bmid] = lim1
+	return b
+}
+
+// forward advances the forward band by one edit: it widens the band by
+// one diagonal each way, or narrows it where it already touches the box,
+// keeping its parity, and follows each diagonal's run of matches. It
+// reports whether a run was long (a snake), and the split where it met
+// the backward band, if it did.
+func (b *bands) forward() (snake bool, spl split, met bool) {
+	h1, h2, o, kf, kb := b.m.x.hash, b.m.y.hash, b.m.off, b.m.kf, b.m.kb
+	if b.fmin > b.dmin {
+		b.fmin--
+		kf[o+b.fmin-1] = -1
+	} else {
+		b.fmin++
+	}
+	if b.fmax < b.dmax {
+		b.fmax++
+		kf[o+b.fmax+1] = -1
+	} else {
+		b.fmax--
+	}
+	for d := b.fmax; d >= b.fmin; d -= 2 {
+		var i1 int
+		if kf[o+d-1] >= kf[o+d+1] {
+			i1 = kf[o+d-1] + 1
+		} else {
+			i1 = kf[o+d+1]
+		}
+		prev := i1
+		i2 := i1 - d
+		for i1 < b.lim1 && i2 < b.lim2 && h1[i1] == h2[i2] {
+			i1++
+			i2++
+		}
+		b.m.steps += 1 + i1 - prev
+		if i1-prev > snakeCnt {
+			snake = true
+		}
+		kf[o+d] = i1
+		if b.odd && b.bmin <= d && d <= b.bmax && kb[o+d] <= i1 {
+			return snake, split{i1, i2, true, true}, true
+		}
+	}
+	return snake, split{}, false
+}
+
+// backward is forward for the backward band.
+func (b *bands) backward() (snake bool, spl split, met bool) {
+	h1, h2, o, kf, kb := b.m.x.hash, b.m.y.hash, b.m.off, b.m.kf, b.m.kb
+	if b.bmin > b.dmin {
+		b.bmin--
+		kb[o+b.bmin-1] = lineMax
+	} else {
+		b.bmin++
+	}
+	if b.bmax < b.dmax {
+		b.bmax++
+		kb[o+b.bmax+1] = lineMax
+	} else {
+		b.bmax--
+	}
+	for d := b.bmax; d >= b.bmin; d -= 2 {
+		var i1 int
+		if kb[o+d-1] < kb[o+d+1] {
+			i1 = kb[o+d-1]
+		} else {
+			i1 = kb[o+d+1] - 1
+		}
+		prev := i1
+		i2 := i1 - d
+		for i1 > b.off1 && i2 > b.off2 && h1[i1-1] == h2[i2-1] {
+			i1--
+			i2--
+		}
+		b.m.steps += 1 + prev - i1
+		if prev-i1 > snakeCnt {
+			snake = true
+		}
+		kb[o+d] = i1
+		if !b.odd && b.fmin <= d && d <= b.fmax && i1 <= kf[o+d] {
+			return snake, split{i1, i2, true, true}, true
+		}
+	}
+	return snake, split{}, false
+}
+
+// forwardSnake is git's heuristic over the forward band, at cost ec: the
+// best diagonal that has come far from its corner and ends in snakeCnt
+// matches, if one qualifies.
+func (b *bands) forwardSnake(ec int) (split, bool) {
+	h1, h2, o, kf := b.m.x.hash, b.m.y.hash, b.m.off, b.m.kf
+	best := 0
+	var spl split
+	for d := b.fmax; d >= b.fmin; d -= 2 {
+		dd := abs(d - b.fmid)
+		i1 := kf[o+d]
+		i2 := i1 - d
+		v := (i1 - b.off1) + (i2 - b.off2) - dd
+		if v > kHeur*ec && v > best &&
+			b.off1+snakeCnt <= i1 && i1 < b.lim1 &&
+			b.off2+snakeCnt <= i2 && i2 < b.lim2 {
+			for k := 1; h1[i1-k] == h2[i2-k]; k++ {
+				if k == snakeCnt {
+					best = v
+					spl.i1, spl.i2 = i1, i2
+					break
+				}
+			}
+		}
+	}
+	spl.minLo, spl.minHi = true, false
+	return spl, best > 0
+}
+
+// backwardSnake is forwardSnake for the backward band.
+func (b *bands) backwardSnake(ec int) (split, bool) {
+	h1, h2, o, kb := b.m.x.hash, b.m.y.hash, b.m.off, b.m.kb
+	best := 0
+	var spl split
+	for d := b.bmax; d >= b.bmin; d -= 2 {
+		dd := abs(d - b.bmid)
+		i1 := kb[o+d]
+		i2 := i1 - d
+		v := (b.lim1 - i1) + (b.lim2 - i2) - dd
+		if v > kHeur*ec && v > best &&
+			b.off1 < i1 && i1 <= b.lim1-snakeCnt &&
+			b.off2 < i2 && i2 <= b.lim2-snakeCnt {
+			for k := 0; h1[i1+k] == h2[i2+k]; k++ {
+				if k == snakeCnt-1 {
+					best = v
+					spl.i1, spl.i2 = i1, i2
+					break
+				}
+			}
+		}
+	}
+	spl.minLo, spl.minHi = false, true
+	return spl, best > 0
+}
+
+// furthest is the split where whichever band has reached furthest into
+// the box ends: git's way out of a search that costs too much.
+func (b *bands) furthest() split {
+	o, kf, kb := b.m.off, b.m.kf, b.m.kb
+	fbest, fbest1 := -1, -1
+	for d := b.fmax; d >= b.fmin; d -= 2 {
+		i1 := min(kf[o+d], b.lim1)
+		i2 := i1 - d
+		if b.lim2 < i2 {
+			i1, i2 = b.lim2+d, b.lim2
+		}
+		if fbest < i1+i2 {
+			fbest, fbest1 = i1+i2, i1
+		}
+	}
+	bbest, bbest1 := lineMax, lineMax
+	for d := b.bmax; d >= b.bmin; d -= 2 {
+		i1 := max(b.off1, kb[o+d])
+		i2 := i1 - d
+		if i2 < b.off2 {
+			i1, i2 = b.off2+d, b.off2
+		}
+		if i1+i2 < bbest {
+			bbest, bbest1 = i1+i2, i1
+		}
+	}
+	if (b.lim1+b.lim2)-bbest < fbest-(b.off1+b.off2) {
+		return split{fbest1, fbest - fbest1, true, false}
+	}
+	return split{bbest1, bbest - bbest1, false, true}
 }
 
 func abs(n int) int {

@@ -315,42 +315,78 @@ func appendString(b []byte, s string) []byte {
 }
 
 // check reads the members of a receipt whose digest is already known to be
-// right, refusing anything Seal would not have written.
+// right, refusing anything Seal would not have written. Members are read
+// in one order, so that the first one wrong is the one reported.
 func check(obj map[string]any) (*Receipt, error) {
+	g, err := memberGroups(obj)
+	if err != nil {
+		return nil, err
+	}
+	c := checker{obj: obj}
+	r := &Receipt{Schema: Schema}
+	c.readIdentity(r, g)
+	c.readOutcome(r)
+	c.readDigests(r)
+	c.readBranches(r, g)
+	c.readNamed(r, g)
+	r.Digest = c.digest("digest", false)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return r, nil
+}
+
+// groups says which of a receipt's optional members it has.
+type groups struct {
+	branch     bool // optional: branch and branch_head
+	landed     bool // landedMembers
+	validators bool
+	merged     bool
+	baseFS     bool
+}
+
+// memberGroups refuses a receipt that lacks a member every receipt has,
+// has one of a pair without the other, or has a member that is not part
+// of the schema; it reports which optional members are there.
+func memberGroups(obj map[string]any) (groups, error) {
+	var g groups
 	for _, m := range members {
 		if _, ok := obj[m]; !ok {
-			return nil, invalid("member %q is missing", m)
+			return g, invalid("member %q is missing", m)
 		}
 	}
-	present := 0
-	for _, m := range optional {
-		if _, ok := obj[m]; ok {
-			present++
+	together := func(ms []string) (int, error) {
+		n := 0
+		for _, m := range ms {
+			if _, ok := obj[m]; ok {
+				n++
+			}
+		}
+		if n != 0 && n != len(ms) {
+			return n, invalid("members %s go together: a receipt has both or neither", strings.Join(ms, " and "))
+		}
+		return n, nil
+	}
+	present, err := together(optional)
+	if err != nil {
+		return g, err
+	}
+	landed, err := together(landedMembers)
+	if err != nil {
+		return g, err
+	}
+	g.branch, g.landed = present > 0, landed > 0
+	n := len(members) + present + landed
+	for _, o := range []struct {
+		name string
+		has  *bool
+	}{{validatorsMember, &g.validators}, {mergedMember, &g.merged}, {baseFSMember, &g.baseFS}} {
+		if _, ok := obj[o.name]; ok {
+			*o.has = true
+			n++
 		}
 	}
-	if present != 0 && present != len(optional) {
-		return nil, invalid("members %s go together: a receipt has both or neither", strings.Join(optional, " and "))
-	}
-	landed := 0
-	for _, m := range landedMembers {
-		if _, ok := obj[m]; ok {
-			landed++
-		}
-	}
-	if landed != 0 && landed != len(landedMembers) {
-		return nil, invalid("members %s go together: a receipt has both or neither", strings.Join(landedMembers, " and "))
-	}
-	validators, merged, baseFS := 0, 0, 0
-	if _, ok := obj[validatorsMember]; ok {
-		validators = 1
-	}
-	if _, ok := obj[mergedMember]; ok {
-		merged = 1
-	}
-	if _, ok := obj[baseFSMember]; ok {
-		baseFS = 1
-	}
-	if len(obj) != len(members)+present+landed+validators+merged+baseFS {
+	if len(obj) != n {
 		var extra []string
 		for k := range obj {
 			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember {
@@ -358,10 +394,13 @@ func check(obj map[string]any) (*Receipt, error) {
 			}
 		}
 		sort.Strings(extra)
-		return nil, invalid("member %s is not part of %s", strings.Join(extra, ", "), Schema)
+		return g, invalid("member %s is not part of %s", strings.Join(extra, ", "), Schema)
 	}
-	c := checker{obj: obj}
-	r := &Receipt{Schema: Schema}
+	return g, nil
+}
+
+// readIdentity reads which transaction, over which base, by which backend.
+func (c *checker) readIdentity(r *Receipt, g groups) {
 	r.TxID = c.str("tx")
 	if c.err == nil && (!txForm.MatchString(r.TxID) || r.TxID == "." || r.TxID == "..") {
 		c.fail("tx", "is %q, not a transaction id (1 to 64 characters of A-Z a-z 0-9 . _ -, not \".\" or \"..\")", r.TxID)
@@ -372,7 +411,7 @@ func check(obj map[string]any) (*Receipt, error) {
 	}
 	r.BaseDevice = c.uint("base_device")
 	r.BaseInode = c.uint("base_inode")
-	if baseFS > 0 {
+	if g.baseFS {
 		r.BaseFS = c.str(baseFSMember)
 		if c.err == nil && !fsForm.MatchString(r.BaseFS) {
 			c.fail(baseFSMember, "is %q, not a file system identity (fsid-, uuid- or dev- and hex digits)", r.BaseFS)
@@ -382,6 +421,12 @@ func check(obj map[string]any) (*Receipt, error) {
 	if c.err == nil && r.Backend == "" {
 		c.fail("backend", "is empty")
 	}
+}
+
+// readOutcome reads the command, when it ran, how it ended, and what
+// became of its changes: an outcome its refusal, refused paths and counts
+// agree with.
+func (c *checker) readOutcome(r *Receipt) {
 	r.Command = c.bytesList("command", true)
 	r.StartedAt = c.time("started_at")
 	r.EndedAt = c.time("ended_at")
@@ -411,6 +456,11 @@ func check(obj map[string]any) (*Receipt, error) {
 	if c.err == nil && r.Outcome == "no_changes" && r.Added+r.Modified+r.Deleted != 0 {
 		c.fail("outcome", "is no_changes, but the counts say %d added, %d modified, %d deleted", r.Added, r.Modified, r.Deleted)
 	}
+}
+
+// readDigests reads what guarded the change (selectors, approval), the
+// digests of the base, the result and the diff, and the chain's link.
+func (c *checker) readDigests(r *Receipt) {
 	r.ExcludedSelectors = c.count("excluded_selectors")
 	r.ProtectedSelectors = c.count("protected_selectors")
 	r.Approved = c.bool("approved")
@@ -419,7 +469,12 @@ func check(obj map[string]any) (*Receipt, error) {
 	r.DiffDigest = c.digest("diff_digest", false)
 	r.NotTransactional = c.disclaimer("not_transactional")
 	r.Previous = c.digest("previous", true)
-	if present > 0 {
+}
+
+// readBranches reads the transaction's git branch and the commit it
+// landed, where the receipt has them.
+func (c *checker) readBranches(r *Receipt, g groups) {
+	if g.branch {
 		r.Branch = c.str("branch")
 		if c.err == nil && r.Branch != "airlock/"+r.TxID {
 			c.fail("branch", "is %q, not airlock/%s", r.Branch, r.TxID)
@@ -429,7 +484,7 @@ func check(obj map[string]any) (*Receipt, error) {
 			c.fail("branch_head", "is %q, not a commit id", r.BranchHead)
 		}
 	}
-	if landed > 0 {
+	if g.landed {
 		r.LandedBranch = c.str("landed_branch")
 		if c.err == nil && (!strings.HasPrefix(r.LandedBranch, "refs/heads/") || len(r.LandedBranch) == len("refs/heads/")) {
 			c.fail("landed_branch", "is %q, not a branch's full ref name (refs/heads/...)", r.LandedBranch)
@@ -442,13 +497,18 @@ func check(obj map[string]any) (*Receipt, error) {
 			c.fail("outcome", "is %s, but the receipt names the commit it landed (landed_commit)", r.Outcome)
 		}
 	}
-	if validators > 0 {
+}
+
+// readNamed reads the validators that ran and the paths merged, where the
+// receipt names them.
+func (c *checker) readNamed(r *Receipt, g groups) {
+	if g.validators {
 		r.Validators = c.bytesList(validatorsMember, false)
 		if c.err == nil && len(r.Validators) == 0 {
 			c.fail(validatorsMember, "is empty: a receipt names the validators that ran, or leaves the member out")
 		}
 	}
-	if merged > 0 {
+	if g.merged {
 		r.Merged = c.bytesList(mergedMember, false)
 		switch {
 		case c.err != nil:
@@ -458,11 +518,6 @@ func check(obj map[string]any) (*Receipt, error) {
 			c.fail(mergedMember, "names %d paths, but the outcome is %s: only a commit merges", len(r.Merged), r.Outcome)
 		}
 	}
-	r.Digest = c.digest("digest", false)
-	if c.err != nil {
-		return nil, c.err
-	}
-	return r, nil
 }
 
 // checker reads members, keeping the first error.

@@ -47,5 +47,12 @@
 // repository's common git directory. Remove deletes the branch only when it
 // holds no commit that another ref lacks ([WorktreeBranch] reports what it
 // did); [SweepWorktrees] finds worktrees airlock registered that no
-// transaction owns any more.
+// transaction owns any more. Sweeping lives here, beside the backend,
+// because it is the backend's Remove applied to worktrees whose
+// transaction is gone: it reads the backend's own worktree records and
+// takes the same lock.
+//
+// [Refresh] makes an existing tree (a pooled one: internal/pool decides
+// which, and proves it free and untouched) equal to what staging afresh
+// would make, copying only what differs.
 package stage

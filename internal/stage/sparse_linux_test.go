@@ -68,10 +68,10 @@ func sameBytes(t *testing.T, a, b string) bool {
 	}
 }
 
-// TestStageKeepsHoles stages a sparse file with the copy backend, with the
-// reflink backend (a clone shares the base's extents, holes included), and
-// again through the refresh of a pooled tree whose copy the command
-// rewrote: each staged file is the base's, with its holes.
+// TestStageKeepsHoles stages a sparse file with the copy backend and with
+// the reflink backend (a clone shares the base's extents, holes included):
+// each staged file is the base's, with its holes. (internal/pool's
+// TestRefreshKeepsHoles does the same through a refresh.)
 func TestStageKeepsHoles(t *testing.T) {
 	t.Run("copy", func(t *testing.T) {
 		base := t.TempDir()
@@ -91,27 +91,6 @@ func TestStageKeepsHoles(t *testing.T) {
 		dir := filepath.Join(state, "staged")
 		if _, err := (reflinkBackend{}).Stage(t.Context(), Request{Base: base, Dir: dir}); err != nil {
 			t.Fatal(err)
-		}
-		sameSparse(t, filepath.Join(base, "img"), filepath.Join(dir, "img"))
-	})
-	t.Run("refresh", func(t *testing.T) {
-		base := t.TempDir()
-		sparseImage(t, filepath.Join(base, "img"))
-		dir, p := pool(t, base, func(dir string) {
-			// The command fills the staged copy: the refresh must copy
-			// the base's file again.
-			f, err := os.OpenFile(filepath.Join(dir, "img"), os.O_WRONLY, 0)
-			must(t, err)
-			_, err = f.WriteAt(bytes.Repeat([]byte{'z'}, 1<<20), 1<<20)
-			must(t, err)
-			must(t, f.Close())
-		})
-		_, done, err := Refresh(t.Context(), Request{Base: base, Dir: dir}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if done.Copied != 1 {
-			t.Fatalf("refresh copied %d files, want the 1 the command wrote", done.Copied)
 		}
 		sameSparse(t, filepath.Join(base, "img"), filepath.Join(dir, "img"))
 	})

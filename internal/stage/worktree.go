@@ -106,27 +106,11 @@ func writeRecord(dir string, r *worktreeRecord) error {
 }
 
 func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err error) {
-	if !filepath.IsAbs(req.Base) || !filepath.IsAbs(req.Dir) {
-		return nil, fmt.Errorf("stage %s into %s: both paths must be absolute", quote(req.Base), quote(req.Dir))
-	}
-	base := filepath.Clean(req.Base)
-	r, err := findRepo(ctx, base)
+	pl, err := placeWorktree(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	// git records the worktree by its resolved path; so does airlock, so
-	// that gc can match the two.
-	parent, err := filepath.EvalSymlinks(filepath.Dir(filepath.Clean(req.Dir)))
-	if err != nil {
-		return nil, fmt.Errorf("staged workspace %s: %w", quote(req.Dir), unwrapPath(err))
-	}
-	dir := filepath.Join(parent, filepath.Base(req.Dir))
-	if dir == base || strings.HasPrefix(dir, base+string(filepath.Separator)) {
-		return nil, fmt.Errorf("cannot stage %s into %s: the staged workspace would lie inside the base", quote(base), quote(dir))
-	}
-	if _, err := os.Lstat(dir); err == nil {
-		return nil, fmt.Errorf("staged workspace %s already exists; choose another transaction id or remove it", quote(dir))
-	}
+	base, r, parent, dir := pl.base, pl.repo, pl.parent, pl.dir
 	branch := "airlock/" + filepath.Base(parent)
 	if _, err := git.Run(ctx, "check-ref-format", "--branch", branch); err != nil {
 		return nil, fmt.Errorf("transaction id %s cannot name the git branch %s (git's rules for branch names); choose another id or another backend", quote(filepath.Base(parent)), quote(branch))
@@ -137,6 +121,8 @@ func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err
 		rec.Top = dir + ".worktree"
 		counterpart = filepath.Join(rec.Top, filepath.FromSlash(strings.TrimSuffix(r.prefix, "/")))
 	}
+	// The record first, so that a crash from here on leaves what gc needs
+	// to remove the worktree and its branch.
 	if err := writeRecord(dir, rec); err != nil {
 		return nil, err
 	}
@@ -153,15 +139,78 @@ func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err
 	}
 	added = true
 	fault.Point("worktree-created")
+	res, err = fillWorktree(ctx, req, pl, rec, counterpart)
+	if err != nil {
+		return nil, err
+	}
+	if counterpart != dir {
+		rel, err := filepath.Rel(parent, counterpart)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(rel, dir); err != nil {
+			return nil, fmt.Errorf("create staged workspace %s: %w", quote(dir), unwrapPath(err))
+		}
+	}
+	// The gitfile was put back after staging: its digest, if it needs one.
+	if err := digestRacy(ctx, res, counterpart, req); err != nil {
+		return nil, stopped(ctx, base, err)
+	}
+	rec.Entries, rec.Ready = len(res.Base.Entries), true
+	if err := writeRecord(dir, rec); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
 
-	// The worktree's own gitfile is all it holds (--no-checkout). It is
-	// parked while the surface is copied into a fresh directory, exactly
-	// as the copy backend stages, then put back.
+// worktreePlace is where a worktree's staged workspace goes: dir, in
+// parent (resolved), for the base in repository repo.
+type worktreePlace struct {
+	base, parent, dir string
+	repo              *repo
+}
+
+// placeWorktree finds the base's repository and the place of the staged
+// workspace, which must not exist yet nor lie inside the base.
+func placeWorktree(ctx context.Context, req Request) (worktreePlace, error) {
+	var pl worktreePlace
+	if !filepath.IsAbs(req.Base) || !filepath.IsAbs(req.Dir) {
+		return pl, fmt.Errorf("stage %s into %s: both paths must be absolute", quote(req.Base), quote(req.Dir))
+	}
+	pl.base = filepath.Clean(req.Base)
+	r, err := findRepo(ctx, pl.base)
+	if err != nil {
+		return pl, err
+	}
+	pl.repo = r
+	// git records the worktree by its resolved path; so does airlock, so
+	// that gc can match the two.
+	if pl.parent, err = filepath.EvalSymlinks(filepath.Dir(filepath.Clean(req.Dir))); err != nil {
+		return pl, fmt.Errorf("staged workspace %s: %w", quote(req.Dir), unwrapPath(err))
+	}
+	pl.dir = filepath.Join(pl.parent, filepath.Base(req.Dir))
+	if pl.dir == pl.base || strings.HasPrefix(pl.dir, pl.base+string(filepath.Separator)) {
+		return pl, fmt.Errorf("cannot stage %s into %s: the staged workspace would lie inside the base", quote(pl.base), quote(pl.dir))
+	}
+	if _, err := os.Lstat(pl.dir); err == nil {
+		return pl, fmt.Errorf("staged workspace %s already exists; choose another transaction id or remove it", quote(pl.dir))
+	}
+	return pl, nil
+}
+
+// fillWorktree copies (or clones) the base's surface into the new
+// worktree at counterpart, exactly as the copy backend stages, and gives
+// it the base's index. The worktree's own gitfile is all it holds
+// (--no-checkout): it is parked while the surface is copied into a fresh
+// directory, then put back.
+func fillWorktree(ctx context.Context, req Request, pl worktreePlace, rec *worktreeRecord, counterpart string) (*Result, error) {
+	base, r, parent := pl.base, pl.repo, pl.parent
 	gitfile := filepath.Join(rec.Top, ".git")
-	parked := dir + ".gitfile"
+	parked := pl.dir + ".gitfile"
 	if err := os.Rename(gitfile, parked); err != nil {
 		return nil, fmt.Errorf("set up worktree %s: %w", quote(rec.Top), unwrapPath(err))
 	}
+	var err error
 	if r.prefix == "" {
 		err = os.Remove(rec.Top)
 	} else {
@@ -182,7 +231,7 @@ func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err
 	if ok, _ := cloneSupport(parent); ok && sameDevice(parent, base) {
 		clone = true
 	}
-	res, err = stageCopy(ctx, Request{Base: base, Dir: counterpart, Skip: skip, Progress: req.Progress, StateClock: req.StateClock, BaseClock: req.BaseClock}, clone)
+	res, err := stageCopy(ctx, Request{Base: base, Dir: counterpart, Skip: skip, Progress: req.Progress, StateClock: req.StateClock, BaseClock: req.BaseClock}, clone)
 	if err != nil {
 		return nil, err
 	}
@@ -195,23 +244,6 @@ func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err
 		}
 	}
 	if err := setIndex(ctx, r, rec.Top); err != nil {
-		return nil, err
-	}
-	if counterpart != dir {
-		rel, err := filepath.Rel(parent, counterpart)
-		if err != nil {
-			return nil, err
-		}
-		if err := os.Symlink(rel, dir); err != nil {
-			return nil, fmt.Errorf("create staged workspace %s: %w", quote(dir), unwrapPath(err))
-		}
-	}
-	// The gitfile was put back after staging: its digest, if it needs one.
-	if err := digestRacy(ctx, res, counterpart, req); err != nil {
-		return nil, stopped(ctx, base, err)
-	}
-	rec.Entries, rec.Ready = len(res.Base.Entries), true
-	if err := writeRecord(dir, rec); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -1,4 +1,4 @@
-package stage
+package pool
 
 import (
 	"errors"
@@ -20,6 +20,7 @@ import (
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
@@ -42,7 +43,7 @@ func tclock(t *testing.T) fsclock.Clock {
 }
 
 // clocked gives req the clocks of the tests' file system.
-func clocked(req Request) Request {
+func clocked(req stage.Request) stage.Request {
 	c, err := testClock()
 	if err != nil {
 		panic(err)
@@ -58,7 +59,7 @@ func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 	t.Helper()
 	dir := stageDir(t)
 	opened := time.Now()
-	res, err := copyBackend{}.Stage(t.Context(), clocked(Request{Base: base, Dir: dir, Skip: skipExcluded}))
+	res, err := copyStage(t, clocked(stage.Request{Base: base, Dir: dir, Skip: skipExcluded}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 	if _, err := changeset.Diff(t.Context(), changeset.Input{Base: res.Base, StagedOpen: res.Staged, Staged: walked, BaseDir: base, StagedDir: dir}); err != nil {
 		t.Fatal(err)
 	}
-	src := PoolSource(res.Base, res.Staged, walked)
+	src := Source(res.Base, res.Staged, walked)
 	return dir, Pooled{
 		Tree: func() (*manifest.Manifest, error) { return walked, nil }, TreeWalkNs: walkNs,
 		Source: func() (*manifest.Manifest, error) { return src, nil }, SourceWalkNs: res.WalkNs,
@@ -127,12 +128,12 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 			// a late writer, and is not staged.
 			writeAll(t, filepath.Join(dir, ".aider.chat"), "noise")
 
-			res, done, err := Refresh(t.Context(), clocked(Request{Base: base, Dir: dir, Skip: skipExcluded}), p)
+			res, done, err := Refresh(t.Context(), clocked(stage.Request{Base: base, Dir: dir, Skip: skipExcluded}), p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			fresh := stageDir(t)
-			want, err := copyBackend{}.Stage(t.Context(), Request{Base: base, Dir: fresh, Skip: skipExcluded})
+			want, err := copyStage(t, stage.Request{Base: base, Dir: fresh, Skip: skipExcluded})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,9 +241,9 @@ func TestRefreshRefusesWrittenTree(t *testing.T) {
 			base := buildTree(t)
 			dir, p := pool(t, base, nil)
 			write(dir)
-			_, _, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
-			if !errors.Is(err, ErrPoolTouched) {
-				t.Fatalf("Refresh after a late write: %v, want ErrPoolTouched", err)
+			_, _, err := Refresh(t.Context(), stage.Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+			if !errors.Is(err, ErrTouched) {
+				t.Fatalf("Refresh after a late write: %v, want ErrTouched", err)
 			}
 		})
 	}
@@ -281,13 +282,13 @@ func TestRefreshRefusesHeldTree(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			_, _, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
-			if !errors.Is(err, ErrPoolHeld) || !strings.Contains(err.Error(), "sleep") {
-				t.Fatalf("Refresh with a holder: %v, want ErrPoolHeld naming sleep", err)
+			_, _, err := Refresh(t.Context(), stage.Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+			if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "sleep") {
+				t.Fatalf("Refresh with a holder: %v, want ErrHeld naming sleep", err)
 			}
 			c.Process.Signal(syscall.SIGKILL)
 			c.Wait()
-			if _, _, err := Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p); err != nil {
+			if _, _, err := Refresh(t.Context(), stage.Request{Base: base, Dir: dir, Skip: skipExcluded}, p); err != nil {
 				t.Fatalf("Refresh once the holder is gone: %v", err)
 			}
 		})
@@ -408,9 +409,9 @@ func TestRefreshRefusesThreadHolder(t *testing.T) {
 			if _, err := io.ReadFull(out, line); err != nil || string(line) != "ready\n" {
 				t.Fatalf("thread holder did not start: %q %v", line, err)
 			}
-			_, _, err = Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
-			if !errors.Is(err, ErrPoolHeld) || !strings.Contains(err.Error(), "thread") {
-				t.Fatalf("Refresh with a thread holding the tree (%s): %v, want ErrPoolHeld naming the thread", mode, err)
+			_, _, err = Refresh(t.Context(), stage.Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+			if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "thread") {
+				t.Fatalf("Refresh with a thread holding the tree (%s): %v, want ErrHeld naming the thread", mode, err)
 			}
 		})
 	}
@@ -433,9 +434,9 @@ func TestRefreshRefusesLoopBackedTree(t *testing.T) {
 	}
 	dev := strings.TrimSpace(string(out))
 	defer exec.Command("losetup", "-d", dev).Run()
-	_, _, err = Refresh(t.Context(), Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
-	if !errors.Is(err, ErrPoolHeld) || !strings.Contains(err.Error(), "loop device") {
-		t.Fatalf("Refresh of a tree backing a loop device: %v, want ErrPoolHeld naming it", err)
+	_, _, err = Refresh(t.Context(), stage.Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
+	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "loop device") {
+		t.Fatalf("Refresh of a tree backing a loop device: %v, want ErrHeld naming it", err)
 	}
 }
 
@@ -469,15 +470,15 @@ func TestRefreshOnASecondsFS(t *testing.T) {
 		}
 		time.Sleep(time.Until(next))
 		dir := filepath.Join(mnt, fmt.Sprintf("staged%d", attempt))
-		req := Request{Base: base, Dir: dir, StateClock: c, BaseClock: c}
-		res, err := copyBackend{}.Stage(t.Context(), req)
+		req := stage.Request{Base: base, Dir: dir, StateClock: c, BaseClock: c}
+		res, err := copyStage(t, req)
 		must(t, err)
 		walkNs := time.Now().UnixNano()
 		walked, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{})
 		must(t, err)
 		_, err = changeset.Diff(t.Context(), changeset.Input{Base: res.Base, StagedOpen: res.Staged, Staged: walked, BaseDir: base, StagedDir: dir})
 		must(t, err)
-		src := PoolSource(res.Base, res.Staged, walked)
+		src := Source(res.Base, res.Staged, walked)
 		p := Pooled{
 			Tree: func() (*manifest.Manifest, error) { return walked, nil }, TreeWalkNs: walkNs,
 			Source: func() (*manifest.Manifest, error) { return src, nil }, SourceWalkNs: res.WalkNs,

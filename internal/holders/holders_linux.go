@@ -1,4 +1,4 @@
-package stage
+package holders
 
 import (
 	"bufio"
@@ -28,7 +28,7 @@ func (h Holder) String() string {
 	return fmt.Sprintf("process %d (%s) holds it: %s", h.PID, h.Command, h.How)
 }
 
-// Holders looks through /proc for processes that can still reach the tree
+// Find looks through /proc for processes that can still reach the tree
 // at dir, whose inodes are ids: a working or root directory, a descriptor
 // or a mapping of one of them, in any of a process's threads (a thread can
 // unshare its working directory and descriptor table, and a zombie
@@ -39,7 +39,7 @@ func (h Holder) String() string {
 // and cannot be inspected is reported too: the check fails closed for
 // anything the tree's last command could have started. Processes that
 // started before since cannot have been given the tree by its command.
-func Holders(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
+func Find(dir string, ids FileIDs, since time.Time) ([]Holder, error) {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("read /proc: %w", err)

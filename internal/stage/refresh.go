@@ -17,76 +17,35 @@ import (
 	"github.com/airlockdev/airlock/internal/manifest"
 )
 
-// Pooled is a staged tree kept after its transaction settled, to be made
-// the next transaction's workspace by Refresh instead of copying the whole
-// base again.
-type Pooled struct {
-	// Tree loads the tree as it was measured when it was pooled (the walk
-	// of the settling diff). A tree that differs from it now was written
-	// after its transaction ended and is never reused. (Loaders, so that
-	// the pooled manifests are in memory only while they are needed.)
-	Tree func() (*manifest.Manifest, error)
-	// TreeWalkNs is when that walk started: an entry whose ctime is not
-	// older by the state file system's window (Request.StateClock) could
-	// have been written again within the same timestamp step without a
-	// trace, and its bytes are compared.
+// Existing is a tree already at Request.Dir, a former staged workspace,
+// with what the caller proved about it: Refresh keeps of it only what that
+// proof covers and the base still matches.
+type Existing struct {
+	// Tree is the tree as it stands now (a walk of Request.Dir).
+	Tree *manifest.Manifest
+	// Untouched[j] says Tree entry j is exactly as it was when its
+	// transaction settled (the caller compared it with the settling walk);
+	// an entry not proved so is never kept.
+	Untouched []bool
+	// TreeWalkNs is when the settling walk started: an entry whose ctime
+	// is not older by the state file system's window (Request.StateClock)
+	// could have been written again within the same timestamp step without
+	// a trace, and its bytes are compared.
 	TreeWalkNs int64
-	// Source loads, for each pooled entry that was provably untouched
-	// since it was staged, the base's stat facts of the very version its
-	// bytes were copied from (PoolSource). A base file that still shows
-	// exactly those facts still holds those bytes (ctime cannot be set by
-	// any user call).
+	// Source loads, for each entry that was provably untouched since it
+	// was staged, the base's stat facts of the very version its bytes were
+	// copied from (see internal/pool's Source). A base file that still
+	// shows exactly those facts still holds those bytes (ctime cannot be
+	// set by any user call). A loader, so that it is decoded beside the
+	// base's walk.
 	Source func() (*manifest.Manifest, error)
 	// SourceWalkNs is when the base was measured for Source: a source
 	// entry whose ctime is not older by the base file system's window
 	// (Request.BaseClock) proves nothing by stat alone, and its bytes are
 	// compared.
 	SourceWalkNs int64
-	// Ignore reports paths of the tree that the pooled manifests did not
-	// cover (agent noise the settling diff skipped): they are refreshed
-	// like any other path, but their stat is no evidence of a late writer.
-	Ignore func(rel string, isDir bool) bool
-	// Since is when the tree's transaction opened: a process that cannot
-	// be inspected and started later could be its command's (Holders).
-	Since time.Time
-	// Contained says every process of the tree's transaction had ended
-	// when it was pooled, by construction (its command ran in a PID
-	// namespace that ended with it): no process of it can reach the tree,
-	// and Refresh does not look. Otherwise Refresh looks for holders
-	// (Holders) before anything else, so that its proof that nothing wrote
-	// the tree is taken when no holder was left.
-	Contained bool
 
 	source *manifest.Manifest // Source, once loaded
-}
-
-// PoolSource makes Pooled.Source for a settled tree: for each entry the
-// settling walk found untouched since open, the base's stat facts of the
-// version it was copied from. Untouched is every stat fact as staged,
-// ctime included, and for a file staged too recently for its stat to
-// prove that (its open entry carries a digest: see Result.Staged), its
-// bytes as staged too: the settling diff compared them, and left the
-// digest of what it read on the walked entry (changeset.Diff). A
-// directory or symlink missing from it was touched by the command (a
-// chmod, chown or extended attribute moves ctime too). base and open are
-// the transaction's manifests from open (Result.Base, Result.Staged);
-// walked is the settling walk, once the settling diff has run over it.
-func PoolSource(base, open, walked *manifest.Manifest) *manifest.Manifest {
-	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(walked.Entries))}
-	for i := range walked.Entries {
-		e := &walked.Entries[i]
-		o, ok := open.Lookup(e.Path)
-		if !ok || !manifest.SameStat(*o, *e) {
-			continue
-		}
-		if o.Kind == manifest.KindFile && o.Digest != "" && e.Digest != o.Digest {
-			continue
-		}
-		if b, ok := base.Lookup(e.Path); ok && b.Kind == e.Kind {
-			out.Entries = append(out.Entries, *b)
-		}
-	}
-	return out
 }
 
 // Refreshed says what Refresh did to a pooled tree.
@@ -97,27 +56,16 @@ type Refreshed struct {
 	Removed int   // entries removed (a directory counts once)
 }
 
-// ErrPoolTouched is wrapped by Refresh's error when the pooled tree was
-// written after it was pooled: it must be deleted, never reused.
-var ErrPoolTouched = errors.New("the pooled tree was written after its transaction ended")
-
-// ErrPoolHeld is wrapped by Refresh's error when a process can still reach
-// the pooled tree (a dev server the last command left running).
-var ErrPoolHeld = errors.New("a process can still reach the pooled tree")
-
-// Refresh makes req.Dir, which holds a pooled tree, exactly what staging
-// req.Base afresh would make it: the same paths, types, modes, mtimes,
-// sizes, bytes and symlink targets, with no inode shared with the base or
-// within the tree. Only what differs is copied; what the base no longer has
-// (or req.Skip now leaves out) is removed. The Result is what Stage would
-// return. The caller must have proved that no process holds the tree (see
-// Holders); Refresh itself proves that nothing wrote it since it was
-// pooled, and fails with ErrPoolTouched otherwise. On any error the tree
-// is in an unknown state: the caller deletes it.
-//
-// For a tree whose transaction was not contained (Pooled.Contained), the
-// caller need not look for holders: Refresh does, first.
-func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, error) {
+// Refresh makes req.Dir, which holds the tree e describes, exactly what
+// staging req.Base afresh would make it: the same paths, types, modes,
+// mtimes, sizes, bytes and symlink targets, with no inode shared with the
+// base or within the tree. Only what differs is copied; what the base no
+// longer has (or req.Skip now leaves out) is removed. The Result is what
+// Stage would return. The caller must have proved that no process can
+// reach the tree and which of its entries nothing wrote (e.Untouched):
+// internal/pool does both. On any error the tree is in an unknown state:
+// the caller deletes it.
+func Refresh(ctx context.Context, req Request, e Existing) (*Result, *Refreshed, error) {
 	if !filepath.IsAbs(req.Base) || !filepath.IsAbs(req.Dir) {
 		return nil, nil, fmt.Errorf("refresh %s from %s: both paths must be absolute", quote(req.Dir), quote(req.Base))
 	}
@@ -129,43 +77,11 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 	if !root.IsDir() {
 		return nil, nil, fmt.Errorf("stage %s: not a directory", quote(base))
 	}
-	// One walk after the other (each keeps both cores busy), with the
-	// pooled record decoded beside the first and the holders looked for
-	// and the sources decoded beside the second; nothing in the tree is
-	// touched before all of them are done. The pooled walk's record is
-	// dropped before the base's manifest is made, which bounds the memory
-	// a large tree takes.
-	recDone := make(chan struct{})
-	var rec *manifest.Manifest
-	var recErr error
-	go func() { defer close(recDone); rec, recErr = p.Tree() }()
-	if !p.Contained {
-		// Holders first: the walk below then proves the tree untouched
-		// when no process that held it was left to write it after.
-		<-recDone
-		if recErr != nil {
-			return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrPoolTouched, recErr)
-		}
-		if err := free(dir, rec, p.Since); err != nil {
-			return nil, nil, err
-		}
-	}
-	tree, err := manifest.Walk(ctx, dir, manifest.WalkOptions{})
-	<-recDone
-	if err != nil {
-		return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
-	}
-	if recErr != nil {
-		return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrPoolTouched, recErr)
-	}
-	covered, err := untouched(rec, p.Ignore, tree)
-	if err != nil {
-		return nil, nil, err
-	}
-	rec = nil
+	// The sources are decoded beside the base's walk (each keeps both
+	// cores busy); nothing in the tree is touched before both are done.
 	var srcErr error
 	var wg sync.WaitGroup
-	wg.Go(func() { p.source, srcErr = p.Source() })
+	wg.Go(func() { e.source, srcErr = e.Source() })
 	walkNs := time.Now().UnixNano()
 	m, err := manifest.Walk(ctx, base, manifest.WalkOptions{Skip: req.Skip})
 	wg.Wait()
@@ -180,7 +96,7 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 		return nil, nil, err
 	}
 	defer src.close()
-	r := &refresher{ctx: ctx, src: src, dir: dir, base: m, tree: tree, covered: covered, p: p, touched: map[string]bool{},
+	r := &refresher{ctx: ctx, src: src, dir: dir, base: m, tree: e.Tree, covered: e.Untouched, p: e, touched: map[string]bool{},
 		stateClock: req.StateClock, baseClock: req.BaseClock}
 	if err := r.plan(); err != nil {
 		return nil, nil, err
@@ -213,75 +129,6 @@ func Refresh(ctx context.Context, req Request, p Pooled) (*Result, *Refreshed, e
 	return res, &r.stats, nil
 }
 
-// free proves that no process can reach the tree any more (see Holders):
-// its root, and every inode tree (the pooled record) names.
-func free(dir string, tree *manifest.Manifest, since time.Time) error {
-	list := make([]FileID, 0, len(tree.Entries)+1)
-	root, err := manifest.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("measure pooled tree: %w", err)
-	}
-	list = append(list, FileID{root.Dev, root.Ino})
-	for i := range tree.Entries {
-		list = append(list, FileID{tree.Entries[i].Dev, tree.Entries[i].Ino})
-	}
-	hs, err := Holders(dir, NewFileIDs(list), since)
-	if err != nil {
-		return err
-	}
-	if len(hs) > 0 {
-		return fmt.Errorf("%w: %s", ErrPoolHeld, hs[0])
-	}
-	return nil
-}
-
-// untouched proves that nothing wrote the tree since it was pooled: every
-// entry the pooled walk saw is there with the same stat facts, and nothing
-// is there that it did not see, apart from paths it did not cover.
-// It reports which entries of now the pooled walk covered.
-func untouched(rec *manifest.Manifest, ignore func(string, bool) bool, now *manifest.Manifest) ([]bool, error) {
-	covered := make([]bool, len(now.Entries))
-	i, j := 0, 0
-	was, is := rec.Entries, now.Entries
-	for i < len(was) || j < len(is) {
-		switch {
-		case j == len(is) || (i < len(was) && was[i].Path < is[j].Path):
-			return nil, fmt.Errorf("%w: %s is gone", ErrPoolTouched, quote(was[i].Path))
-		case i == len(was) || is[j].Path < was[i].Path:
-			if ignore == nil || !ignored(ignore, is[j]) {
-				return nil, fmt.Errorf("%w: %s appeared", ErrPoolTouched, quote(is[j].Path))
-			}
-			j++
-		default:
-			if !manifest.SameStat(was[i], is[j]) {
-				return nil, fmt.Errorf("%w: %s changed", ErrPoolTouched, quote(is[j].Path))
-			}
-			covered[j] = true
-			i++
-			j++
-		}
-	}
-	return covered, nil
-}
-
-// ignored reports whether e lies in a part of the tree the pooled walk
-// skipped: e itself or one of its parent directories matches.
-func ignored(skip func(string, bool) bool, e manifest.Entry) bool {
-	if skip(e.Path, e.Kind == manifest.KindDir) {
-		return true
-	}
-	for p := e.Path; ; {
-		k := strings.LastIndexByte(p, '/')
-		if k < 0 {
-			return false
-		}
-		p = p[:k]
-		if skip(p, true) {
-			return true
-		}
-	}
-}
-
 type refresher struct {
 	ctx  context.Context
 	src  *source
@@ -290,7 +137,7 @@ type refresher struct {
 	tree *manifest.Manifest // the pooled tree now
 	// covered[j] says tree entry j is as the pooled walk saw it (untouched).
 	covered []bool
-	p       Pooled
+	p       Existing
 	// stateClock and baseClock are Request's: the pooled tree lies on the
 	// state's file system, the source versions on the base's.
 	stateClock, baseClock fsclock.Clock

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package stage
+package holders
 
 import (
 	"errors"
@@ -19,9 +19,9 @@ func (h Holder) String() string {
 	return fmt.Sprintf("process %d (%s) holds it: %s", h.PID, h.Command, h.How)
 }
 
-// Holders cannot look at other processes' descriptors here (no /proc), so
+// Find cannot look at other processes' descriptors here (no /proc), so
 // it cannot prove a tree free and says so: pooled trees are not reused.
-func Holders(string, FileIDs, time.Time) ([]Holder, error) {
+func Find(string, FileIDs, time.Time) ([]Holder, error) {
 	return nil, errors.New("this system has no /proc to prove that no process holds a pooled tree")
 }
 

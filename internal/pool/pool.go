@@ -1,0 +1,429 @@
+package pool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/airlockdev/airlock/internal/holders"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/selector"
+	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+const (
+	// Max is how many trees a base's pool keeps: enough for a few agents
+	// working over one base at once; each costs a full copy on disk.
+	Max = 2
+	// MaxAge is how long a pooled tree waits to be reused before gc
+	// deletes it.
+	MaxAge = 7 * 24 * time.Hour
+
+	// TreeDir is the pooled tree itself, in its slot.
+	TreeDir = "tree"
+
+	recordFile = "pool.json"
+	treeFile   = "tree.manifest"
+	sourceFile = "source.manifest"
+	// claimDir is where Take claims a slot, in the claiming transaction's
+	// directory.
+	claimDir = "recycle"
+)
+
+// Supported reports whether this system can prove a pooled tree free
+// (holders.Find needs /proc): elsewhere nothing is pooled.
+func Supported() bool { return runtime.GOOS == "linux" }
+
+// Record is pool.json, beside a pooled tree.
+type Record struct {
+	Tx       string         `json:"tx"`
+	Base     manifest.Bytes `json:"base"`
+	Opened   time.Time      `json:"opened"`    // when the transaction opened: its command started later
+	PooledAt time.Time      `json:"pooled_at"` // when it was pooled
+	// TreeWalkNs and SourceWalkNs: see Pooled.
+	TreeWalkNs   int64            `json:"tree_walk_ns"`
+	SourceWalkNs int64            `json:"source_walk_ns"`
+	Noise        []manifest.Bytes `json:"noise,omitempty"`
+	Bytes        int64            `json:"bytes"`   // bytes of the tree's files
+	Entries      int              `json:"entries"` // its entries
+	// RootDevice and RootInode: the tree's root directory, which a reuse
+	// must find at the pooled path (never a symlink or another directory).
+	RootDevice uint64 `json:"root_device"`
+	RootInode  uint64 `json:"root_inode"`
+	// Contained says every process of the tree's transaction had ended
+	// when it was pooled (a contained run): a refresh need not look for
+	// processes that hold it. Otherwise it must.
+	Contained bool `json:"contained,omitempty"`
+}
+
+// Settled is a copy-backend transaction's staged tree as its settling
+// found it: what Put needs to decide whether it may be pooled, and to
+// record it.
+type Settled struct {
+	Tx     string
+	Dir    string         // the staged tree
+	Base   manifest.Bytes // the base's path
+	Opened time.Time
+	Noise  []string // the agent-noise selectors the settling walk skipped
+	// Root is the staged tree's root directory as staging made it.
+	Root holders.FileID
+	// Walked is the settling diff's walk of the tree, begun at WalkNs,
+	// over the directory WalkedRoot.
+	Walked     *manifest.Manifest
+	WalkNs     int64
+	WalkedRoot holders.FileID
+	// Source is the settling's Source; SourceWalkNs is when open measured
+	// the base.
+	Source       *manifest.Manifest
+	SourceWalkNs int64
+	// Contained says every process of the transaction ended with its
+	// container; Scanned says it ran uncontained and a look through /proc
+	// found nothing it left running.
+	Contained, Scanned bool
+}
+
+// Put moves a settled tree into the pool at dir and trims the pool, and
+// reports whether it pooled the tree. Only the directory staging made,
+// measured by the settling walk, whose processes have all ended (a
+// contained run's) or were looked for and found gone (an uncontained one's,
+// which a refresh looks for again) qualifies: a transaction airlock did
+// not run the command of has processes it cannot account for.
+func Put(ctx context.Context, dir string, s Settled) bool {
+	if !Supported() || s.Walked == nil || s.Root.Ino == 0 {
+		return false
+	}
+	// Only the directory staging made: a command can put a symlink (or
+	// another directory) at its path, and a refresh writes into the tree.
+	root, err := manifest.Lstat(s.Dir)
+	if err != nil || root.Kind != manifest.KindDir || root.Dev != s.Root.Dev || root.Ino != s.Root.Ino {
+		return false
+	}
+	// The settling walk must have measured that directory too.
+	if s.WalkedRoot != (holders.FileID{Dev: root.Dev, Ino: root.Ino}) {
+		return false
+	}
+	if !s.Contained && !s.Scanned {
+		return false
+	}
+	slot := filepath.Join(dir, s.Tx)
+	tmp := slot + ".tmp"
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return false
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+	if s.Source == nil {
+		return false
+	}
+	rec := Record{
+		Tx: s.Tx, Base: s.Base, Opened: s.Opened, PooledAt: time.Now().UTC(),
+		TreeWalkNs: s.WalkNs, SourceWalkNs: s.SourceWalkNs, Noise: asBytes(s.Noise),
+		Entries: len(s.Walked.Entries), RootDevice: root.Dev, RootInode: root.Ino,
+		Contained: s.Contained,
+	}
+	for i := range s.Walked.Entries {
+		rec.Bytes += s.Walked.Entries[i].Size
+	}
+	if !write(tmp, rec, s.Walked, s.Source) {
+		return false
+	}
+	if os.Rename(s.Dir, filepath.Join(tmp, TreeDir)) != nil {
+		return false
+	}
+	if err := os.Rename(tmp, slot); err != nil {
+		// Put the tree back where removing it is the ordinary path.
+		os.Rename(filepath.Join(tmp, TreeDir), s.Dir)
+		return false
+	}
+	ok = true
+	// A pool is a cache, but the commit's report comes after this: the
+	// state it names must be what a power loss leaves.
+	safefs.SyncDir(dir)
+	Trim(ctx, dir)
+	return true
+}
+
+// write saves a slot's record and manifests into the slot being made.
+func write(tmp string, rec Record, walked, source *manifest.Manifest) bool {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return false
+	}
+	srcSaved := make(chan error, 1)
+	go func() { srcSaved <- source.Save(filepath.Join(tmp, sourceFile)) }()
+	treeErr := walked.Save(filepath.Join(tmp, treeFile))
+	return <-srcSaved == nil && treeErr == nil &&
+		os.WriteFile(filepath.Join(tmp, recordFile), data, 0o600) == nil
+}
+
+func asBytes(ss []string) []manifest.Bytes {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]manifest.Bytes, len(ss))
+	for i, s := range ss {
+		out[i] = manifest.Bytes(s)
+	}
+	return out
+}
+
+func asStrings(bs []manifest.Bytes) []string {
+	if bs == nil {
+		return nil
+	}
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
+}
+
+// Trim deletes the oldest pooled trees beyond Max, and any pooled tree
+// older than MaxAge.
+func Trim(ctx context.Context, dir string) {
+	for i, sl := range Slots(dir) {
+		if i >= Max || time.Since(sl.Record.PooledAt) > MaxAge {
+			Drop(ctx, sl.Dir)
+		}
+	}
+}
+
+// Slot is one pooled tree: its directory and its record.
+type Slot struct {
+	Dir    string
+	Record Record
+	Err    error // why its record cannot be read
+}
+
+// Slots lists a pool's trees, newest first. A slot whose record cannot be
+// read is listed last, with Err set.
+func Slots(dir string) []Slot {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []Slot
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || strings.Contains(name, ".") {
+			continue
+		}
+		p := Slot{Dir: filepath.Join(dir, name)}
+		data, err := state.ReadFile(filepath.Join(p.Dir, recordFile))
+		if err == nil {
+			err = json.Unmarshal(data, &p.Record)
+		}
+		p.Err = err
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b Slot) int {
+		if (a.Err == nil) != (b.Err == nil) {
+			if a.Err == nil {
+				return -1
+			}
+			return 1
+		}
+		return b.Record.PooledAt.Compare(a.Record.PooledAt)
+	})
+	return out
+}
+
+// Drop deletes a pooled tree: renamed aside at once (so that no open
+// claims it), deleted in the background.
+func Drop(ctx context.Context, dir string) error {
+	trash := dir + ".drop"
+	if err := os.Rename(dir, trash); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	b, _ := stage.Get(stage.Copy)
+	return stage.Retire(ctx, b, trash)
+}
+
+// Reused says which pooled tree Take made the workspace from, and what
+// refreshing it took.
+type Reused struct {
+	From string // the transaction whose tree it was
+	stage.Refreshed
+}
+
+// Take makes req.Dir from one of the pooled trees at dir, refreshed to the
+// base (Refresh), claiming it into txDir first: a rename succeeds for one
+// open only. It returns nil (and why, when there was a tree to try) when
+// no tree could be used: the caller stages afresh. A tree that fails is
+// deleted, never reused.
+func Take(ctx context.Context, dir, txDir string, req stage.Request) (*stage.Result, *Reused, string) {
+	if !Supported() {
+		return nil, nil, ""
+	}
+	why := ""
+	for _, sl := range Slots(dir) {
+		if sl.Err != nil {
+			Drop(ctx, sl.Dir)
+			continue
+		}
+		// Claim it: a rename succeeds for one open only.
+		claimed := filepath.Join(txDir, claimDir)
+		if err := os.Rename(sl.Dir, claimed); err != nil {
+			continue
+		}
+		res, done, err := refreshClaimed(ctx, claimed, sl.Record, req)
+		if err == nil {
+			os.RemoveAll(claimed)
+			return res, &Reused{From: sl.Record.Tx, Refreshed: *done}, ""
+		}
+		why = err.Error()
+		// Whatever is left of it is deleted, never reused: from the pool's
+		// directory, where gc finds it if the deletion does not finish,
+		// not from the transaction's, which may soon be removed itself.
+		if _, serr := os.Lstat(req.Dir); serr == nil {
+			os.Rename(req.Dir, filepath.Join(claimed, TreeDir))
+		}
+		failed := sl.Dir + ".failed"
+		if os.Rename(claimed, failed) == nil {
+			claimed = failed
+		}
+		Drop(ctx, claimed)
+	}
+	return nil, nil, why
+}
+
+// refreshClaimed moves a claimed pooled tree to req.Dir, checks that it is
+// the very directory that was pooled, and refreshes it there.
+func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.Request) (*stage.Result, *stage.Refreshed, error) {
+	load := func(name string) (*manifest.Manifest, error) {
+		p := filepath.Join(claimed, name)
+		data, err := state.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		return manifest.Parse(p, data)
+	}
+	noise, err := selector.New(asStrings(rec.Noise))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.Rename(filepath.Join(claimed, TreeDir), req.Dir); err != nil {
+		return nil, nil, err
+	}
+	// The very directory that was pooled, not a symlink or another
+	// directory put in its place.
+	if at, err := manifest.Lstat(req.Dir); err != nil || at.Kind != manifest.KindDir || at.Dev != rec.RootDevice || at.Ino != rec.RootInode {
+		return nil, nil, fmt.Errorf("the pooled tree at %s is not the directory that was pooled", req.Dir)
+	}
+	return Refresh(ctx, req, Pooled{
+		Tree:       func() (*manifest.Manifest, error) { return load(treeFile) },
+		Source:     func() (*manifest.Manifest, error) { return load(sourceFile) },
+		TreeWalkNs: rec.TreeWalkNs, SourceWalkNs: rec.SourceWalkNs,
+		Ignore: noise.MatchSelf, Since: rec.Opened, Contained: rec.Contained,
+	})
+}
+
+// CollectOptions say which pooled trees Collect removes.
+type CollectOptions struct {
+	IDs    []string      // only these slots (transaction ids), each removed
+	All    bool          // every slot
+	MaxAge time.Duration // slots unused for longer (0: MaxAge)
+	DryRun bool          // decide and report, remove nothing
+	// Size measures a slot's disk usage for the report.
+	Size func(dir string) int64
+}
+
+// Collected is one pooled tree Collect looked at.
+type Collected struct {
+	ID      string
+	Bytes   int64
+	Removed bool
+	Reason  string
+}
+
+// Collect removes what a crash left half-pooled or half-deleted in the
+// pool at dir, and decides for each slot whether it stays (the newest Max
+// of the base, used within o.MaxAge) or goes.
+func Collect(ctx context.Context, dir string, o CollectOptions) []Collected {
+	maxAge := o.MaxAge
+	if maxAge == 0 {
+		maxAge = MaxAge
+	}
+	if ents, err := os.ReadDir(dir); err == nil && !o.DryRun {
+		for _, e := range ents {
+			// Every name with a dot is one of these (.tmp, .drop,
+			// .failed, .trash and their combinations); slots have none.
+			if n := e.Name(); strings.Contains(n, ".") {
+				if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Hour {
+					Drop(ctx, filepath.Join(dir, n))
+				}
+			}
+		}
+	}
+	var out []Collected
+	for i, sl := range Slots(dir) {
+		it := Collected{ID: filepath.Base(sl.Dir)}
+		if len(o.IDs) > 0 && !slices.Contains(o.IDs, it.ID) {
+			continue
+		}
+		if o.Size != nil {
+			it.Bytes = o.Size(sl.Dir)
+		}
+		age := time.Since(sl.Record.PooledAt)
+		switch {
+		case len(o.IDs) > 0:
+			it.Removed, it.Reason = true, "pooled tree, named"
+		case sl.Err != nil:
+			it.Removed, it.Reason = true, "pooled tree whose record cannot be read"
+		case o.All:
+			it.Removed, it.Reason = true, "pooled tree, --drop-pool"
+		case i >= Max:
+			it.Removed, it.Reason = true, fmt.Sprintf("pooled tree beyond the newest %d of base %s", Max, sl.Record.Base)
+		case age > maxAge:
+			it.Removed, it.Reason = true, fmt.Sprintf("pooled tree unused for %s", age.Round(time.Minute))
+		default:
+			it.Reason = fmt.Sprintf("kept: pooled tree of base %s, recycled by its next open", sl.Record.Base)
+		}
+		if it.Removed && !o.DryRun {
+			if err := Drop(ctx, sl.Dir); err != nil {
+				it.Removed, it.Reason = false, "kept: "+err.Error()
+			}
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// Usage reports what the pool at dir holds: trees and bytes.
+func Usage(dir string) (trees int, bytes int64) {
+	for _, sl := range Slots(dir) {
+		trees++
+		bytes += sl.Record.Bytes
+	}
+	return trees, bytes
+}
+
+// quote is a path as messages show it: as is when it is printable UTF-8,
+// Go-quoted otherwise, so that every message stays one line and names the
+// exact bytes.
+func quote(s string) string {
+	if s != "" && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return s
+	}
+	return strconv.Quote(s)
+}
