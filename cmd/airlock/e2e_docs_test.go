@@ -266,14 +266,28 @@ type airlockLine struct {
 	args  []string
 }
 
-// airlockLines collects the `airlock …` commands of a page's code blocks:
-// shell-like blocks line by line, and in JSON and TOML blocks every string
-// that is an airlock command ("command": "airlock hook claude stop") or a
-// command "airlock" with its "args".
+// airlockLines collects the `airlock …` commands of a page: its inline
+// code that starts with `airlock `, and its code blocks — shell-like blocks
+// line by line, and in JSON and TOML blocks every string that is an
+// airlock command ("command": "airlock hook claude stop") or a command
+// "airlock" with its "args".
 func airlockLines(t *testing.T, page string) []airlockLine {
 	t.Helper()
 	rel, _ := filepath.Rel(repoRoot, page)
 	var out []airlockLine
+	for i, l := range prose(t, page) {
+		for _, span := range inlineCodeRE.FindAllString(l, -1) {
+			span = strings.Trim(span, "`")
+			if !strings.HasPrefix(span, "airlock ") {
+				continue
+			}
+			for _, words := range shellWords(span) {
+				if words[0] == "airlock" {
+					out = append(out, airlockLine{fmt.Sprintf("%s:%d", rel, i+1), span, words[1:]})
+				}
+			}
+		}
+	}
 	for _, b := range fencedBlocks(t, page) {
 		switch b.lang {
 		case "", "sh", "bash", "shell", "console":
@@ -347,8 +361,9 @@ func configCommands(v any) [][]string {
 }
 
 // TestDocsCommandLinesParse: every `airlock …` line in a code block of
-// the README and docs/ names commands and flags the binary has (read from
-// its own --help), and the README's command table names every command.
+// the README and docs/, and every `airlock …` in their inline code, names
+// commands and flags the binary has (read from its own --help), and the
+// README's command table names every command.
 func TestDocsCommandLinesParse(t *testing.T) {
 	tree := cliTree(t)
 	n := 0
