@@ -596,3 +596,30 @@ func TestReadmeIsAFrontDoor(t *testing.T) {
 		t.Errorf("bash -n scripts/demo.sh: %v\n%s", err, out)
 	}
 }
+
+// TestE2EDocsConfigIsAccepted: the `.airlock.toml` that docs/config.md
+// shows, every key in it, is a project config airlock opens under.
+func TestE2EDocsConfigIsAccepted(t *testing.T) {
+	var shown []string
+	for _, b := range fencedBlocks(t, filepath.Join(repoRoot, "docs", "config.md")) {
+		if b.lang == "toml" {
+			shown = append(shown, b.text)
+		}
+	}
+	if len(shown) != 1 || !strings.Contains(shown[0], "validate =") {
+		t.Fatalf("docs/config.md shows %d TOML blocks, want the one .airlock.toml with every key", len(shown))
+	}
+	x := newH(t)
+	build(t, x.base, tree{".airlock.toml": F(0o644, shown[0]), "main.txt": F(0o644, "main\n")})
+	r := x.airlock("open", "--workdir", x.base, "--id", "docs-config")
+	if r.Code != 0 {
+		t.Fatalf("airlock open under docs/config.md's .airlock.toml: %v", r)
+	}
+	x.airlock("discard", "docs-config")
+	// The same file with a key airlock does not know is refused, so the
+	// open above accepted the keys, not ignored them.
+	build(t, x.base, tree{".airlock.toml": F(0o644, shown[0]+"no_such_key = 1\n")})
+	if r := x.airlock("open", "--workdir", x.base); r.Code != 125 {
+		t.Errorf("airlock open with an unknown key in .airlock.toml: exit %d, want 125\n%s", r.Code, r)
+	}
+}
