@@ -201,7 +201,7 @@ func TestE2ERecycleUncontainedLooksForHolders(t *testing.T) {
 	for i, c := range leftoverCases {
 		if strings.HasPrefix(c.name, "only an inotify watch") {
 			// Nothing in /proc shows what a watch is on: this is what the
-			// look cannot see (README, Recycled staging).
+			// look cannot see (docs/backends.md, Recycled staging).
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 // TestScript runs the scripts in testdata/script, as cmd/go runs its own:
 // each is a user's session at a shell — files to start from, the airlock
 // commands they type, the exit codes and the output lines they see — so
-// that what the README promises of every command, flag, exit code and
-// output line is pinned where it reads like the README itself. Races,
+// that what the docs promise of every command, flag, exit code and
+// output line is pinned where it reads like the docs themselves. Races,
 // crashes and fault points, which a script cannot say, stay in Go tests.
 //
 // Beyond testscript's own commands, a script has:

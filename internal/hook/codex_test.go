@@ -31,8 +31,8 @@ rm bad
 turn 4
 `
 
-// TestCodexStopUnderRun drives `airlock run -- <agent>` as the README
-// documents for `codex exec`: in same-path mode the agent, and so its Stop
+// TestCodexStopUnderRun drives `airlock run -- <agent>` as
+// docs/agents/codex.md documents for `codex exec`: in same-path mode the agent, and so its Stop
 // hook, sees the staged workspace at the base's own path; the hook finds
 // the transaction by AIRLOCK_TX and checks it against the real base.
 //

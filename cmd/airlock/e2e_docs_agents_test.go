@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,34 +18,31 @@ import (
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
-// The README's "Agents" section is exercised as written: every
+// The agents' pages (docs/agents/*.md) are exercised as written: every
 // `airlock run -- AGENT …` line runs with a stand-in for the agent on
-// PATH, and every MCP configuration (`claude mcp add`, the JSON and TOML
+// PATH, every MCP configuration (`claude mcp add`, the JSON and TOML
 // forms) starts the server the way the agent would and drives it through a
-// commit.
+// commit, and the hooks JSON each page shows is what `airlock init` writes.
 
 type snippet struct {
-	lang, text string
+	file, lang, text string
 }
 
-// agentSnippets returns the fenced code blocks of the README's Agents
-// section.
+// agentDocs is where the agents' pages live, from this package's directory.
+var agentDocs = filepath.Join("..", "..", "docs", "agents")
+
+// agentSnippets returns the fenced code blocks of the agents' pages.
 func agentSnippets(t *testing.T) []snippet {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## Agents\n")
-	if !ok {
-		t.Fatal("README.md has no \"## Agents\" section")
-	}
-	if i := strings.Index(sec, "\n## "); i >= 0 {
-		sec = sec[:i]
+	pages, err := filepath.Glob(filepath.Join(agentDocs, "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no agent pages in %s: %v", agentDocs, err)
 	}
 	var out []snippet
-	for _, m := range regexp.MustCompile("(?ms)^```(\\w*)\\n(.*?)^```").FindAllStringSubmatch(sec, -1) {
-		out = append(out, snippet{m[1], m[2]})
+	for _, p := range pages {
+		for _, b := range fencedBlocks(t, p) {
+			out = append(out, snippet{filepath.Base(p), b.lang, b.text})
+		}
 	}
 	return out
 }
@@ -58,7 +56,7 @@ pwd -P > "by-$name.cwd"
 printf 'edited by %s\n' "$name" >> main.txt
 `
 
-func TestE2EReadmeAgentRunLines(t *testing.T) {
+func TestE2EDocsAgentRunLines(t *testing.T) {
 	var lines []string
 	for _, s := range agentSnippets(t) {
 		for _, l := range strings.Split(s.text, "\n") {
@@ -67,14 +65,14 @@ func TestE2EReadmeAgentRunLines(t *testing.T) {
 			}
 		}
 	}
-	// The agents the README promises a line for.
+	// The agents the pages promise a line for.
 	var agents []string
 	for _, l := range lines {
 		agents = append(agents, strings.Fields(strings.TrimPrefix(l, "airlock run -- "))[0])
 	}
 	for _, want := range []string{"codex", "aider", "agent", "gemini", "opencode"} {
 		if !slices.Contains(agents, want) {
-			t.Errorf("the Agents section has no `airlock run -- %s …` line", want)
+			t.Errorf("docs/agents has no `airlock run -- %s …` line", want)
 		}
 	}
 	bin := filepath.Dir(airlockBin)
@@ -100,7 +98,7 @@ func TestE2EReadmeAgentRunLines(t *testing.T) {
 			if got := testbin.ReadFile(t, filepath.Join(x.base, "main.txt")); got != "main\nedited by "+agent+"\n" {
 				t.Errorf("the agent's edit did not land: main.txt = %q", got)
 			}
-			// The stand-in got the README's flags (those before the quoted
+			// The stand-in got the page's flags (those before the quoted
 			// prompt), each as an argument of its own.
 			unquoted, _, _ := strings.Cut(strings.TrimPrefix(line, "airlock run -- "+agent+" "), `"`)
 			args := strings.Fields(unquoted)
@@ -122,13 +120,13 @@ func TestE2EReadmeAgentRunLines(t *testing.T) {
 }
 
 // mcpLaunch is how an agent starts a stdio MCP server: a command and its
-// arguments, from one of the README's configurations.
+// arguments, from one of the agents' pages.
 type mcpLaunch struct {
 	from string
 	argv []string
 }
 
-func TestE2EReadmeMCPConfigs(t *testing.T) {
+func TestE2EDocsMCPConfigs(t *testing.T) {
 	var launches []mcpLaunch
 	for _, s := range agentSnippets(t) {
 		switch s.lang {
@@ -151,7 +149,7 @@ func TestE2EReadmeMCPConfigs(t *testing.T) {
 				} `json:"mcp"`
 			}
 			if err := json.Unmarshal([]byte(s.text), &c); err != nil {
-				t.Fatalf("README JSON snippet does not parse: %v\n%s", err, s.text)
+				t.Fatalf("docs/agents/%s: a JSON snippet does not parse: %v\n%s", s.file, err, s.text)
 			}
 			if a, ok := c.MCPServers["airlock"]; ok {
 				launches = append(launches, mcpLaunch{"mcpServers JSON", append([]string{a.Command}, a.Args...)})
@@ -170,7 +168,7 @@ func TestE2EReadmeMCPConfigs(t *testing.T) {
 				} `toml:"mcp_servers"`
 			}
 			if _, err := toml.Decode(s.text, &c); err != nil {
-				t.Fatalf("README TOML snippet does not parse: %v\n%s", err, s.text)
+				t.Fatalf("docs/agents/%s: a TOML snippet does not parse: %v\n%s", s.file, err, s.text)
 			}
 			if a, ok := c.Servers["airlock"]; ok {
 				launches = append(launches, mcpLaunch{"Codex TOML", append([]string{a.Command}, a.Args...)})
@@ -183,7 +181,7 @@ func TestE2EReadmeMCPConfigs(t *testing.T) {
 	}
 	for _, want := range []string{"claude mcp add", "mcpServers JSON", "opencode JSON", "Codex TOML"} {
 		if !slices.Contains(froms, want) {
-			t.Errorf("the Agents section has no %s configuration for airlock mcp", want)
+			t.Errorf("docs/agents has no %s configuration for airlock mcp", want)
 		}
 	}
 	path := filepath.Dir(airlockBin) + ":" + os.Getenv("PATH")
@@ -203,7 +201,7 @@ func TestE2EReadmeMCPConfigs(t *testing.T) {
 				}
 			}
 			cmd := testbin.Cmd{Bin: exe, Args: l.argv[1:], Dir: x.base, Env: env}.Command(ctx)
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "readme", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "docs", Version: "v0"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 			if err != nil {
 				t.Fatalf("start %q: %v", l.argv, err)
 			}
@@ -239,12 +237,12 @@ func lookPath(name, path string) (string, error) {
 	return "", exec.ErrNotFound
 }
 
-// TestE2EReadmeCodexFlags: every `codex exec` line of the README's Agents
-// section uses flags the installed Codex has. Codex removes flags
-// (`--full-auto` went in 0.147, and the README's line then failed with
+// TestE2EDocsCodexFlags: every `codex exec` line of the agents' pages
+// uses flags the installed Codex has. Codex removes flags
+// (`--full-auto` went in 0.147, and the documented line then failed with
 // "unexpected argument"), so the line is checked against the real
 // `codex exec --help`, not a stand-in.
-func TestE2EReadmeCodexFlags(t *testing.T) {
+func TestE2EDocsCodexFlags(t *testing.T) {
 	var lines []string
 	for _, s := range agentSnippets(t) {
 		for _, l := range strings.Split(s.text, "\n") {
@@ -254,9 +252,9 @@ func TestE2EReadmeCodexFlags(t *testing.T) {
 		}
 	}
 	if len(lines) == 0 {
-		t.Fatal("the Agents section has no `airlock run -- codex exec …` line")
+		t.Fatal("docs/agents has no `airlock run -- codex exec …` line")
 	}
-	codex := testbin.Require(t, "codex", "the README's `codex exec` lines are checked against its --help")
+	codex := testbin.Require(t, "codex", "the documented `codex exec` lines are checked against its --help")
 	help := testbin.Run(t, testbin.Cmd{Bin: codex, Args: []string{"exec", "--help"}, Env: testbin.Environ(t.TempDir(), t.TempDir()), Timeout: commandTimeout})
 	if help.Code != 0 {
 		t.Fatalf("codex exec --help: %v", help)
@@ -282,5 +280,43 @@ func TestE2EReadmeCodexFlags(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestE2EDocsHooksAreWhatInitWrites: the hooks JSON of each agent's page
+// (docs/agents/claude.md, codex.md) is what `airlock init AGENT` writes
+// into a project that has none, hook for hook.
+func TestE2EDocsHooksAreWhatInitWrites(t *testing.T) {
+	settings := map[string]string{"claude": ".claude/settings.json", "codex": ".codex/hooks.json"}
+	for agent, file := range settings {
+		t.Run(agent, func(t *testing.T) {
+			var shown []any
+			for _, s := range agentSnippets(t) {
+				if s.file != agent+".md" || s.lang != "json" || !strings.Contains(s.text, `"hooks"`) {
+					continue
+				}
+				var v any
+				if err := json.Unmarshal([]byte(s.text), &v); err != nil {
+					t.Fatalf("docs/agents/%s: the hooks JSON does not parse: %v\n%s", s.file, err, s.text)
+				}
+				shown = append(shown, v)
+			}
+			if len(shown) != 1 {
+				t.Fatalf("docs/agents/%s.md shows %d hooks JSON blocks, want 1", agent, len(shown))
+			}
+			x := newH(t)
+			build(t, x.base, tree{"main.txt": F(0o644, "main\n")})
+			if r := x.exec(run{dir: x.base, args: []string{"init", agent}}); r.Code != 0 {
+				t.Fatalf("airlock init %s: %v", agent, r)
+			}
+			var written any
+			if err := json.Unmarshal([]byte(testbin.ReadFile(t, filepath.Join(x.base, file))), &written); err != nil {
+				t.Fatalf("%s after airlock init %s: %v", file, agent, err)
+			}
+			if !reflect.DeepEqual(shown[0], written) {
+				w, _ := json.MarshalIndent(written, "", "  ")
+				t.Errorf("docs/agents/%s.md shows hooks that airlock init %s does not write; it writes:\n%s", agent, agent, w)
+			}
+		})
 	}
 }
