@@ -40,21 +40,32 @@ const (
 
 // Refusal is the error a commit returns when it refused. The base is as it
 // was before the commit began and the transaction is kept.
+//
+// A refusal is data: its kind, its paths, its reason and its remedy. Each
+// front end (the command line, the MCP tools, an agent's hook, the review
+// page) says it in its own terms; Error says it in this package's.
 type Refusal struct {
 	Kind   RefusalKind
 	Paths  []string // base-relative paths the refusal names, if any
 	Reason string   // one line for a person: what happened (and what to do, when Remedy is empty)
 	// Remedy is what to do about it when that depends on how the caller
-	// reaches airlock: Explain says it in the terms of the caller's own
-	// interface (a flag on the command line, a tool argument over MCP).
+	// reaches airlock (a flag on the command line, a tool argument over
+	// MCP, a Go caller's SettleOptions field).
 	Remedy Remedy
 }
 
-// Error is the refusal as the command line says it.
+// Error is the refusal in one line, its remedy in this package's terms.
 func (r *Refusal) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "refused (%s)", r.Kind)
-	if s := r.Explain(SurfaceCLI); s != "" {
+	s := r.Reason
+	if rem := r.Remedy.String(); rem != "" {
+		if s != "" {
+			s += "; "
+		}
+		s += rem
+	}
+	if s != "" {
 		b.WriteString(": ")
 		b.WriteString(s)
 	}
@@ -65,29 +76,6 @@ func (r *Refusal) Error() string {
 	return b.String()
 }
 
-// Explain is the reason with the remedy said for surface s.
-func (r *Refusal) Explain(s Surface) string {
-	rem := r.Remedy.say(s)
-	switch {
-	case rem == "":
-		return r.Reason
-	case r.Reason == "":
-		return rem
-	}
-	return r.Reason + "; " + rem
-}
-
-// Surface is how a caller reaches airlock, and so the terms a remedy is
-// given in.
-type Surface string
-
-const (
-	SurfaceCLI    Surface = "cli"    // the airlock command line
-	SurfaceMCP    Surface = "mcp"    // the tools of `airlock mcp`
-	SurfaceHook   Surface = "hook"   // an agent's hook: the agent reads it, the user acts
-	SurfaceReview Surface = "review" // the review page's buttons
-)
-
 // RemedyKind names what a caller can do about a refusal.
 type RemedyKind string
 
@@ -97,7 +85,7 @@ const (
 	RemedyApprove RemedyKind = "approve"
 	// RemedyUserApprove: the change set touches protected paths, and the
 	// caller, an agent, cannot approve them (SettleOptions.AgentApproval):
-	// a person does, with `airlock review` or `airlock commit --approve`.
+	// a person does.
 	RemedyUserApprove RemedyKind = "user_approve"
 	// RemedyReviewAgain: the change set is not the one reviewed; review
 	// it again and commit the digest reviewed.
@@ -106,53 +94,31 @@ const (
 	RemedyRecover RemedyKind = "recover"
 )
 
-// Remedy is what to do about a refusal, as data; its words are the
-// surface's (Refusal.Explain).
+// Remedy is what to do about a refusal, as data: each front end words it
+// for its own caller; String words it for a Go caller.
 type Remedy struct {
 	Kind RemedyKind `json:"kind,omitempty"`
 	Tx   string     `json:"tx,omitempty"`   // the transaction to act on
 	Base string     `json:"base,omitempty"` // RemedyRecover: the base to recover
 }
 
-func (m Remedy) say(s Surface) string {
+// String is the remedy in this package's terms, or "" when there is none.
+func (m Remedy) String() string {
 	switch m.Kind {
 	case RemedyApprove:
-		switch s {
-		case SurfaceMCP:
-			return fmt.Sprintf("look at them (the diff tool) and, only if the user asked for these changes, call commit again with approve: true, which asks the user to confirm them; or the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
-		case SurfaceHook:
-			return fmt.Sprintf("undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
-		case SurfaceReview:
-			return "look at them, and press Approve & commit if they are wanted"
-		}
-		return fmt.Sprintf("review them (airlock diff %s) and commit with --approve", m.Tx)
+		return fmt.Sprintf("look at the changes to them (Tx.Diff) and, if they are wanted, commit %s again with SettleOptions.Approve", m.Tx)
 	case RemedyUserApprove:
-		switch s {
-		case SurfaceMCP:
-			return fmt.Sprintf("only the user can approve them: tell the user, who reviews and lands them with `airlock review %s` or `airlock commit %s --approve` (no tool here approves); undo your changes to them if they were not asked for", m.Tx, m.Tx)
-		case SurfaceHook:
-			return fmt.Sprintf("undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
-		case SurfaceReview:
-			return "look at them, and press Approve & commit if they are wanted"
-		}
-		return fmt.Sprintf("only a person approves them: review them with `airlock review %s` (or `airlock diff %s`) and commit with `airlock commit %s --approve`", m.Tx, m.Tx, m.Tx)
+		return fmt.Sprintf("only a person approves them: an agent's own approval (SettleOptions.AgentApproval) does not; a person commits %s with SettleOptions.Approve", m.Tx)
 	case RemedyReviewAgain:
-		switch s {
-		case SurfaceMCP:
-			return "review it again (diff, and status for its diff_digest) and commit with expect_digest set to the digest you reviewed"
-		case SurfaceReview:
-			return "reload the page, review it again and commit what you reviewed"
-		}
-		return fmt.Sprintf("review it again (airlock diff %s; airlock show %s --json gives its diff_digest) and commit with --expect-digest set to the digest you reviewed", m.Tx, m.Tx)
+		return fmt.Sprintf("review %s again (Tx.ReviewDiff gives the digest of what it shows) and commit with SettleOptions.ExpectDiffDigest set to the digest reviewed", m.Tx)
 	case RemedyRecover:
-		if s == SurfaceCLI {
-			return fmt.Sprintf("run `airlock recover --workdir %s` first", m.Base)
-		}
-		return fmt.Sprintf("the user has to run `airlock recover --workdir %s` first (a command line step: no tool here does it)", m.Base)
+		return fmt.Sprintf("call Store.Recover on %s first", m.Base)
 	}
 	return ""
 }
 
+// quotePaths quotes paths for one line of text: the first most of them,
+// then how many more.
 func quotePaths(paths []string, most int) string {
 	var q []string
 	for i, p := range paths {
@@ -164,7 +130,6 @@ func quotePaths(paths []string, most int) string {
 	}
 	return strings.Join(q, ", ")
 }
-
 func refuse(kind RefusalKind, paths []string, format string, args ...any) *Refusal {
 	return &Refusal{Kind: kind, Paths: paths, Reason: fmt.Sprintf(format, args...)}
 }
@@ -183,41 +148,48 @@ func rawPaths(paths []string) []Bytes {
 // as its event log recorded it, or nil when none was refused.
 func (t *Tx) LastRefusal() (_ *Refusal, err error) {
 	defer exported(&err)
-	evs, err := t.st.Events()
+	evs, err := t.Events()
 	if err != nil {
 		return nil, err
 	}
 	for i := len(evs) - 1; i >= 0; i-- {
-		e := evs[i]
-		if e.Event != eventRefused {
-			continue
+		if r := evs[i].Refusal(); r != nil {
+			return r, nil
 		}
-		r := &Refusal{}
-		kind, _ := e.Detail["refusal"].(string)
-		r.Kind = RefusalKind(kind)
-		if ps, ok := e.Detail["paths"].([]any); ok {
-			for _, p := range ps {
-				if b, err := json.Marshal(p); err == nil {
-					var raw Bytes
-					if json.Unmarshal(b, &raw) == nil {
-						r.Paths = append(r.Paths, string(raw))
-					}
+	}
+	return nil, nil
+}
+
+// Refusal is the refusal a refused event records, or nil when e is not
+// one.
+func (e Event) Refusal() *Refusal {
+	if e.Event != eventRefused {
+		return nil
+	}
+	r := &Refusal{}
+	kind, _ := e.Detail["refusal"].(string)
+	r.Kind = RefusalKind(kind)
+	if ps, ok := e.Detail["paths"].([]any); ok {
+		for _, p := range ps {
+			if b, err := json.Marshal(p); err == nil {
+				var raw Bytes
+				if json.Unmarshal(b, &raw) == nil {
+					r.Paths = append(r.Paths, string(raw))
 				}
 			}
 		}
-		cause, ok := e.Detail["cause"].(string)
-		if !ok {
-			// Recorded before remedies were data: the reason says all.
-			cause, _ = e.Detail["reason"].(string)
-		}
-		r.Reason = cause
-		if m, ok := e.Detail["remedy"].(map[string]any); ok {
-			r.Remedy.Kind = RemedyKind(str(m["kind"]))
-			r.Remedy.Tx, r.Remedy.Base = str(m["tx"]), str(m["base"])
-		}
-		return r, nil
 	}
-	return nil, nil
+	cause, ok := e.Detail["cause"].(string)
+	if !ok {
+		// Recorded before remedies were data: the reason says all.
+		cause, _ = e.Detail["reason"].(string)
+	}
+	r.Reason = cause
+	if m, ok := e.Detail["remedy"].(map[string]any); ok {
+		r.Remedy.Kind = RemedyKind(str(m["kind"]))
+		r.Remedy.Tx, r.Remedy.Base = str(m["tx"]), str(m["base"])
+	}
+	return r
 }
 
 func str(v any) string {

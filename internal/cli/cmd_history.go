@@ -274,7 +274,7 @@ func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, t
 		switch {
 		case errors.As(l.Err, &r):
 			refused++
-			fmt.Fprintf(out, "refused  %s  %s\n", l.ID, r.Error())
+			fmt.Fprintf(out, "refused  %s  %s\n", l.ID, refusalLine(r))
 		case errors.As(l.Err, &irq):
 			// Not a failure: the caller's signal (see interrupted).
 			fmt.Fprintf(out, "stopped  %s  %v\n", l.ID, l.Err)

@@ -78,6 +78,7 @@ func newShowCmd(io IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			evs = withReasons(evs)
 			rec := tx.Record()
 			if asJSON {
 				if evs == nil {

@@ -142,7 +142,7 @@ func resultJSON(res *airlock.Result) map[string]any {
 	if res.Refusal != nil {
 		m["refusal"] = res.Refusal.Kind
 		m["refused_paths"] = rawPaths(res.Refusal.Paths)
-		m["reason"] = res.Refusal.Explain(airlock.SurfaceCLI)
+		m["reason"] = explain(res.Refusal)
 	}
 	if len(res.Kept) > 0 {
 		m["kept"] = rawPaths(res.Kept)

@@ -46,7 +46,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(ctx)
 	if err != nil && !silent(err) {
-		fmt.Fprintf(io.Err, "airlock: %v\n", err)
+		fmt.Fprintf(io.Err, "airlock: %s\n", message(err))
 	}
 	return ExitCode(err)
 }

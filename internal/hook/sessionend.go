@@ -68,7 +68,7 @@ func (r *Runner) sessionEnd(ctx context.Context, in *Input) error {
 	if tx.Record().StopHook == "commit" {
 		res, err := tx.Commit(ctx, airlock.SettleOptions{})
 		if ref, ok := asRefusal(err); ok {
-			fmt.Fprintf(r.Err, "airlock: parked transaction %s at the session's end: its commit was refused (%s): %s\n", tx.ID(), ref.Kind, ref.Explain(airlock.SurfaceCLI))
+			fmt.Fprintf(r.Err, "airlock: parked transaction %s at the session's end: its commit was refused (%s): %s\n", tx.ID(), ref.Kind, explain(ref, userRemedy))
 			return nil
 		}
 		if err != nil {

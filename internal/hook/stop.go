@@ -145,7 +145,7 @@ func (f *finding) same(g *finding) bool {
 func refused(tx *airlock.Tx, ref *airlock.Refusal, prev, cur *finding, in *Input) Decision {
 	if prev.same(cur) && (in.StopHookActive || cur.digest != "") {
 		return Decision{Message: fmt.Sprintf("airlock: transaction %s would still be refused (%s): %s. The changes are kept; review them with `airlock review %s`.",
-			tx.ID(), ref.Kind, ref.Explain(airlock.SurfaceCLI), tx.ID())}
+			tx.ID(), ref.Kind, explain(ref, userRemedy), tx.ID())}
 	}
 	return Decision{Block: true, Reason: Reason(tx, ref)}
 }
@@ -154,7 +154,7 @@ func refused(tx *airlock.Tx, ref *airlock.Refusal, prev, cur *finding, in *Input
 // can do about it.
 func Reason(tx *airlock.Tx, ref *airlock.Refusal) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "airlock: committing transaction %s would be refused (%s): %s.", tx.ID(), ref.Kind, strings.TrimSuffix(ref.Explain(airlock.SurfaceHook), "."))
+	fmt.Fprintf(&b, "airlock: committing transaction %s would be refused (%s): %s.", tx.ID(), ref.Kind, strings.TrimSuffix(explain(ref, agentRemedy), "."))
 	if len(ref.Paths) > 0 {
 		fmt.Fprintf(&b, "\nPaths: %s", strings.Join(ref.Paths, ", "))
 	}

@@ -310,7 +310,7 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 	}
 	if r != nil {
 		out.Outcome = string(airlock.Refused)
-		out.Refusal, out.RefusedPaths, out.Reason = string(r.Kind), r.Paths, r.Explain(airlock.SurfaceMCP)
+		out.Refusal, out.RefusedPaths, out.Reason = string(r.Kind), r.Paths, explain(r)
 		if note != "" && r.Kind == airlock.ProtectedPathNotApproved {
 			out.Reason = note + ": " + out.Reason
 		}

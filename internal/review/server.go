@@ -250,7 +250,7 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 		if !errors.As(out.Err, &v.Refusal) {
 			v.ErrText = out.Err.Error()
 		} else {
-			v.RefusalText = v.Refusal.Explain(airlock.SurfaceReview)
+			v.RefusalText = explain(v.Refusal)
 		}
 	}
 	if info.Status == airlock.StatusRefused {
@@ -304,5 +304,5 @@ func lastReason(tx *airlock.Tx) string {
 	if err != nil || r == nil {
 		return ""
 	}
-	return r.Explain(airlock.SurfaceReview)
+	return explain(r)
 }
