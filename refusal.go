@@ -196,3 +196,83 @@ func str(v any) string {
 	s, _ := v.(string)
 	return s
 }
+
+// StepKind names a step that resolves an error: a StepError's, or a
+// CancelledError's (StepCommit).
+type StepKind string
+
+const (
+	// StepRecover: recover the interrupted apply over Base (Store.Recover).
+	StepRecover StepKind = "recover"
+	// StepRecoverMoved: Base is the base moved there, or its file system
+	// mounted there (or, when Base is "", the base's new path): recover
+	// it, confirming that (RecoverOptions.Moved).
+	StepRecoverMoved StepKind = "recover_moved"
+	// StepRecoverBaseGone: the base at Base was deleted for good: clear its
+	// interrupted apply, keeping its journal (RecoverOptions.BaseGone).
+	StepRecoverBaseGone StepKind = "recover_base_gone"
+	// StepMoved names the confirmation itself (RecoverOptions.Moved), where
+	// a sentence says what it can or cannot do.
+	StepMoved StepKind = "moved"
+	// StepCommit: commit transaction Tx again (Tx.Commit).
+	StepCommit StepKind = "commit"
+	// StepRemoteLog: read the receipt chain on Branch of Remote
+	// (Store.RemoteLog).
+	StepRemoteLog StepKind = "remote_log"
+)
+
+// Step is a step that resolves an error, as data: each front end names it
+// in its own terms (a command line, a tool); String names it in this
+// package's.
+type Step struct {
+	Kind   StepKind `json:"kind"`
+	Base   string   `json:"base,omitempty"`
+	Tx     string   `json:"tx,omitempty"`
+	Remote string   `json:"remote,omitempty"`
+	Branch string   `json:"branch,omitempty"`
+}
+
+// String is the step in this package's terms.
+func (s Step) String() string {
+	switch s.Kind {
+	case StepRecover:
+		return fmt.Sprintf("call Store.Recover on %s", s.Base)
+	case StepRecoverMoved:
+		if s.Base == "" {
+			return "call Store.RecoverWith on its new path with RecoverOptions.Moved"
+		}
+		return fmt.Sprintf("call Store.RecoverWith on %s with RecoverOptions.Moved", s.Base)
+	case StepRecoverBaseGone:
+		return fmt.Sprintf("call Store.RecoverWith on %s with RecoverOptions.BaseGone", s.Base)
+	case StepMoved:
+		return "RecoverOptions.Moved"
+	case StepCommit:
+		return fmt.Sprintf("Tx.Commit of %s", s.Tx)
+	case StepRemoteLog:
+		return fmt.Sprintf("Store.RemoteLog (Remote %s, Branch %s)", s.Remote, s.Branch)
+	}
+	return string(s.Kind)
+}
+
+// StepError is an error that steps of the caller's resolve: its message
+// says what failed, on which path, and names each step in this package's
+// terms; Steps holds them as data, for a front end to name in its own.
+type StepError struct {
+	Err   error
+	Steps []Step
+}
+
+func (e *StepError) Error() string { return e.Err.Error() }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// stepErrorf is fmt.Errorf whose args may be Steps: each is named by its
+// String where format puts it, and kept as data in the StepError.
+func stepErrorf(format string, args ...any) error {
+	e := &StepError{Err: fmt.Errorf(format, args...)}
+	for _, a := range args {
+		if s, ok := a.(Step); ok {
+			e.Steps = append(e.Steps, s)
+		}
+	}
+	return e
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 func newLogCmd(io IO) *cobra.Command {
@@ -234,7 +235,7 @@ func interrupted(results []airlock.RemoteLanded) error {
 	if n := len(results); n > 0 {
 		var irq *airlock.InterruptedError
 		if errors.As(results[n-1].Err, &irq) {
-			return &exitError{code: 128 + int(irq.Signal), msg: fmt.Sprintf("land stopped: %v; the transactions after it were not tried", results[n-1].Err)}
+			return &exitError{code: 128 + int(irq.Signal), msg: fmt.Sprintf("land stopped: %s; the transactions after it were not tried", commandline.Message(results[n-1].Err))}
 		}
 	}
 	return nil
@@ -274,15 +275,15 @@ func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, t
 		switch {
 		case errors.As(l.Err, &r):
 			refused++
-			fmt.Fprintf(out, "refused  %s  %s\n", l.ID, refusalLine(r))
+			fmt.Fprintf(out, "refused  %s  %s\n", l.ID, commandline.Refusal(r))
 		case errors.As(l.Err, &irq):
 			// Not a failure: the caller's signal (see interrupted).
-			fmt.Fprintf(out, "stopped  %s  %v\n", l.ID, l.Err)
-			e["error"] = l.Err.Error()
+			fmt.Fprintf(out, "stopped  %s  %s\n", l.ID, commandline.Message(l.Err))
+			e["error"] = commandline.Message(l.Err)
 		case l.Err != nil:
 			failed++
-			fmt.Fprintf(out, "failed   %s  %v\n", l.ID, l.Err)
-			e["error"] = l.Err.Error()
+			fmt.Fprintf(out, "failed   %s  %s\n", l.ID, commandline.Message(l.Err))
+			e["error"] = commandline.Message(l.Err)
 		case l.Already:
 			fmt.Fprintf(out, "already  %s  %s\n", l.ID, l.Commit)
 		case l.Commit != "" && l.Result.Outcome != airlock.NoChanges:

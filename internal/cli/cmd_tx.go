@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 func newOpenCmd(io IO) *cobra.Command {
@@ -142,7 +143,7 @@ func resultJSON(res *airlock.Result) map[string]any {
 	if res.Refusal != nil {
 		m["refusal"] = res.Refusal.Kind
 		m["refused_paths"] = rawPaths(res.Refusal.Paths)
-		m["reason"] = explain(res.Refusal)
+		m["reason"] = commandline.Explain(res.Refusal)
 	}
 	if len(res.Kept) > 0 {
 		m["kept"] = rawPaths(res.Kept)

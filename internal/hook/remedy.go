@@ -4,12 +4,13 @@ import (
 	"fmt"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 // A hook speaks to two readers: the agent, which it blocks with what to fix
 // (agentRemedy: the agent cannot approve, it tells the user), and the user
-// at the terminal, to whom it names the commands to type (userRemedy, the
-// command line's own terms).
+// at the terminal, to whom it names the commands to type (the command
+// line's own words: commandline.Remedy).
 
 // agentRemedy is m in the terms of an agent a hook blocked.
 func agentRemedy(m airlock.Remedy) string {
@@ -17,24 +18,9 @@ func agentRemedy(m airlock.Remedy) string {
 	case airlock.RemedyApprove, airlock.RemedyUserApprove:
 		return fmt.Sprintf("undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
 	case airlock.RemedyReviewAgain:
-		return userRemedy(m)
+		return commandline.Remedy(m)
 	case airlock.RemedyRecover:
 		return fmt.Sprintf("the user has to run `airlock recover --workdir %s` first (a command line step: no tool here does it)", m.Base)
-	}
-	return ""
-}
-
-// userRemedy is m in the command line's terms, for the user.
-func userRemedy(m airlock.Remedy) string {
-	switch m.Kind {
-	case airlock.RemedyApprove:
-		return fmt.Sprintf("review them (airlock diff %s) and commit with --approve", m.Tx)
-	case airlock.RemedyUserApprove:
-		return fmt.Sprintf("only a person approves them: review them with `airlock review %s` (or `airlock diff %s`) and commit with `airlock commit %s --approve`", m.Tx, m.Tx, m.Tx)
-	case airlock.RemedyReviewAgain:
-		return fmt.Sprintf("review it again (airlock diff %s; airlock show %s --json gives its diff_digest) and commit with --expect-digest set to the digest you reviewed", m.Tx, m.Tx)
-	case airlock.RemedyRecover:
-		return fmt.Sprintf("run `airlock recover --workdir %s` first", m.Base)
 	}
 	return ""
 }

@@ -1,9 +1,13 @@
 package mcpserver
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 // remedy is m in this server's terms: a tool and its arguments where a tool
@@ -33,3 +37,26 @@ func explain(r *airlock.Refusal) string {
 	}
 	return r.Reason + "; " + rem
 }
+
+// worded gives h's errors in this server's words: a step that resolves one
+// (recover the base, say) is the user's to take at the command line, and
+// is named as the user types it.
+func worded[In, Out any](h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			if msg := commandline.Message(err); msg != err.Error() {
+				err = &wordedError{msg: msg, err: err}
+			}
+		}
+		return res, out, err
+	}
+}
+
+type wordedError struct {
+	msg string
+	err error
+}
+
+func (e *wordedError) Error() string { return e.msg }
+func (e *wordedError) Unwrap() error { return e.err }
