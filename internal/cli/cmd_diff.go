@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // diffOptions are diff's argument and flags.
@@ -60,7 +61,7 @@ func runDiff(ctx context.Context, io IO, o diffOptions) error {
 		if err != nil {
 			return err
 		}
-		return writeJSON(io, map[string]any{"tx": tx.ID(), "format": name, "text": text.String(), "notes": nonNil(notes)})
+		return writeJSON(io, jsonout.Diff{Format: name, Notes: jsonout.NonNil(notes), Text: text.String(), Tx: tx.ID()})
 	}
 	out := bufio.NewWriter(io.Out)
 	notes, err := tx.Diff(ctx, out, format)

@@ -5,6 +5,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // doctorOptions are doctor's flags.
@@ -35,7 +37,7 @@ func runDoctor(io IO, o doctorOptions) error {
 	}
 	checks := st.Doctor(o.workdir)
 	if o.json {
-		return writeJSON(io, map[string]any{"state_dir": st.Dir(), "checks": checks})
+		return writeJSON(io, jsonout.Doctor{Checks: checks, StateDir: st.Dir()})
 	}
 	w := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
 	for _, ch := range checks {

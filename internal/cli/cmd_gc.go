@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // gcOptions are gc's arguments and flags.
@@ -53,7 +54,7 @@ func runGC(ctx context.Context, io IO, o gcOptions) error {
 		out = iopkg.Discard
 	}
 	var kept, held, pooled, poolBytes int64
-	entries, pool := []map[string]any{}, []map[string]any{}
+	entries, pool := []jsonout.GCItem{}, []jsonout.PooledTree{}
 	for _, it := range items {
 		if it.Pooled {
 			if it.Removed {
@@ -62,7 +63,7 @@ func runGC(ctx context.Context, io IO, o gcOptions) error {
 				pooled++
 				poolBytes += it.Bytes
 			}
-			pool = append(pool, map[string]any{"tx": it.ID, "removed": it.Removed, "reason": it.Reason, "bytes": it.Bytes})
+			pool = append(pool, jsonout.PooledTree{Bytes: it.Bytes, Reason: it.Reason, Removed: it.Removed, Tx: it.ID})
 			continue
 		}
 		if it.Removed {
@@ -74,10 +75,10 @@ func runGC(ctx context.Context, io IO, o gcOptions) error {
 		} else {
 			continue
 		}
-		entries = append(entries, map[string]any{"id": it.ID, "status": it.Status, "removed": it.Removed, "reason": it.Reason, "bytes": it.Bytes})
+		entries = append(entries, jsonout.GCItem{Bytes: it.Bytes, ID: it.ID, Reason: it.Reason, Removed: it.Removed, Status: it.Status})
 	}
 	if o.json {
-		if jerr := writeJSON(io, map[string]any{"dry_run": o.dryRun, "freed": freed, "transactions": entries, "pooled_trees": pool}); jerr != nil {
+		if jerr := writeJSON(io, jsonout.GC{DryRun: o.dryRun, Freed: freed, PooledTrees: pool, Transactions: entries}); jerr != nil {
 			return jerr
 		}
 		return err

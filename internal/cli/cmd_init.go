@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock/internal/hook"
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // initOptions are init's argument and flags.
@@ -65,7 +66,7 @@ func runInit(io IO, o initOptions) error {
 		return err
 	}
 	if o.json {
-		return writeJSON(io, map[string]any{"agent": o.agent, "path": res.Path, "added": nonNil(res.Added)})
+		return writeJSON(io, jsonout.Init{Added: jsonout.NonNil(res.Added), Agent: o.agent, Path: res.Path})
 	}
 	if len(res.Added) == 0 {
 		fmt.Fprintf(io.Err, "airlock: %s already runs airlock's hooks; nothing changed\n", res.Path)

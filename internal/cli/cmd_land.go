@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlockdev/airlock"
 	"github.com/airlockdev/airlock/internal/commandline"
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // landOptions are land's arguments and flags.
@@ -81,7 +82,7 @@ func runLand(ctx context.Context, io IO, o landOptions) error {
 	for _, l := range st.Land(context.WithoutCancel(ctx), o.ids, airlock.SettleOptions{Validate: o.validate, Approve: o.approve}) {
 		results = append(results, airlock.RemoteLanded{ID: l.ID, Result: l.Result, Err: l.Err})
 	}
-	refused, failed, err := reportLandings(io, results, o.quiet, o.json, nil)
+	refused, failed, err := reportLandings(io, results, o.quiet, o.json, jsonout.Land{})
 	if err != nil {
 		return err
 	}
@@ -101,7 +102,7 @@ func runLand(ctx context.Context, io IO, o landOptions) error {
 // already (on the branch before: nothing pushed), refused or failed.
 func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o airlock.RemoteOptions, quiet, asJSON bool) error {
 	results := st.LandRemote(context.WithoutCancel(ctx), ids, o)
-	refused, failed, err := reportLandings(io, results, quiet, asJSON, map[string]any{"remote": airlock.RedactRemote(o.Remote), "branch": o.Branch})
+	refused, failed, err := reportLandings(io, results, quiet, asJSON, jsonout.Land{Branch: o.Branch, Remote: airlock.RedactRemote(o.Remote)})
 	if err != nil {
 		return err
 	}
@@ -131,9 +132,9 @@ func interrupted(results []airlock.RemoteLanded) error {
 }
 
 // reportLandings prints what a land did: the settle blocks on stderr, and
-// a line per transaction on stdout, or with asJSON one object (top's
-// members, and transactions). A landing into a remote has a commit.
-func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, top map[string]any) (refused, failed int, err error) {
+// a line per transaction on stdout, or with asJSON doc, its transactions
+// filled in. A landing into a remote has a commit.
+func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, doc jsonout.Land) (refused, failed int, err error) {
 	for _, l := range results {
 		if l.Result != nil && !quiet {
 			writeBlock(io.Err, l.Result)
@@ -144,20 +145,11 @@ func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, t
 		// The table's lines say nothing the JSON does not.
 		out = iopkg.Discard
 	}
-	entries := []map[string]any{}
+	doc.Transactions = []jsonout.Landed{}
 	for _, l := range results {
-		e := map[string]any{"tx": l.ID}
+		e := jsonout.Landed{Already: l.Already, Attempts: l.Attempts, Commit: l.Commit, Tx: l.ID}
 		if l.Result != nil {
-			e["result"] = resultJSON(l.Result)
-		}
-		if l.Commit != "" {
-			e["commit"] = l.Commit
-		}
-		if l.Attempts > 0 {
-			e["attempts"] = l.Attempts
-		}
-		if l.Already {
-			e["already"] = true
+			e.Result = resultJSON(l.Result)
 		}
 		var r *airlock.Refusal
 		var irq *airlock.InterruptedError
@@ -168,11 +160,11 @@ func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, t
 		case errors.As(l.Err, &irq):
 			// Not a failure: the caller's signal (see interrupted).
 			fmt.Fprintf(out, "stopped  %s  %s\n", l.ID, commandline.Message(l.Err))
-			e["error"] = commandline.Message(l.Err)
+			e.Error = commandline.Message(l.Err)
 		case l.Err != nil:
 			failed++
 			fmt.Fprintf(out, "failed   %s  %s\n", l.ID, commandline.Message(l.Err))
-			e["error"] = commandline.Message(l.Err)
+			e.Error = commandline.Message(l.Err)
 		case l.Already:
 			fmt.Fprintf(out, "already  %s  %s\n", l.ID, l.Commit)
 		case l.Commit != "" && l.Result.Outcome != airlock.NoChanges:
@@ -180,13 +172,9 @@ func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, t
 		default:
 			fmt.Fprintf(out, "%-8s %s  +%d ~%d -%d\n", landWord(l.Result), l.ID, l.Result.Added, l.Result.Modified, l.Result.Deleted)
 		}
-		entries = append(entries, e)
+		doc.Transactions = append(doc.Transactions, e)
 	}
 	if asJSON {
-		doc := map[string]any{"transactions": entries}
-		for k, v := range top {
-			doc[k] = v
-		}
 		if err := writeJSON(io, doc); err != nil {
 			return refused, failed, err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // logOptions are log's flags.
@@ -49,11 +50,7 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 		return err
 	}
 	if o.json {
-		entries := lg.Entries
-		if entries == nil {
-			entries = []*airlock.Receipt{}
-		}
-		if err := writeJSON(io, map[string]any{"base": lg.Base, "entries": entries, "broken": lg.Broken}); err != nil {
+		if err := writeJSON(io, jsonout.NewLog(lg)); err != nil {
 			return err
 		}
 	} else {
@@ -77,15 +74,7 @@ func remoteLog(ctx context.Context, io IO, st *airlock.Store, o airlock.RemoteLo
 		return err
 	}
 	if asJSON {
-		type entry struct {
-			Commit  string           `json:"commit"`
-			Receipt *airlock.Receipt `json:"receipt"`
-		}
-		entries := []entry{}
-		for _, e := range lg.Entries {
-			entries = append(entries, entry{e.Commit, e.Receipt})
-		}
-		if err := writeJSON(io, map[string]any{"remote": lg.Remote, "branch": lg.Branch, "head": lg.Head, "entries": entries, "broken": lg.Broken}); err != nil {
+		if err := writeJSON(io, jsonout.NewRemoteLog(lg)); err != nil {
 			return err
 		}
 	} else {

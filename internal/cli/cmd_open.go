@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // openOptions are open's flags.
@@ -55,10 +57,7 @@ func runOpen(ctx context.Context, io IO, o openOptions) error {
 		fmt.Fprintf(io.Err, "airlock: warning: %s\n", w)
 	}
 	if o.json {
-		return writeJSON(io, map[string]any{
-			"id": tx.ID(), "path": tx.Path(), "base": tx.Base(),
-			"backend": tx.Record().Backend, "port_base": tx.Record().PortBase,
-		})
+		return writeJSON(io, jsonout.NewOpen(tx))
 	}
 	fmt.Fprintf(io.Out, "%s\n%s\n", tx.ID(), tx.Path())
 	return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/jsonout"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/state"
 )
@@ -97,14 +97,14 @@ func runReceiptVerify(ctx context.Context, io IO, o verifyOptions) error {
 	r, err := receipt.Verify(data)
 	if err != nil {
 		if o.json {
-			if jerr := writeJSON(io, map[string]any{"path": path, "valid": false, "error": err.Error()}); jerr != nil {
+			if jerr := writeJSON(io, jsonout.Verify{Error: err.Error(), Path: path, Valid: false}); jerr != nil {
 				return jerr
 			}
 		}
 		return &exitError{code: 1, msg: fmt.Sprintf("receipt %s is invalid: %v", path, err)}
 	}
 	if o.json {
-		return writeJSON(io, map[string]any{"path": path, "valid": true, "receipt": json.RawMessage(data)})
+		return writeJSON(io, jsonout.Verify{Path: path, Receipt: data, Valid: true})
 	}
 	fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s\n", path, r.TxID, r.Outcome, r.Digest)
 	return nil

@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // recoverOptions are recover's flags.
@@ -63,7 +65,7 @@ func runRecover(ctx context.Context, io IO, o recoverOptions) error {
 		writeBlock(io.Err, rr.Result)
 	}
 	if o.json {
-		return writeJSON(io, recoverJSON(rr))
+		return writeJSON(io, jsonout.NewRecover(rr, commandline.Explain))
 	}
 	return nil
 }

@@ -106,7 +106,7 @@ func runRun(ctx context.Context, io IO, o runOptions) error {
 		}
 		if o.json {
 			m := resultJSON(res.Settled)
-			m["exit_code"] = res.ExitCode
+			m.ExitCode = &res.ExitCode
 			if jerr := writeJSON(io, m); jerr != nil {
 				return jerr
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // showOptions are show's argument and flag.
@@ -52,17 +52,7 @@ func runShow(ctx context.Context, io IO, o showOptions) error {
 	evs = withReasons(evs)
 	rec := tx.Record()
 	if o.json {
-		if evs == nil {
-			evs = []airlock.Event{}
-		}
-		return writeJSON(io, struct {
-			*airlock.Info
-			Exclude  []airlock.Bytes `json:"exclude"`
-			Protect  []airlock.Bytes `json:"protect"`
-			Command  []airlock.Bytes `json:"command"`
-			Warnings []string        `json:"warnings"`
-			Events   []airlock.Event `json:"events"`
-		}{in, rawPaths(rec.Exclude), rawPaths(rec.Protect), append([]airlock.Bytes{}, rec.Command...), nonNil(rec.Warnings), evs})
+		return writeJSON(io, jsonout.NewShow(in, rec, evs))
 	}
 	w := io.Out
 	fmt.Fprintf(w, "id:        %s\n", in.ID)

@@ -18,13 +18,6 @@ func command(rec airlock.Record) []string {
 	return out
 }
 
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func age(t time.Time) string {
 	d := time.Since(t)
 	switch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlockdev/airlock"
 	"github.com/airlockdev/airlock/internal/buildinfo"
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // instructions tell the agent how the tools fit together.
@@ -213,8 +214,9 @@ type DiscardInput struct {
 	DropCommits bool   `json:"drop_commits,omitempty" jsonschema:"let git commits made in the staged path go too, instead of keeping them on branch airlock/<id> in the project's repository"`
 }
 
-// SettleOutput is what commit and discard return. Its member names are
-// those of the command line's JSON (docs/json.md).
+// SettleOutput is what commit and discard return: the command line's
+// settle result (jsonout.Settle, docs/json.md) under the same names, in the
+// types this tool's schema gives them.
 type SettleOutput struct {
 	TxID         string   `json:"tx"`
 	Outcome      string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
@@ -297,13 +299,15 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 	if res == nil {
 		return nil, SettleOutput{}, fmt.Errorf("transaction %s: the settle returned no result", id)
 	}
+	// The command line's settle result, as this tool returns it.
+	js := jsonout.NewSettle(res, explain)
 	out := SettleOutput{
-		TxID: res.TxID, Outcome: string(res.Outcome), Added: res.Added, Modified: res.Modified,
-		Deleted: res.Deleted, Kept: res.Kept, Repeat: res.Repeat, Validators: res.Validators, ReceiptPath: res.ReceiptPath,
-		Merged: res.Merged,
+		TxID: js.Tx, Outcome: string(js.Outcome), Added: js.Added, Modified: js.Modified,
+		Deleted: js.Deleted, Kept: texts(js.Kept), Repeat: js.Repeat, Validators: texts(js.Validators), ReceiptPath: js.ReceiptPath,
+		Merged: texts(js.Merged),
 	}
-	if res.Branch != nil {
-		out.Branch, out.BranchHead = res.Branch.Name, res.Branch.Head
+	if js.SettleBranch != nil {
+		out.Branch, out.BranchHead = js.Branch, js.BranchHead
 	}
 	if r == nil {
 		r = res.Refusal
@@ -315,12 +319,22 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 			out.Reason = note + ": " + out.Reason
 		}
 	}
-	if res.Receipt != nil {
-		if out.Receipt, err = asObject(res.Receipt); err != nil {
+	if js.Receipt != nil {
+		if out.Receipt, err = asObject(js.Receipt); err != nil {
 			return nil, SettleOutput{}, err
 		}
 	}
 	return nil, out, nil
+}
+
+// texts is paths as the tool's schema has them, strings; nil when there
+// are none.
+func texts(paths []airlock.Bytes) []string {
+	var out []string
+	for _, p := range paths {
+		out = append(out, string(p))
+	}
+	return out
 }
 
 // asObject is v's JSON form as a generic object: the receipt's JSON is its
