@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -266,12 +267,20 @@ func (e *StepError) Error() string { return e.Err.Error() }
 func (e *StepError) Unwrap() error { return e.Err }
 
 // stepErrorf is fmt.Errorf whose args may be Steps: each is named by its
-// String where format puts it, and kept as data in the StepError.
+// String where format puts it, and kept as data in the StepError. The
+// steps an error among args names are kept too, since its text (with %v,
+// unwrapped) names them.
 func stepErrorf(format string, args ...any) error {
 	e := &StepError{Err: fmt.Errorf(format, args...)}
 	for _, a := range args {
-		if s, ok := a.(Step); ok {
-			e.Steps = append(e.Steps, s)
+		switch a := a.(type) {
+		case Step:
+			e.Steps = append(e.Steps, a)
+		case error:
+			var inner *StepError
+			if errors.As(a, &inner) {
+				e.Steps = append(e.Steps, inner.Steps...)
+			}
 		}
 	}
 	return e
