@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -43,13 +44,23 @@ Codex events:
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			st, err := store()
-			if err != nil {
-				return err
-			}
-			r := &hook.Runner{Store: st, Out: io.Out, Err: io.Err, Getenv: os.Getenv}
-			return r.Run(c.Context(), hook.Agent(args[0]), args[1], io.In)
+			return runHook(c.Context(), io, hookOptions{agent: hook.Agent(args[0]), event: args[1]})
 		},
 	}
 	return c
+}
+
+// hookOptions are hook's arguments.
+type hookOptions struct {
+	agent hook.Agent
+	event string
+}
+
+func runHook(ctx context.Context, io IO, o hookOptions) error {
+	st, err := store()
+	if err != nil {
+		return err
+	}
+	r := &hook.Runner{Store: st, Out: io.Out, Err: io.Err, Getenv: os.Getenv}
+	return r.Run(ctx, o.agent, o.event, io.In)
 }
