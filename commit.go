@@ -290,7 +290,7 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 			}
 			return nil, fmt.Errorf("record the commit of %s: %w; the base was rolled back exactly and the transaction is kept", t.ID(), err)
 		}
-		return nil, fmt.Errorf("record the commit of %s: %w; run `airlock recover --workdir %s`", t.ID(), err, t.Base())
+		return nil, stepErrorf("record the commit of %s: %w; %s", t.ID(), err, Step{Kind: StepRecover, Base: t.Base()})
 	}
 	fault.Point("recorded")
 	res.Kept = applied.Kept
@@ -319,7 +319,7 @@ func (t *Tx) rollBack(ctx context.Context, root *safefs.Root, base *state.Base, 
 	var err error
 	ops := j.Ops
 	keep := func(err error) error {
-		return fmt.Errorf("apply to %s failed (%v) and the rollback failed too (%v); the journal is kept: run `airlock recover --workdir %s`", t.Base(), cause, err, t.Base())
+		return stepErrorf("apply to %s failed (%v) and the rollback failed too (%v); the journal is kept: %s", t.Base(), cause, err, Step{Kind: StepRecover, Base: t.Base()})
 	}
 	// The backups are read back into the base: the journal must still be
 	// the one this process wrote.

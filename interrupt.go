@@ -107,5 +107,5 @@ func interruptedBy(err error) syscall.Signal {
 // interruptedMessage is CancelledError's message for an interrupted
 // validation.
 func interruptedMessage(id string, irq *InterruptedError) string {
-	return fmt.Sprintf("the commit of %s was %v: the validator was stopped with everything it started and reached no verdict, nothing was written to the base, and transaction %s is kept as it was; commit it again (`airlock commit %s`) to validate and apply it", id, irq, id, id)
+	return fmt.Sprintf("the commit of %s was %v: the validator was stopped with everything it started and reached no verdict, nothing was written to the base, and transaction %s is kept as it was; commit it again (%s) to validate and apply it", id, irq, id, Step{Kind: StepCommit, Tx: id})
 }

@@ -27,7 +27,9 @@ func (t *Tx) checkJournal() error {
 	}
 	var unsafe *state.UnsafeError
 	if errors.As(err, &unsafe) {
-		unsafe.Fix = fmt.Sprintf("make it yours and private again (mode 0700 for directories, 0600 for files) or put the real file back in place of a symlink, then run `airlock recover --workdir %s`; do not remove it: its backups may be the only copy of what the base held before the commit", t.Base())
+		step := Step{Kind: StepRecover, Base: t.Base()}
+		unsafe.Fix = fmt.Sprintf("make it yours and private again (mode 0700 for directories, 0600 for files) or put the real file back in place of a symlink, then %s; do not remove it: its backups may be the only copy of what the base held before the commit", step)
+		return &StepError{Err: err, Steps: []Step{step}}
 	}
 	return err
 }

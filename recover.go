@@ -88,7 +88,7 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 		// (deleted, or moved away) is found by the path it had.
 		if gone, ok := goneBase(dir); ok {
 			if !o.BaseGone {
-				return nil, fmt.Errorf("%w; if an interrupted apply was over it, nothing was done: if it was moved, run `airlock recover --workdir NEWPATH --moved`; if it is only not there right now (a volume not mounted), run recover once it is back; if it was deleted for good, run `airlock recover --workdir %s --base-gone` to clear its interrupted apply (its journal is kept)", err, gone)
+				return nil, stepErrorf("%w; if an interrupted apply was over it, nothing was done: if it was moved, %s; if it is only not there right now (a volume not mounted), run recover once it is back; if it was deleted for good, %s to clear its interrupted apply (its journal is kept)", err, Step{Kind: StepRecoverMoved}, Step{Kind: StepRecoverBaseGone, Base: gone})
 			}
 			return s.recoverGone(ctx, gone, err)
 		}
@@ -155,14 +155,14 @@ func (s *Store) recoverElsewhere(ctx context.Context, base string, now state.Ide
 	switch e.Recorded.Match(now) {
 	case state.Unknown:
 		if !o.Moved {
-			return nil, fmt.Errorf("transaction %s was interrupted applying to %s, recorded as %s; %s is %s: the same inode under another device number, and nothing says whether it is the same file system mounted again (its file system has no identity of its own, or the apply's state was written by an earlier airlock version, which recorded the device number alone); nothing was done: if %s is that directory, run `airlock recover --workdir %s --moved`; if the file system that held it is not mounted, mount it and run recover there; if that directory was deleted for good, run `airlock recover --workdir %s --base-gone` (its journal is kept)", e.TxID, where, e.Recorded, base, now, base, base, where)
+			return nil, stepErrorf("transaction %s was interrupted applying to %s, recorded as %s; %s is %s: the same inode under another device number, and nothing says whether it is the same file system mounted again (its file system has no identity of its own, or the apply's state was written by an earlier airlock version, which recorded the device number alone); nothing was done: if %s is that directory, %s; if the file system that held it is not mounted, mount it and run recover there; if that directory was deleted for good, %s (its journal is kept)", e.TxID, where, e.Recorded, base, now, base, Step{Kind: StepRecoverMoved, Base: base}, Step{Kind: StepRecoverBaseGone, Base: where})
 		}
 	case state.Other:
 		confirm := ""
 		if o.Moved {
-			confirm = fmt.Sprintf("; --moved cannot make %s that directory: their identities differ", base)
+			confirm = fmt.Sprintf("; %s cannot make %s that directory: their identities differ", Step{Kind: StepMoved}, base)
 		}
-		return nil, fmt.Errorf("transaction %s was interrupted applying to %s, another directory than %s is now (it was %s; this is %s): open, run and commit over %s refuse until it is resolved, and nothing was done%s: if the file system that held it is not mounted, mount it and run recover there; if that directory was moved, run recover at its new path with --moved; if it was deleted for good, run `airlock recover --workdir %s --base-gone` to clear it (its journal is kept)", e.TxID, where, base, e.Recorded, now, base, confirm, base)
+		return nil, stepErrorf("transaction %s was interrupted applying to %s, another directory than %s is now (it was %s; this is %s): open, run and commit over %s refuse until it is resolved, and nothing was done%s: if the file system that held it is not mounted, mount it and run recover there; if that directory was moved, run recover at its new path with %s; if it was deleted for good, %s to clear it (its journal is kept)", e.TxID, where, base, e.Recorded, now, base, confirm, Step{Kind: StepMoved}, Step{Kind: StepRecoverBaseGone, Base: base})
 	}
 	unlock, err := e.Base.Lock(ctx)
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, n
 	switch t.baseIdentity().Match(now) {
 	case state.Unknown:
 		if !o.Moved {
-			return nil, fmt.Errorf("transaction %s was interrupted applying to %s, which it recorded as %s; %s is %s now: the same inode under another device number, and nothing says whether it is the same file system mounted again (the transaction was opened by an earlier airlock version, which recorded the device number alone, or its file system has no identity of its own); nothing was done: if %s is that directory, run `airlock recover --workdir %s --moved`", id, t.Base(), t.baseIdentity(), base, now, base, base)
+			return nil, stepErrorf("transaction %s was interrupted applying to %s, which it recorded as %s; %s is %s now: the same inode under another device number, and nothing says whether it is the same file system mounted again (the transaction was opened by an earlier airlock version, which recorded the device number alone, or its file system has no identity of its own); nothing was done: if %s is that directory, %s", id, t.Base(), t.baseIdentity(), base, now, base, Step{Kind: StepRecoverMoved, Base: base})
 		}
 	case state.Other:
 		if b.Identity().Match(now) == state.Same || t.Base() == base {
@@ -212,7 +212,7 @@ func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, n
 		// directory it is an alias; otherwise only the user can say it
 		// was moved.
 		if !o.Moved && !sameDir(t.Base(), t.baseIdentity()) {
-			return nil, fmt.Errorf("transaction %s was interrupted applying to %s, which is no longer that directory; %s has its identity (%s) but may be another directory; nothing was done: if %s is that base moved here (or its file system mounted here), run `airlock recover --workdir %s --moved`", id, t.Base(), base, now, base, base)
+			return nil, stepErrorf("transaction %s was interrupted applying to %s, which is no longer that directory; %s has its identity (%s) but may be another directory; nothing was done: if %s is that base moved here (or its file system mounted here), %s", id, t.Base(), base, now, base, Step{Kind: StepRecoverMoved, Base: base})
 		}
 		out.Notes = append(out.Notes, fmt.Sprintf("transaction %s opened this directory as %s; %s is the same directory (%s), and is recovered through it", id, t.Base(), base, now))
 	}
@@ -220,7 +220,7 @@ func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, n
 	// commit would also wait for the base's lock, held here: only try it.
 	unlockTx, err := t.st.TryLock()
 	if errors.Is(err, state.ErrLocked) {
-		return nil, fmt.Errorf("transaction %s, whose apply over %s is marked in flight, is locked by another airlock process right now; nothing was done: run `airlock recover --workdir %s` again once it has finished", id, base, base)
+		return nil, stepErrorf("transaction %s, whose apply over %s is marked in flight, is locked by another airlock process right now; nothing was done: %s again once it has finished", id, base, Step{Kind: StepRecover, Base: base})
 	}
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -40,21 +41,32 @@ const (
 
 // Refusal is the error a commit returns when it refused. The base is as it
 // was before the commit began and the transaction is kept.
+//
+// A refusal is data: its kind, its paths, its reason and its remedy. Each
+// front end (the command line, the MCP tools, an agent's hook, the review
+// page) says it in its own terms; Error says it in this package's.
 type Refusal struct {
 	Kind   RefusalKind
 	Paths  []string // base-relative paths the refusal names, if any
 	Reason string   // one line for a person: what happened (and what to do, when Remedy is empty)
 	// Remedy is what to do about it when that depends on how the caller
-	// reaches airlock: Explain says it in the terms of the caller's own
-	// interface (a flag on the command line, a tool argument over MCP).
+	// reaches airlock (a flag on the command line, a tool argument over
+	// MCP, a Go caller's SettleOptions field).
 	Remedy Remedy
 }
 
-// Error is the refusal as the command line says it.
+// Error is the refusal in one line, its remedy in this package's terms.
 func (r *Refusal) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "refused (%s)", r.Kind)
-	if s := r.Explain(SurfaceCLI); s != "" {
+	s := r.Reason
+	if rem := r.Remedy.String(); rem != "" {
+		if s != "" {
+			s += "; "
+		}
+		s += rem
+	}
+	if s != "" {
 		b.WriteString(": ")
 		b.WriteString(s)
 	}
@@ -65,29 +77,6 @@ func (r *Refusal) Error() string {
 	return b.String()
 }
 
-// Explain is the reason with the remedy said for surface s.
-func (r *Refusal) Explain(s Surface) string {
-	rem := r.Remedy.say(s)
-	switch {
-	case rem == "":
-		return r.Reason
-	case r.Reason == "":
-		return rem
-	}
-	return r.Reason + "; " + rem
-}
-
-// Surface is how a caller reaches airlock, and so the terms a remedy is
-// given in.
-type Surface string
-
-const (
-	SurfaceCLI    Surface = "cli"    // the airlock command line
-	SurfaceMCP    Surface = "mcp"    // the tools of `airlock mcp`
-	SurfaceHook   Surface = "hook"   // an agent's hook: the agent reads it, the user acts
-	SurfaceReview Surface = "review" // the review page's buttons
-)
-
 // RemedyKind names what a caller can do about a refusal.
 type RemedyKind string
 
@@ -97,7 +86,7 @@ const (
 	RemedyApprove RemedyKind = "approve"
 	// RemedyUserApprove: the change set touches protected paths, and the
 	// caller, an agent, cannot approve them (SettleOptions.AgentApproval):
-	// a person does, with `airlock review` or `airlock commit --approve`.
+	// a person does.
 	RemedyUserApprove RemedyKind = "user_approve"
 	// RemedyReviewAgain: the change set is not the one reviewed; review
 	// it again and commit the digest reviewed.
@@ -106,53 +95,31 @@ const (
 	RemedyRecover RemedyKind = "recover"
 )
 
-// Remedy is what to do about a refusal, as data; its words are the
-// surface's (Refusal.Explain).
+// Remedy is what to do about a refusal, as data: each front end words it
+// for its own caller; String words it for a Go caller.
 type Remedy struct {
 	Kind RemedyKind `json:"kind,omitempty"`
 	Tx   string     `json:"tx,omitempty"`   // the transaction to act on
 	Base string     `json:"base,omitempty"` // RemedyRecover: the base to recover
 }
 
-func (m Remedy) say(s Surface) string {
+// String is the remedy in this package's terms, or "" when there is none.
+func (m Remedy) String() string {
 	switch m.Kind {
 	case RemedyApprove:
-		switch s {
-		case SurfaceMCP:
-			return fmt.Sprintf("look at them (the diff tool) and, only if the user asked for these changes, call commit again with approve: true, which asks the user to confirm them; or the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
-		case SurfaceHook:
-			return fmt.Sprintf("undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
-		case SurfaceReview:
-			return "look at them, and press Approve & commit if they are wanted"
-		}
-		return fmt.Sprintf("review them (airlock diff %s) and commit with --approve", m.Tx)
+		return fmt.Sprintf("look at the changes to them (Tx.Diff) and, if they are wanted, commit %s again with SettleOptions.Approve", m.Tx)
 	case RemedyUserApprove:
-		switch s {
-		case SurfaceMCP:
-			return fmt.Sprintf("only the user can approve them: tell the user, who reviews and lands them with `airlock review %s` or `airlock commit %s --approve` (no tool here approves); undo your changes to them if they were not asked for", m.Tx, m.Tx)
-		case SurfaceHook:
-			return fmt.Sprintf("undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
-		case SurfaceReview:
-			return "look at them, and press Approve & commit if they are wanted"
-		}
-		return fmt.Sprintf("only a person approves them: review them with `airlock review %s` (or `airlock diff %s`) and commit with `airlock commit %s --approve`", m.Tx, m.Tx, m.Tx)
+		return fmt.Sprintf("only a person approves them: an agent's own approval (SettleOptions.AgentApproval) does not; a person commits %s with SettleOptions.Approve", m.Tx)
 	case RemedyReviewAgain:
-		switch s {
-		case SurfaceMCP:
-			return "review it again (diff, and status for its diff_digest) and commit with expect_digest set to the digest you reviewed"
-		case SurfaceReview:
-			return "reload the page, review it again and commit what you reviewed"
-		}
-		return fmt.Sprintf("review it again (airlock diff %s; airlock show %s --json gives its diff_digest) and commit with --expect-digest set to the digest you reviewed", m.Tx, m.Tx)
+		return fmt.Sprintf("review %s again (Tx.ReviewDiff gives the digest of what it shows) and commit with SettleOptions.ExpectDiffDigest set to the digest reviewed", m.Tx)
 	case RemedyRecover:
-		if s == SurfaceCLI {
-			return fmt.Sprintf("run `airlock recover --workdir %s` first", m.Base)
-		}
-		return fmt.Sprintf("the user has to run `airlock recover --workdir %s` first (a command line step: no tool here does it)", m.Base)
+		return fmt.Sprintf("call Store.Recover on %s first", m.Base)
 	}
 	return ""
 }
 
+// quotePaths quotes paths for one line of text: the first most of them,
+// then how many more.
 func quotePaths(paths []string, most int) string {
 	var q []string
 	for i, p := range paths {
@@ -164,7 +131,6 @@ func quotePaths(paths []string, most int) string {
 	}
 	return strings.Join(q, ", ")
 }
-
 func refuse(kind RefusalKind, paths []string, format string, args ...any) *Refusal {
 	return &Refusal{Kind: kind, Paths: paths, Reason: fmt.Sprintf(format, args...)}
 }
@@ -183,44 +149,139 @@ func rawPaths(paths []string) []Bytes {
 // as its event log recorded it, or nil when none was refused.
 func (t *Tx) LastRefusal() (_ *Refusal, err error) {
 	defer exported(&err)
-	evs, err := t.st.Events()
+	evs, err := t.Events()
 	if err != nil {
 		return nil, err
 	}
 	for i := len(evs) - 1; i >= 0; i-- {
-		e := evs[i]
-		if e.Event != eventRefused {
-			continue
+		if r := evs[i].Refusal(); r != nil {
+			return r, nil
 		}
-		r := &Refusal{}
-		kind, _ := e.Detail["refusal"].(string)
-		r.Kind = RefusalKind(kind)
-		if ps, ok := e.Detail["paths"].([]any); ok {
-			for _, p := range ps {
-				if b, err := json.Marshal(p); err == nil {
-					var raw Bytes
-					if json.Unmarshal(b, &raw) == nil {
-						r.Paths = append(r.Paths, string(raw))
-					}
+	}
+	return nil, nil
+}
+
+// Refusal is the refusal a refused event records, or nil when e is not
+// one.
+func (e Event) Refusal() *Refusal {
+	if e.Event != eventRefused {
+		return nil
+	}
+	r := &Refusal{}
+	kind, _ := e.Detail["refusal"].(string)
+	r.Kind = RefusalKind(kind)
+	if ps, ok := e.Detail["paths"].([]any); ok {
+		for _, p := range ps {
+			if b, err := json.Marshal(p); err == nil {
+				var raw Bytes
+				if json.Unmarshal(b, &raw) == nil {
+					r.Paths = append(r.Paths, string(raw))
 				}
 			}
 		}
-		cause, ok := e.Detail["cause"].(string)
-		if !ok {
-			// Recorded before remedies were data: the reason says all.
-			cause, _ = e.Detail["reason"].(string)
-		}
-		r.Reason = cause
-		if m, ok := e.Detail["remedy"].(map[string]any); ok {
-			r.Remedy.Kind = RemedyKind(str(m["kind"]))
-			r.Remedy.Tx, r.Remedy.Base = str(m["tx"]), str(m["base"])
-		}
-		return r, nil
 	}
-	return nil, nil
+	cause, ok := e.Detail["cause"].(string)
+	if !ok {
+		// Recorded before remedies were data: the reason says all.
+		cause, _ = e.Detail["reason"].(string)
+	}
+	r.Reason = cause
+	if m, ok := e.Detail["remedy"].(map[string]any); ok {
+		r.Remedy.Kind = RemedyKind(str(m["kind"]))
+		r.Remedy.Tx, r.Remedy.Base = str(m["tx"]), str(m["base"])
+	}
+	return r
 }
 
 func str(v any) string {
 	s, _ := v.(string)
 	return s
+}
+
+// StepKind names a step that resolves an error: a StepError's, or a
+// CancelledError's (StepCommit).
+type StepKind string
+
+const (
+	// StepRecover: recover the interrupted apply over Base (Store.Recover).
+	StepRecover StepKind = "recover"
+	// StepRecoverMoved: Base is the base moved there, or its file system
+	// mounted there (or, when Base is "", the base's new path): recover
+	// it, confirming that (RecoverOptions.Moved).
+	StepRecoverMoved StepKind = "recover_moved"
+	// StepRecoverBaseGone: the base at Base was deleted for good: clear its
+	// interrupted apply, keeping its journal (RecoverOptions.BaseGone).
+	StepRecoverBaseGone StepKind = "recover_base_gone"
+	// StepMoved names the confirmation itself (RecoverOptions.Moved), where
+	// a sentence says what it can or cannot do.
+	StepMoved StepKind = "moved"
+	// StepCommit: commit transaction Tx again (Tx.Commit).
+	StepCommit StepKind = "commit"
+	// StepRemoteLog: read the receipt chain on Branch of Remote
+	// (Store.RemoteLog).
+	StepRemoteLog StepKind = "remote_log"
+)
+
+// Step is a step that resolves an error, as data: each front end names it
+// in its own terms (a command line, a tool); String names it in this
+// package's.
+type Step struct {
+	Kind   StepKind `json:"kind"`
+	Base   string   `json:"base,omitempty"`
+	Tx     string   `json:"tx,omitempty"`
+	Remote string   `json:"remote,omitempty"`
+	Branch string   `json:"branch,omitempty"`
+}
+
+// String is the step in this package's terms.
+func (s Step) String() string {
+	switch s.Kind {
+	case StepRecover:
+		return fmt.Sprintf("call Store.Recover on %s", s.Base)
+	case StepRecoverMoved:
+		if s.Base == "" {
+			return "call Store.RecoverWith on its new path with RecoverOptions.Moved"
+		}
+		return fmt.Sprintf("call Store.RecoverWith on %s with RecoverOptions.Moved", s.Base)
+	case StepRecoverBaseGone:
+		return fmt.Sprintf("call Store.RecoverWith on %s with RecoverOptions.BaseGone", s.Base)
+	case StepMoved:
+		return "RecoverOptions.Moved"
+	case StepCommit:
+		return fmt.Sprintf("Tx.Commit of %s", s.Tx)
+	case StepRemoteLog:
+		return fmt.Sprintf("Store.RemoteLog (Remote %s, Branch %s)", s.Remote, s.Branch)
+	}
+	return string(s.Kind)
+}
+
+// StepError is an error that steps of the caller's resolve: its message
+// says what failed, on which path, and names each step in this package's
+// terms; Steps holds them as data, for a front end to name in its own.
+type StepError struct {
+	Err   error
+	Steps []Step
+}
+
+func (e *StepError) Error() string { return e.Err.Error() }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// stepErrorf is fmt.Errorf whose args may be Steps: each is named by its
+// String where format puts it, and kept as data in the StepError. The
+// steps an error among args names are kept too, since its text (with %v,
+// unwrapped) names them.
+func stepErrorf(format string, args ...any) error {
+	e := &StepError{Err: fmt.Errorf(format, args...)}
+	for _, a := range args {
+		switch a := a.(type) {
+		case Step:
+			e.Steps = append(e.Steps, a)
+		case error:
+			var inner *StepError
+			if errors.As(a, &inner) {
+				e.Steps = append(e.Steps, inner.Steps...)
+			}
+		}
+	}
+	return e
 }

@@ -1010,7 +1010,7 @@ func (l *landing) chainHead(ctx context.Context, head, notes string) (string, er
 		}
 		rc, err := receipt.Verify(data)
 		if err != nil {
-			return "", fmt.Errorf("the receipt note of commit %s on %s does not verify (%v): a new landing will not chain to it; see `airlock log --remote %s --branch %s`", c, l.ref, err, l.remote, strings.TrimPrefix(l.ref, "refs/heads/"))
+			return "", stepErrorf("the receipt note of commit %s on %s does not verify (%v): a new landing will not chain to it; see %s", c, l.ref, err, Step{Kind: StepRemoteLog, Remote: l.remote, Branch: strings.TrimPrefix(l.ref, "refs/heads/")})
 		}
 		return rc.Digest, nil
 	}

@@ -176,9 +176,8 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	if r != nil {
 		detail["refusal"] = string(r.Kind)
 		detail["paths"] = rawPaths(r.Paths)
-		// reason is for a person reading `show`, the command line's
-		// words; cause and remedy let another surface say it in its own.
-		detail["reason"] = r.Explain(SurfaceCLI)
+		// cause and remedy are data: each front end says them in its own
+		// words (`show` adds the command line's as reason).
 		detail["cause"] = r.Reason
 		if r.Remedy.Kind != "" {
 			detail["remedy"] = r.Remedy

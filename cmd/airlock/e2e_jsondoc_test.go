@@ -413,7 +413,7 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		// three-way merge (TestE2EMergedPathsAreNamed).
 		"settle result":      {"kept", "branch", "branch_head", "merged"},
 		"receipt":            {"branch", "branch_head", "merged", "landed_branch", "landed_commit"},
-		"transaction object": {"branch", "branch_head", "branch_kept", "not_recycled"}, // worktree transactions; a pooled tree a process held (e2e_recycle_test.go)
+		"transaction object": {"branch", "branch_head", "branch_kept", "not_recycled", "error"}, // worktree transactions; a pooled tree a process held (e2e_recycle_test.go); a corrupt one (TestJSONDocMatchesTypes holds its type)
 		// --base-gone
 		"airlock recover --json": {"journal"},
 		// a stamped build: TestE2EVersion checks it against this doc

@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"fmt"
+	"context"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -46,66 +44,23 @@ Codex events:
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			st, err := store()
-			if err != nil {
-				return err
-			}
-			r := &hook.Runner{Store: st, Out: io.Out, Err: io.Err, Getenv: os.Getenv}
-			return r.Run(c.Context(), hook.Agent(args[0]), args[1], io.In)
+			return runHook(c.Context(), io, hookOptions{agent: hook.Agent(args[0]), event: args[1]})
 		},
 	}
 	return c
 }
 
-func newInitCmd(io IO) *cobra.Command {
-	var workdir string
-	var asJSON bool
-	c := &cobra.Command{
-		Use:   "init claude|codex",
-		Short: "Write airlock's hooks into the agent's project settings",
-		Long: `init merges airlock's hooks into the project's settings for the agent:
+// hookOptions are hook's arguments.
+type hookOptions struct {
+	agent hook.Agent
+	event string
+}
 
-  claude   .claude/settings.json: WorktreeCreate, WorktreeRemove, SessionStart,
-           Stop and SubagentStop
-  codex    .codex/hooks.json: SessionStart and Stop
-
-Settings and hooks already there are kept, and running init again changes
-nothing. A settings file that is not valid JSON is reported and left as it
-is. The hooks run ` + "`airlock`" + ` from PATH.`,
-		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"claude", "codex"},
-		RunE: func(c *cobra.Command, args []string) error {
-			dir := workdir
-			if dir == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return fmt.Errorf("current directory: %w", err)
-				}
-				dir = wd
-			}
-			dir, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-				return fmt.Errorf("project %s is not a directory", dir)
-			}
-			res, err := hook.Install(hook.Agent(args[0]), dir)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(io, map[string]any{"agent": args[0], "path": res.Path, "added": nonNil(res.Added)})
-			}
-			if len(res.Added) == 0 {
-				fmt.Fprintf(io.Err, "airlock: %s already runs airlock's hooks; nothing changed\n", res.Path)
-				return nil
-			}
-			fmt.Fprintf(io.Err, "airlock: added airlock's %s hooks to %s\n", strings.Join(res.Added, ", "), res.Path)
-			return nil
-		},
+func runHook(ctx context.Context, io IO, o hookOptions) error {
+	st, err := store()
+	if err != nil {
+		return err
 	}
-	c.Flags().StringVar(&workdir, "workdir", "", "the project directory (default: the current directory)")
-	c.Flags().BoolVar(&asJSON, "json", false, "print {agent, path, added} as JSON instead of the sentence on stderr")
-	return c
+	r := &hook.Runner{Store: st, Out: io.Out, Err: io.Err, Getenv: os.Getenv}
+	return r.Run(ctx, o.agent, o.event, io.In)
 }

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -10,15 +10,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/jsonout"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
+// verifyOptions are receipt verify's argument and flags.
+type verifyOptions struct {
+	receipt                 string // FILE|ID; "" with remote
+	remote, branch, workdir string
+	json                    bool
+}
+
 func newReceiptCmd(io IO) *cobra.Command {
 	c := &cobra.Command{Use: "receipt", Short: "Work with receipts"}
 	group(c)
-	var asJSON bool
-	var remote, branch, workdir string
+	var o verifyOptions
 	verify := &cobra.Command{
 		Use:   "verify FILE|ID | --remote REMOTE --branch BRANCH",
 		Short: "Check a receipt's integrity and required fields (exit 0 valid, 1 invalid)",
@@ -30,10 +37,10 @@ carries the trailer Airlock-Tx must have a note in refs/notes/airlock that
 verifies as that transaction's receipt for that commit, chained to the one
 before it.`,
 		Args: func(c *cobra.Command, args []string) error {
-			if (remote == "") != (branch == "") {
+			if (o.remote == "") != (o.branch == "") {
 				return errors.New("--remote and --branch go together: name the remote and the branch whose receipts to verify")
 			}
-			if remote != "" {
+			if o.remote != "" {
 				if len(args) != 0 {
 					return errors.New("receipt verify --remote takes no FILE or ID: it verifies every receipt on the branch")
 				}
@@ -45,55 +52,62 @@ before it.`,
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			if remote != "" {
-				st, err := store()
-				if err != nil {
-					return err
-				}
-				lg, err := st.RemoteLog(c.Context(), airlock.RemoteLogOptions{Dir: workdir, Remote: remote, Branch: branch})
-				if err != nil {
-					return err
-				}
-				if lg.Broken != "" {
-					return &exitError{code: 1, msg: fmt.Sprintf("the receipts on %s of %s do not verify (%d verified before the break): %s", lg.Branch, lg.Remote, len(lg.Entries), lg.Broken)}
-				}
-				newest := ""
-				if len(lg.Entries) > 0 {
-					newest = " newest=" + lg.Entries[0].Receipt.Digest
-				}
-				fmt.Fprintf(io.Out, "ok %s %s head=%s receipts=%d%s\n", lg.Remote, lg.Branch, lg.Head, len(lg.Entries), newest)
-				return nil
+			if len(args) == 1 {
+				o.receipt = args[0]
 			}
-			path, err := receiptFor(args[0])
-			if err != nil {
-				return err
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return fmt.Errorf("read receipt: %w", err)
-			}
-			r, err := receipt.Verify(data)
-			if err != nil {
-				if asJSON {
-					if jerr := writeJSON(io, map[string]any{"path": path, "valid": false, "error": err.Error()}); jerr != nil {
-						return jerr
-					}
-				}
-				return &exitError{code: 1, msg: fmt.Sprintf("receipt %s is invalid: %v", path, err)}
-			}
-			if asJSON {
-				return writeJSON(io, map[string]any{"path": path, "valid": true, "receipt": json.RawMessage(data)})
-			}
-			fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s\n", path, r.TxID, r.Outcome, r.Digest)
-			return nil
+			return runReceiptVerify(c.Context(), io, o)
 		},
 	}
-	verify.Flags().StringVar(&remote, "remote", "", "verify the receipts landed into a git remote: a remote name or a URL (with --branch)")
-	verify.Flags().StringVar(&branch, "branch", "", "the remote branch whose receipts to verify (with --remote)")
-	verify.Flags().StringVar(&workdir, "workdir", "", "with --remote: the repository whose remotes REMOTE may name (default: the current directory)")
-	verify.Flags().BoolVar(&asJSON, "json", false, "print {path, valid, receipt} as JSON ({path, valid, error} when invalid)")
+	verify.Flags().StringVar(&o.remote, "remote", "", "verify the receipts landed into a git remote: a remote name or a URL (with --branch)")
+	verify.Flags().StringVar(&o.branch, "branch", "", "the remote branch whose receipts to verify (with --remote)")
+	verify.Flags().StringVar(&o.workdir, "workdir", "", "with --remote: the repository whose remotes REMOTE may name (default: the current directory)")
+	verify.Flags().BoolVar(&o.json, "json", false, "print {path, valid, receipt} as JSON ({path, valid, error} when invalid)")
 	c.AddCommand(verify)
 	return c
+}
+
+func runReceiptVerify(ctx context.Context, io IO, o verifyOptions) error {
+	if o.remote != "" {
+		st, err := store()
+		if err != nil {
+			return err
+		}
+		lg, err := st.RemoteLog(ctx, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch})
+		if err != nil {
+			return err
+		}
+		if lg.Broken != "" {
+			return &exitError{code: 1, msg: fmt.Sprintf("the receipts on %s of %s do not verify (%d verified before the break): %s", lg.Branch, lg.Remote, len(lg.Entries), lg.Broken)}
+		}
+		newest := ""
+		if len(lg.Entries) > 0 {
+			newest = " newest=" + lg.Entries[0].Receipt.Digest
+		}
+		fmt.Fprintf(io.Out, "ok %s %s head=%s receipts=%d%s\n", lg.Remote, lg.Branch, lg.Head, len(lg.Entries), newest)
+		return nil
+	}
+	path, err := receiptFor(o.receipt)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read receipt: %w", err)
+	}
+	r, err := receipt.Verify(data)
+	if err != nil {
+		if o.json {
+			if jerr := writeJSON(io, jsonout.Verify{Error: err.Error(), Path: path, Valid: false}); jerr != nil {
+				return jerr
+			}
+		}
+		return &exitError{code: 1, msg: fmt.Sprintf("receipt %s is invalid: %v", path, err)}
+	}
+	if o.json {
+		return writeJSON(io, jsonout.Verify{Path: path, Receipt: data, Valid: true})
+	}
+	fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s\n", path, r.TxID, r.Outcome, r.Digest)
+	return nil
 }
 
 // receiptFor resolves FILE|ID: an existing file wins; otherwise a valid id

@@ -16,10 +16,17 @@ import (
 	"github.com/airlockdev/airlock/internal/review"
 )
 
+// reviewOptions are review's argument and flags.
+type reviewOptions struct {
+	id                     string
+	named                  bool // an ID was given; else the newest reviewable one
+	workdir, validate      string
+	timeout                time.Duration
+	noBrowser, quiet, json bool
+}
+
 func newReviewCmd(io IO) *cobra.Command {
-	var workdir, validate string
-	var timeout time.Duration
-	var noBrowser, quiet, asJSON bool
+	var o reviewOptions
 	c := &cobra.Command{
 		Use:   "review [ID]",
 		Short: "A review page on 127.0.0.1: the diff, Commit / Discard / Approve",
@@ -40,77 +47,84 @@ commit was refused); the transaction is kept unless it was settled.`,
 			if err := checkValidate(c); err != nil {
 				return err
 			}
-			st, err := store()
-			if err != nil {
-				return err
-			}
-			var tx *airlock.Tx
 			if len(args) == 1 {
-				tx, err = st.Tx(args[0])
-			} else {
-				tx, err = newestReviewable(st, workdir)
+				o.id, o.named = args[0], true
 			}
-			if err != nil {
-				return err
-			}
-			srv, err := review.New(tx, review.Options{Validate: validate, Log: io.Err})
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			if asJSON {
-				// stdout holds the JSON alone; the URL is for a person.
-				fmt.Fprintf(io.Err, "airlock: review page: %s\n", srv.URL())
-			} else {
-				fmt.Fprintln(io.Out, srv.URL())
-			}
-			opened := !noBrowser && review.OpenBrowser(srv.URL())
-			how := "open the URL above in a browser"
-			if opened {
-				how = "opened in your browser"
-			}
-			fmt.Fprintf(io.Err, "airlock: reviewing transaction %s (%s); Ctrl-C stops the review and keeps the transaction\n", tx.ID(), how)
-			out, err := srv.Serve(ctx)
-			if err != nil {
-				return err
-			}
-			if out.Result != nil && !quiet && (out.Settled || out.Err != nil) {
-				writeBlock(io.Err, out.Result)
-			}
-			if out.Result != nil && asJSON && (out.Settled || out.Err != nil) {
-				if err := writeJSON(io, resultJSON(out.Result)); err != nil {
-					return err
-				}
-			}
-			var refusal *airlock.Refusal
-			switch {
-			case out.Settled:
-				return nil
-			case errors.As(out.Err, &refusal):
-				return &exitError{code: exitRefused, msg: fmt.Sprintf("review ended; transaction %s is kept, refused (%s)", tx.ID(), refusal.Kind)}
-			case out.Err != nil:
-				return out.Err
-			}
-			why := "interrupted"
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				why = "timed out after " + timeout.String()
-			}
-			return &exitError{code: 1, msg: fmt.Sprintf("review %s with no decision; transaction %s is kept", why, tx.ID())}
+			return runReview(c.Context(), io, o)
 		},
 	}
-	c.Flags().StringVar(&workdir, "workdir", "", "without ID: the base whose newest transaction to review (default: the current directory)")
-	c.Flags().DurationVar(&timeout, "timeout", 0, "stop the review after this long (0: no limit)")
-	c.Flags().BoolVar(&noBrowser, "no-browser", false, "only print the URL; do not open a browser")
-	c.Flags().StringVar(&validate, "validate", "", validateHelp)
-	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the airlock.* block")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the settle result as JSON on stdout (as commit --json) when the page settled or refused the transaction; the URL then goes to stderr")
+	c.Flags().StringVar(&o.workdir, "workdir", "", "without ID: the base whose newest transaction to review (default: the current directory)")
+	c.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the review after this long (0: no limit)")
+	c.Flags().BoolVar(&o.noBrowser, "no-browser", false, "only print the URL; do not open a browser")
+	c.Flags().StringVar(&o.validate, "validate", "", validateHelp)
+	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "do not print the airlock.* block")
+	c.Flags().BoolVar(&o.json, "json", false, "print the settle result as JSON on stdout (as commit --json) when the page settled or refused the transaction; the URL then goes to stderr")
 	return c
+}
+
+func runReview(ctx context.Context, io IO, o reviewOptions) error {
+	st, err := store()
+	if err != nil {
+		return err
+	}
+	var tx *airlock.Tx
+	if o.named {
+		tx, err = st.Tx(o.id)
+	} else {
+		tx, err = newestReviewable(st, o.workdir)
+	}
+	if err != nil {
+		return err
+	}
+	srv, err := review.New(tx, review.Options{Validate: o.validate, Log: io.Err})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	if o.json {
+		// stdout holds the JSON alone; the URL is for a person.
+		fmt.Fprintf(io.Err, "airlock: review page: %s\n", srv.URL())
+	} else {
+		fmt.Fprintln(io.Out, srv.URL())
+	}
+	opened := !o.noBrowser && review.OpenBrowser(srv.URL())
+	how := "open the URL above in a browser"
+	if opened {
+		how = "opened in your browser"
+	}
+	fmt.Fprintf(io.Err, "airlock: reviewing transaction %s (%s); Ctrl-C stops the review and keeps the transaction\n", tx.ID(), how)
+	out, err := srv.Serve(ctx)
+	if err != nil {
+		return err
+	}
+	if out.Result != nil && !o.quiet && (out.Settled || out.Err != nil) {
+		writeBlock(io.Err, out.Result)
+	}
+	if out.Result != nil && o.json && (out.Settled || out.Err != nil) {
+		if err := writeJSON(io, resultJSON(out.Result)); err != nil {
+			return err
+		}
+	}
+	var refusal *airlock.Refusal
+	switch {
+	case out.Settled:
+		return nil
+	case errors.As(out.Err, &refusal):
+		return &exitError{code: exitRefused, msg: fmt.Sprintf("review ended; transaction %s is kept, refused (%s)", tx.ID(), refusal.Kind)}
+	case out.Err != nil:
+		return out.Err
+	}
+	why := "interrupted"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		why = "timed out after " + o.timeout.String()
+	}
+	return &exitError{code: 1, msg: fmt.Sprintf("review %s with no decision; transaction %s is kept", why, tx.ID())}
 }
 
 // newestReviewable is the transaction a review without an id is for: the

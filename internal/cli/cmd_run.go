@@ -11,9 +11,15 @@ import (
 	"github.com/airlockdev/airlock"
 )
 
+// runOptions are run's command and flags.
+type runOptions struct {
+	tx               txFlags
+	noSamePath, json bool
+	argv             []string // the command to run
+}
+
 func newRunCmd(io IO) *cobra.Command {
-	var f txFlags
-	var noSamePath, asJSON bool
+	var o runOptions
 	c := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARG...]",
 		Short: "Run COMMAND in a staged workspace; commit its changes if it exits 0, else discard them",
@@ -27,17 +33,19 @@ func newRunCmd(io IO) *cobra.Command {
 			if err := checkValidate(c); err != nil {
 				return err
 			}
-			return runRun(c.Context(), io, &f, noSamePath, asJSON, args)
+			o.argv = args
+			return runRun(c.Context(), io, o)
 		},
 	}
-	f.register(c)
-	c.Flags().BoolVar(&noSamePath, "no-same-path", false, "run COMMAND at the staged path instead of seeing the staged tree at the base's own path")
-	c.Flags().BoolVar(&asJSON, "json", false, "print the result and receipt as JSON on stdout (as commit --json, with the command's exit_code); COMMAND's own stdout then goes to stderr")
+	o.tx.register(c)
+	c.Flags().BoolVar(&o.noSamePath, "no-same-path", false, "run COMMAND at the staged path instead of seeing the staged tree at the base's own path")
+	c.Flags().BoolVar(&o.json, "json", false, "print the result and receipt as JSON on stdout (as commit --json, with the command's exit_code); COMMAND's own stdout then goes to stderr")
 	c.Flags().SetInterspersed(false)
 	return c
 }
 
-func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, asJSON bool, argv []string) error {
+func runRun(ctx context.Context, io IO, o runOptions) error {
+	f, noSamePath, argv := &o.tx, o.noSamePath, o.argv
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -67,7 +75,7 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, asJSON bool, arg
 	// With --json stdout carries one JSON value and nothing else, so a
 	// script can parse it: the command's output moves to stderr.
 	cmdOut := io.Out
-	if asJSON {
+	if o.json {
 		cmdOut = io.Err
 	}
 	res, err := tx.Run(ctx, airlock.RunOptions{
@@ -96,9 +104,9 @@ func runRun(ctx context.Context, io IO, f *txFlags, noSamePath, asJSON bool, arg
 		} else {
 			writeWarnings(io.Err, res.Settled)
 		}
-		if asJSON {
+		if o.json {
 			m := resultJSON(res.Settled)
-			m["exit_code"] = res.ExitCode
+			m.ExitCode = &res.ExitCode
 			if jerr := writeJSON(io, m); jerr != nil {
 				return jerr
 			}

@@ -8,8 +8,13 @@ import (
 	"github.com/airlockdev/airlock/internal/buildinfo"
 )
 
+// versionOptions are version's flag.
+type versionOptions struct {
+	json bool
+}
+
 func newVersionCmd(io IO) *cobra.Command {
-	var asJSON bool
+	var o versionOptions
 	c := &cobra.Command{
 		Use:   "version [--json]",
 		Short: "Print airlock's version, commit and Go version (as --version does)",
@@ -19,14 +24,18 @@ platform, all read from the binary's build information. The MCP server
 reports the same version to its clients.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			in := buildinfo.Get()
-			if asJSON {
-				return writeJSON(io, in)
-			}
-			fmt.Fprintln(io.Out, in)
-			return nil
+			return runVersion(io, o)
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print {version, commit, commit_time, dirty, go, platform} as JSON")
+	c.Flags().BoolVar(&o.json, "json", false, "print {version, commit, commit_time, dirty, go, platform} as JSON")
 	return c
+}
+
+func runVersion(io IO, o versionOptions) error {
+	in := buildinfo.Get()
+	if o.json {
+		return writeJSON(io, in)
+	}
+	fmt.Fprintln(io.Out, in)
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlockdev/airlock"
 	"github.com/airlockdev/airlock/internal/buildinfo"
+	"github.com/airlockdev/airlock/internal/commandline"
 	"github.com/airlockdev/airlock/internal/progress"
 )
 
@@ -46,7 +47,7 @@ func Main(ctx context.Context, args []string, io IO) int {
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(ctx)
 	if err != nil && !silent(err) {
-		fmt.Fprintf(io.Err, "airlock: %v\n", err)
+		fmt.Fprintf(io.Err, "airlock: %s\n", commandline.Message(err))
 	}
 	return ExitCode(err)
 }

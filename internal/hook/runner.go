@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 // Agent is a coding agent whose hook protocol airlock speaks.
@@ -59,7 +60,7 @@ func (r *Runner) Run(ctx context.Context, agent Agent, event string, in io.Reade
 	if err != nil {
 		if agent == Codex && (event == "stop" || event == "subagent-stop") {
 			// Codex reads Stop's stdout as JSON whatever happened.
-			fmt.Fprintf(r.Err, "airlock: %v\n", err)
+			fmt.Fprintf(r.Err, "airlock: %s\n", commandline.Message(err))
 			return r.writeJSON(map[string]any{})
 		}
 		return err

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 // sessionStart tells the agent, as SessionStart's additionalContext, that
@@ -14,7 +15,7 @@ func (r *Runner) sessionStart(in *Input) error {
 	tx, err := r.find(in.Cwd)
 	if err != nil || tx == nil {
 		if err != nil {
-			fmt.Fprintf(r.Err, "airlock: %v\n", err)
+			fmt.Fprintf(r.Err, "airlock: %s\n", commandline.Message(err))
 		}
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 // sessionEnd settles the session's transaction when Claude Code ends the
@@ -68,7 +69,7 @@ func (r *Runner) sessionEnd(ctx context.Context, in *Input) error {
 	if tx.Record().StopHook == "commit" {
 		res, err := tx.Commit(ctx, airlock.SettleOptions{})
 		if ref, ok := asRefusal(err); ok {
-			fmt.Fprintf(r.Err, "airlock: parked transaction %s at the session's end: its commit was refused (%s): %s\n", tx.ID(), ref.Kind, ref.Explain(airlock.SurfaceCLI))
+			fmt.Fprintf(r.Err, "airlock: parked transaction %s at the session's end: its commit was refused (%s): %s\n", tx.ID(), ref.Kind, commandline.Explain(ref))
 			return nil
 		}
 		if err != nil {

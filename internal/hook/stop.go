@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 // Decision is the answer to a Stop event.
@@ -89,15 +90,16 @@ func interrupted(err error) bool {
 // since a gate that cannot look must not wave the agent through, but not
 // again, so that a broken state cannot keep an agent running forever.
 func (r *Runner) failed(id string, in *Input, err error) Decision {
-	fmt.Fprintf(r.Err, "airlock: %v\n", err)
+	msg := commandline.Message(err)
+	fmt.Fprintf(r.Err, "airlock: %s\n", msg)
 	what := "airlock could not check this session's transaction"
 	if id != "" {
 		what = fmt.Sprintf("airlock could not check transaction %s", id)
 	}
 	if in.StopHookActive {
-		return Decision{Message: fmt.Sprintf("%s: %v", what, err)}
+		return Decision{Message: fmt.Sprintf("%s: %s", what, msg)}
 	}
-	return Decision{Block: true, Reason: fmt.Sprintf("%s: %v. Tell the user; `airlock show %s` shows the transaction's state.", what, err, id)}
+	return Decision{Block: true, Reason: fmt.Sprintf("%s: %s. Tell the user; `airlock show %s` shows the transaction's state.", what, msg, id)}
 }
 
 // finding is what a check or commit recorded: the refusal kind ("" for
@@ -145,7 +147,7 @@ func (f *finding) same(g *finding) bool {
 func refused(tx *airlock.Tx, ref *airlock.Refusal, prev, cur *finding, in *Input) Decision {
 	if prev.same(cur) && (in.StopHookActive || cur.digest != "") {
 		return Decision{Message: fmt.Sprintf("airlock: transaction %s would still be refused (%s): %s. The changes are kept; review them with `airlock review %s`.",
-			tx.ID(), ref.Kind, ref.Explain(airlock.SurfaceCLI), tx.ID())}
+			tx.ID(), ref.Kind, commandline.Explain(ref), tx.ID())}
 	}
 	return Decision{Block: true, Reason: Reason(tx, ref)}
 }
@@ -154,7 +156,7 @@ func refused(tx *airlock.Tx, ref *airlock.Refusal, prev, cur *finding, in *Input
 // can do about it.
 func Reason(tx *airlock.Tx, ref *airlock.Refusal) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "airlock: committing transaction %s would be refused (%s): %s.", tx.ID(), ref.Kind, strings.TrimSuffix(ref.Explain(airlock.SurfaceHook), "."))
+	fmt.Fprintf(&b, "airlock: committing transaction %s would be refused (%s): %s.", tx.ID(), ref.Kind, strings.TrimSuffix(explain(ref, agentRemedy), "."))
 	if len(ref.Paths) > 0 {
 		fmt.Fprintf(&b, "\nPaths: %s", strings.Join(ref.Paths, ", "))
 	}

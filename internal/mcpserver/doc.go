@@ -16,7 +16,7 @@
 //
 // A refusal's reason names its remedy in this server's terms (approve:
 // true, expect_digest), or, where only the user can act, the user's own
-// commands: see airlock.Surface.
+// commands (remedy.go).
 //
 // # Approval
 //

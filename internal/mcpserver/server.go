@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlockdev/airlock"
 	"github.com/airlockdev/airlock/internal/buildinfo"
+	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
 // instructions tell the agent how the tools fit together.
@@ -32,33 +33,33 @@ func New(store *airlock.Store) *mcp.Server {
 		Name:        "open",
 		Description: "Open a transaction over a project directory: returns its id and the staged path, a private copy of the directory in which to make every change. The directory itself is not touched. path may be relative to the server's working directory.",
 		Annotations: &mcp.ToolAnnotations{Title: "Open a transaction", DestructiveHint: &no, OpenWorldHint: &no},
-	}, h.open)
+	}, worded(h.open))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "status",
 		Description: "Summarise a transaction: its status (open, refused, committed, ...), base, staged path, added/modified/deleted counts and, after a refused commit, the refusal and its paths.",
 		Annotations: &mcp.ToolAnnotations{Title: "Transaction status", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no},
-	}, h.status)
+	}, worded(h.status))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "list",
 		Description: "List the transactions that are open or retained (refused, interrupted); all=true adds the settled ones.",
 		Annotations: &mcp.ToolAnnotations{Title: "List transactions", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no},
-	}, h.list)
+	}, worded(h.list))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "diff",
 		Description: "Show a transaction's change set: format patch (default; a git-style patch that `git apply` accepts), stat (like git diff --stat) or name-status (like git diff --name-status). The text itself is the result's text content, as it is, not escaped; the structured result only says its format, size and notes.",
 		Annotations: &mcp.ToolAnnotations{Title: "Show the change set", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no},
 		InputSchema: diffSchema(),
-	}, h.diff)
+	}, worded(h.diff))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "commit",
 		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), refused_paths and reason (what happened and what to do); the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve: true asks for changes to protected paths to land: the server asks the user to confirm them (MCP elicitation, showing the paths and their patch) and lands them only if the user accepts, and only the change set the user saw; a declined request, or a client that cannot ask, refuses ProtectedPathNotApproved with the user's ways to approve (airlock review <id>, airlock commit <id> --approve). approve: true is not an approval in itself (unless the project's .airlock.toml sets agents_approve = true): set it only when the user asked for that change. Committing a committed transaction reports its first outcome. Cancelling the call stops the commit only before its journal is written (nothing applied, the transaction kept as it was); after that it runs to its end, and status tells the outcome.",
 		Annotations: &mcp.ToolAnnotations{Title: "Commit the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes},
-	}, h.commit)
+	}, worded(h.commit))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "discard",
 		Description: "Drop the transaction's change set and its staged copy; the base is not touched. The work in the staged path is lost, except git commits made there, which are kept in the project's repository on branch airlock/<id> unless drop_commits is true.",
 		Annotations: &mcp.ToolAnnotations{Title: "Discard the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no},
-	}, h.discard)
+	}, worded(h.discard))
 	return s
 }
 
@@ -213,8 +214,9 @@ type DiscardInput struct {
 	DropCommits bool   `json:"drop_commits,omitempty" jsonschema:"let git commits made in the staged path go too, instead of keeping them on branch airlock/<id> in the project's repository"`
 }
 
-// SettleOutput is what commit and discard return. Its member names are
-// those of the command line's JSON (docs/json.md).
+// SettleOutput is what commit and discard return: the command line's
+// settle result (jsonout.Settle, docs/json.md) under the same names, in the
+// types this tool's schema gives them.
 type SettleOutput struct {
 	TxID         string   `json:"tx"`
 	Outcome      string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
@@ -297,30 +299,42 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 	if res == nil {
 		return nil, SettleOutput{}, fmt.Errorf("transaction %s: the settle returned no result", id)
 	}
+	// The command line's settle result, as this tool returns it.
+	js := jsonout.NewSettle(res, explain)
 	out := SettleOutput{
-		TxID: res.TxID, Outcome: string(res.Outcome), Added: res.Added, Modified: res.Modified,
-		Deleted: res.Deleted, Kept: res.Kept, Repeat: res.Repeat, Validators: res.Validators, ReceiptPath: res.ReceiptPath,
-		Merged: res.Merged,
+		TxID: js.Tx, Outcome: string(js.Outcome), Added: js.Added, Modified: js.Modified,
+		Deleted: js.Deleted, Kept: texts(js.Kept), Repeat: js.Repeat, Validators: texts(js.Validators), ReceiptPath: js.ReceiptPath,
+		Merged: texts(js.Merged),
 	}
-	if res.Branch != nil {
-		out.Branch, out.BranchHead = res.Branch.Name, res.Branch.Head
+	if js.SettleBranch != nil {
+		out.Branch, out.BranchHead = js.Branch, js.BranchHead
 	}
 	if r == nil {
 		r = res.Refusal
 	}
 	if r != nil {
 		out.Outcome = string(airlock.Refused)
-		out.Refusal, out.RefusedPaths, out.Reason = string(r.Kind), r.Paths, r.Explain(airlock.SurfaceMCP)
+		out.Refusal, out.RefusedPaths, out.Reason = string(r.Kind), r.Paths, explain(r)
 		if note != "" && r.Kind == airlock.ProtectedPathNotApproved {
 			out.Reason = note + ": " + out.Reason
 		}
 	}
-	if res.Receipt != nil {
-		if out.Receipt, err = asObject(res.Receipt); err != nil {
+	if js.Receipt != nil {
+		if out.Receipt, err = asObject(js.Receipt); err != nil {
 			return nil, SettleOutput{}, err
 		}
 	}
 	return nil, out, nil
+}
+
+// texts is paths as the tool's schema has them, strings; nil when there
+// are none.
+func texts(paths []airlock.Bytes) []string {
+	var out []string
+	for _, p := range paths {
+		out = append(out, string(p))
+	}
+	return out
 }
 
 // asObject is v's JSON form as a generic object: the receipt's JSON is its

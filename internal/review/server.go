@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 // Options say how a review commits.
@@ -186,7 +187,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action string) {
 	case s.outcome.Settled:
 		fmt.Fprintf(s.o.Log, "airlock: %s from the review page: %s\n", action, res.Outcome)
 	case err != nil:
-		fmt.Fprintf(s.o.Log, "airlock: %s from the review page: %v\n", action, err)
+		fmt.Fprintf(s.o.Log, "airlock: %s from the review page: %s\n", action, commandline.Message(err))
 	}
 	s.page(w, r, &s.outcome)
 	if s.outcome.Settled {
@@ -248,9 +249,9 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 	v.Open = info.Status == airlock.StatusOpen || info.Status == airlock.StatusRefused
 	if out != nil && out.Err != nil {
 		if !errors.As(out.Err, &v.Refusal) {
-			v.ErrText = out.Err.Error()
+			v.ErrText = commandline.Message(out.Err)
 		} else {
-			v.RefusalText = v.Refusal.Explain(airlock.SurfaceReview)
+			v.RefusalText = explain(v.Refusal)
 		}
 	}
 	if info.Status == airlock.StatusRefused {
@@ -304,5 +305,5 @@ func lastReason(tx *airlock.Tx) string {
 	if err != nil || r == nil {
 		return ""
 	}
-	return r.Explain(airlock.SurfaceReview)
+	return explain(r)
 }

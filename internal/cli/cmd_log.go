@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/jsonout"
+)
+
+// logOptions are log's flags.
+type logOptions struct {
+	workdir, remote, branch string
+	json                    bool
+}
+
+func newLogCmd(io IO) *cobra.Command {
+	var o logOptions
+	c := &cobra.Command{
+		Use:   "log [--workdir DIR] [--remote REMOTE --branch BRANCH] [--json]",
+		Short: "The transactions committed to this base (or landed into a remote branch), newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runLog(c.Context(), io, o)
+		},
+	}
+	c.Flags().StringVar(&o.workdir, "workdir", "", "the base directory (default: the current directory); with --remote, the repository whose remotes REMOTE may name")
+	c.Flags().BoolVar(&o.json, "json", false, "print the chain as JSON")
+	c.Flags().StringVar(&o.remote, "remote", "", "list what was landed into a git remote: a remote name or a URL (with --branch)")
+	c.Flags().StringVar(&o.branch, "branch", "", "the remote branch whose landings to list (with --remote)")
+	return c
+}
+
+func runLog(ctx context.Context, io IO, o logOptions) error {
+	if (o.remote == "") != (o.branch == "") {
+		return errors.New("--remote and --branch go together: name the remote and the branch whose landings to list")
+	}
+	st, err := store()
+	if err != nil {
+		return err
+	}
+	if o.remote != "" {
+		return remoteLog(ctx, io, st, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch}, o.json)
+	}
+	lg, err := st.Log(o.workdir)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		if err := writeJSON(io, jsonout.NewLog(lg)); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range lg.Entries {
+			fmt.Fprintf(io.Out, "%s  %s  +%d ~%d -%d  %s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, r.Added, r.Modified, r.Deleted, r.Digest)
+		}
+	}
+	// A broken chain fails with --json too, so that a script that
+	// checks only the exit code cannot take a tampered history as sound.
+	if lg.Broken != "" {
+		return fmt.Errorf("the receipt chain of %s is broken: %s", lg.Base, lg.Broken)
+	}
+	return nil
+}
+
+// remoteLog lists a remote branch's landings, verified from its notes; a
+// broken chain fails, with --json too.
+func remoteLog(ctx context.Context, io IO, st *airlock.Store, o airlock.RemoteLogOptions, asJSON bool) error {
+	lg, err := st.RemoteLog(ctx, o)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if err := writeJSON(io, jsonout.NewRemoteLog(lg)); err != nil {
+			return err
+		}
+	} else {
+		for _, e := range lg.Entries {
+			r := e.Receipt
+			fmt.Fprintf(io.Out, "%s  %s  %s  +%d ~%d -%d  %s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, e.Commit, r.Added, r.Modified, r.Deleted, r.Digest)
+		}
+	}
+	if lg.Broken != "" {
+		return fmt.Errorf("the receipt chain of %s on %s is broken: %s", lg.Branch, lg.Remote, lg.Broken)
+	}
+	return nil
+}
