@@ -19,7 +19,7 @@ import (
 // repoGuardFile, in a worktree transaction's state, fingerprints what its
 // worktree shares with the base's repository and what would make the
 // user's own git run code or behave otherwise: the common git directory's
-// config (and the per-worktree config files) and hooks. A git worktree cannot be isolated from them (README,
+// config (and the per-worktree config files) and hooks. A git worktree cannot be isolated from them (docs/backends.md,
 // Git worktrees); what can be done is to notice that the command changed
 // them, refuse its commit, and say so at any settle.
 const repoGuardFile = "repoguard.json"

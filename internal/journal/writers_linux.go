@@ -15,7 +15,7 @@ import (
 // with the transaction's temporary prefix are examined closely: the files
 // in ids carry such names while they are aside. Processes of other users
 // are invisible to a user who is not root; a writable shared memory
-// mapping is not a descriptor and is not seen either (README, Reliability).
+// mapping is not a descriptor and is not seen either (docs/reliability.md).
 func openWriter(ids map[fileID]string, marker string) *BusyError {
 	procs, err := os.ReadDir("/proc")
 	if err != nil {

@@ -161,7 +161,7 @@ func removeDetached(path string) error {
 // scrubDir makes a directory a command touched what a new one made by
 // staging is: owned by this process's user and group, with no extended
 // attribute a command could have set. Its mode and times are set
-// afterwards. (Inode flags set with chattr are not cleared: README,
+// afterwards. (Inode flags set with chattr are not cleared: docs/backends.md,
 // Recycled staging.)
 func scrubDir(p string) error {
 	if err := unix.Lchown(p, os.Getuid(), os.Getgid()); err != nil && err != unix.EPERM {
