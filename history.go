@@ -168,8 +168,8 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 		// base as it is, with none of the reversal: committing it changes
 		// nothing; undo again once the paths are as the commit left them.
 		r := refuse(BaseDrift, changed, "changed since transaction %s committed; undo will not overwrite them. The undo transaction %s is kept, refused, with nothing reverted: discard it, or put those paths back as %s left them and run airlock undo %s again", id, tx.ID(), id, id)
-		res, err := tx.settle(dctx, Refused, r, emptySet(), o.SettleOptions)
-		tx.copyReceipt(res, o.SettleOptions)
+		res, err := tx.settle(dctx, Refused, r, emptySet(), o.settlement())
+		tx.copyReceipt(res, o.ReceiptCopy)
 		return res, err
 	}
 	return tx.Commit(ctx, o.SettleOptions)

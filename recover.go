@@ -300,7 +300,7 @@ func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, n
 	}
 	digest := rr.Digest
 	refusal := refuse(InterruptedApply, nil, "the apply was interrupted and recover rolled the base back; commit the transaction again to retry")
-	res, err := t.record(Refused, refusal, set, SettleOptions{}, digest, digest, nil)
+	res, err := t.record(Refused, refusal, set, &settlement{}, digest, digest, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func (t *Tx) LandRemote(ctx context.Context, o RemoteOptions) RemoteLanded {
 	}
 	l.Err = err
 	if l.Result != nil {
-		t.copyReceipt(l.Result, o.SettleOptions)
+		t.copyReceipt(l.Result, o.ReceiptCopy)
 	}
 	return *l
 }
@@ -187,6 +187,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		return nil, err
 	}
 	so := o.SettleOptions
+	sc := so.settlement()
 
 	// The change set, frozen, and the checks that need no remote: the
 	// same, in the same order, as a commit's preflight.
@@ -196,12 +197,12 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		return nil, err
 	}
 	if set.Empty() {
-		res, err := t.settle(ctx, NoChanges, nil, set, so)
+		res, err := t.settle(ctx, NoChanges, nil, set, sc)
 		out.Result = res
 		return out, err
 	}
 	refused := func(r *Refusal) (*RemoteLanded, error) {
-		res, err := t.settle(ctx, Refused, r, set, so)
+		res, err := t.settle(ctx, Refused, r, set, sc)
 		out.Result = res
 		return out, err
 	}
@@ -260,7 +261,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		if err != nil {
 			return nil, err
 		}
-		so.Approve = approval(so, gate)
+		sc.approved = approval(so, gate)
 		if r, err := t.checkProtected(set, so, gate); err != nil {
 			return nil, err
 		} else if r != nil {
@@ -275,7 +276,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		}
 		if cmds := t.validators(so, gate); len(cmds) > 0 {
 			r, ran, err := t.validateTree(ctx, l, cmds, gate, &snap)
-			so.validated = ran
+			sc.validated = ran
 			if err != nil {
 				return nil, err
 			}
@@ -287,7 +288,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		if err != nil {
 			return nil, err
 		}
-		rc, data, err := t.landedReceipt(ctx, l, commit, head, notes, cand, set, so)
+		rc, data, err := t.landedReceipt(ctx, l, commit, head, notes, cand, set, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -306,7 +307,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		}
 		fault.Point("land-remote:pushed")
 		out.Commit = commit
-		out.Result, err = t.recordLanded(ctx, rc, data, set, so)
+		out.Result, err = t.recordLanded(ctx, rc, data, set, sc)
 		if out.Result != nil && len(cand.ignored) > 0 {
 			out.Result.Warnings = append(out.Result.Warnings, fmt.Sprintf("not landed, as git ignores them in %s and %s does not track them: %s", t.Base(), l.ref, strings.Join(cand.ignored, ", ")))
 		}
@@ -948,13 +949,13 @@ func gitIdentity(ctx context.Context, base string) []string {
 
 // landedReceipt seals the receipt of a landing: previous is the receipt
 // of the newest airlock commit on the head's first-parent history.
-func (t *Tx) landedReceipt(ctx context.Context, l *landing, commit, head, notes string, cand *candidate, set *changeset.Set, o SettleOptions) (*receipt.Receipt, []byte, error) {
+func (t *Tx) landedReceipt(ctx context.Context, l *landing, commit, head, notes string, cand *candidate, set *changeset.Set, sc *settlement) (*receipt.Receipt, []byte, error) {
 	prev, err := l.chainHead(ctx, head, notes)
 	if err != nil {
 		return nil, nil, err
 	}
-	rc := t.newReceipt(Committed, set, o, cand.beforeDigest, cand.afterDigest, prev)
-	rc.Validators, rc.LandedBranch, rc.LandedCommit = o.validated, l.ref, commit
+	rc := t.newReceipt(Committed, set, sc, cand.beforeDigest, cand.afterDigest, prev)
+	rc.Validators, rc.LandedBranch, rc.LandedCommit = sc.validated, l.ref, commit
 	data, err := rc.Seal()
 	if err != nil {
 		return nil, nil, err
@@ -1094,7 +1095,7 @@ func (l *landing) remoteHeads(ctx context.Context) (string, string, error) {
 // recordLanded settles the transaction as committed into the remote: its
 // receipt is the note just pushed. The base was not touched and its own
 // receipt chain does not move; the staged workspace goes.
-func (t *Tx) recordLanded(ctx context.Context, rc *receipt.Receipt, data []byte, set *changeset.Set, o SettleOptions) (*Result, error) {
+func (t *Tx) recordLanded(ctx context.Context, rc *receipt.Receipt, data []byte, set *changeset.Set, sc *settlement) (*Result, error) {
 	path := t.st.Path(receiptFile)
 	if err := safefs.WriteFile(path, data, 0o600); err != nil {
 		return nil, fmt.Errorf("%s landed as %s, but its receipt was not written here: %w", t.ID(), rc.LandedCommit, err)
@@ -1108,7 +1109,7 @@ func (t *Tx) recordLanded(ctx context.Context, rc *receipt.Receipt, data []byte,
 	os.RemoveAll(t.st.Path(remoteRepoDir))
 	os.Remove(t.st.Path(remoteIndexFile))
 	return &Result{TxID: t.ID(), Outcome: Committed, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta,
-		Receipt: publicReceipt(rc), ReceiptPath: path, Validators: o.validated}, nil
+		Receipt: publicReceipt(rc), ReceiptPath: path, Validators: sc.validated}, nil
 }
 
 // recordFound settles a transaction found already landed at commit, with
@@ -1144,7 +1145,7 @@ func (t *Tx) recordFound(ctx context.Context, l *landing, commit, notes string, 
 	case rc.DiffDigest != set.Digest():
 		return nil, notMine("its receipt is of another change set (" + rc.DiffDigest + ")")
 	}
-	r, err := t.recordLanded(ctx, rc, data, set, SettleOptions{validated: rc.Validators})
+	r, err := t.recordLanded(ctx, rc, data, set, &settlement{validated: rc.Validators})
 	if r != nil {
 		r.Repeat = true
 	}
