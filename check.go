@@ -55,7 +55,7 @@ func (t *Tx) Check(ctx context.Context, o SettleOptions) (_ *Refusal, err error)
 			w.limited = true
 		}
 	}
-	p, err := t.preflight(ctx, w, o)
+	p, err := t.preflightLocal(ctx, w, o)
 	var r *Refusal
 	if errors.As(err, &r) {
 		// This transaction's own apply was interrupted: there is no

@@ -139,7 +139,7 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if res, done, err := t.settledAlready(); done || err != nil {
 		return res, err
 	}
-	p, err := t.preflight(ctx, t.commitSpace(), o)
+	p, err := t.preflightLocal(ctx, t.commitSpace(), o)
 	if err != nil {
 		return nil, err
 	}

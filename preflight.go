@@ -76,36 +76,23 @@ func (p *preflight) release() {
 	}
 }
 
-// preflight runs every check a commit makes before it journals anything,
-// in this one order, for Commit and for Check alike, so that a dry run
-// cannot disagree with the commit:
+// preflight is the one preflight of every settle that lands a change set
+// — a commit, a check, a land, an undo and a landing into a remote — made
+// before anything is journaled or pushed, in this one order:
 //
 //   - the transaction: an interrupted apply must be recovered first (the
 //     refusal is the error; there is no change set to settle);
-//   - compute the change set (empty: nothing else is checked) and freeze it
-//     into w (StagedChanged);
-//   - unsupported entries;
-//   - take the base's lock; another transaction's apply in flight;
-//   - open the base and check its identity;
-//   - drift, merging what drifted where it can (BaseDrift, MergeConflict);
-//   - protected paths, boundaries, shared inodes;
-//   - validate a candidate tree: the base now plus the prepared change set.
+//   - compute the change set from w's base (empty: nothing else is
+//     checked) and freeze it into w (StagedChanged);
+//   - stagedChecks, each in turn: the checks of the frozen change set
+//     that need neither the base nor the remote.
 //
-// A limited workspace skips what needs the base (its identity, drift and
-// merges, shared inodes) and validates the staged tree.
-//
-// Whether the transaction is already settled, and whether to wait for
-// another settle of it, is the caller's: a commit waits and repeats the
-// first outcome, a check takes no lock and has nothing to check.
-//
-// The caller releases the result, which may hold the base's lock.
+// A check added to stagedChecks guards every way a change set lands. What
+// the target adds comes after: preflightLocal's checks against the base,
+// a remote landing's against the branch head it fetched.
 func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*preflight, error) {
-	status, err := t.Status()
-	if err != nil {
+	if err := t.notInterrupted(); err != nil {
 		return nil, err
-	}
-	if status == StatusInterrupted {
-		return nil, interrupted(t.Base(), t.ID())
 	}
 	set, err := t.diffFrom(ctx, w.base)
 	if err != nil {
@@ -122,25 +109,84 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 		}
 		return nil, err
 	}
-	if r := checkReviewed(t.ID(), set, o); r != nil {
-		p.refusal = r
-		return p, nil
-	}
-	if r, err := t.repoRefusal(ctx); err != nil {
-		return nil, err
-	} else if r != nil {
-		p.refusal = r
-		return p, nil
-	}
-	if len(set.Unsupported) > 0 {
-		var paths []string
-		for _, u := range set.Unsupported {
-			paths = append(paths, string(u))
+	for _, check := range stagedChecks {
+		r, err := check(ctx, t, set, o)
+		if err != nil {
+			return nil, err
 		}
-		p.refusal = refuse(UnsupportedEntry, paths, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them")
-		return p, nil
+		if r != nil {
+			p.refusal = r
+			return p, nil
+		}
 	}
+	return p, nil
+}
 
+// stagedChecks are the checks of a frozen change set that need neither
+// the base nor the remote, in the order every preflight makes them: a
+// change set bound to a review must still be the one reviewed; the
+// command must not have changed the repository it shares with the base;
+// nothing airlock never applies (FIFOs, sockets, devices).
+var stagedChecks = []func(ctx context.Context, t *Tx, set *changeset.Set, o SettleOptions) (*Refusal, error){
+	func(_ context.Context, t *Tx, set *changeset.Set, o SettleOptions) (*Refusal, error) {
+		return checkReviewed(t.ID(), set, o), nil
+	},
+	func(ctx context.Context, t *Tx, _ *changeset.Set, _ SettleOptions) (*Refusal, error) {
+		return t.repoRefusal(ctx)
+	},
+	func(_ context.Context, _ *Tx, set *changeset.Set, _ SettleOptions) (*Refusal, error) {
+		return checkUnsupported(set), nil
+	},
+}
+
+// notInterrupted refuses a transaction whose own apply was interrupted:
+// it must be recovered before anything else is done with it.
+func (t *Tx) notInterrupted() error {
+	status, err := t.Status()
+	if err != nil {
+		return err
+	}
+	if status == StatusInterrupted {
+		return interrupted(t.Base(), t.ID())
+	}
+	return nil
+}
+
+// checkUnsupported refuses the entries airlock never applies.
+func checkUnsupported(set *changeset.Set) *Refusal {
+	if len(set.Unsupported) == 0 {
+		return nil
+	}
+	var paths []string
+	for _, u := range set.Unsupported {
+		paths = append(paths, string(u))
+	}
+	return refuse(UnsupportedEntry, paths, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them")
+}
+
+// preflightLocal is the preflight of a change set that lands in its base
+// (Commit, and so Land and Undo, and Check): the one preflight, then,
+// with the base locked:
+//
+//   - another transaction's apply in flight;
+//   - open the base and check its identity;
+//   - drift, merging what drifted where it can (BaseDrift, MergeConflict);
+//   - protected paths, boundaries, shared inodes;
+//   - validate a candidate tree: the base now plus the prepared change set.
+//
+// A limited workspace skips what needs the base (its identity, drift and
+// merges, shared inodes) and validates the staged tree.
+//
+// Whether the transaction is already settled, and whether to wait for
+// another settle of it, is the caller's: a commit waits and repeats the
+// first outcome, a check takes no lock and has nothing to check.
+//
+// The caller releases the result, which may hold the base's lock.
+func (t *Tx) preflightLocal(ctx context.Context, w *workspace, o SettleOptions) (*preflight, error) {
+	p, err := t.preflight(ctx, w, o)
+	if err != nil || p.set.Empty() || p.refusal != nil {
+		return p, err
+	}
 	if p.base, err = t.stateBase(); err != nil {
 		return nil, err
 	}

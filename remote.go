@@ -170,10 +170,10 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		}
 		return nil, fmt.Errorf("transaction %s already settled as %s %s; only an open or refused transaction can land", t.ID(), res.Outcome, where)
 	}
-	if status, err := t.Status(); err != nil {
+	// Before the snapshot is asked for: an interrupted apply is the first
+	// thing to say, as in every preflight.
+	if err := t.notInterrupted(); err != nil {
 		return nil, err
-	} else if status == StatusInterrupted {
-		return nil, interrupted(t.Base(), t.ID())
 	}
 	var snap gitbase.Snapshot
 	if err := t.st.Read(gitFile, &snap); err != nil || snap.Head == "" {
@@ -189,13 +189,15 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 	so := o.SettleOptions
 	sc := so.settlement()
 
-	// The change set, frozen, and the checks that need no remote: the
-	// same, in the same order, as a commit's preflight.
+	// The one preflight every settle makes (see preflight); then what
+	// the remote adds: boundaries here, and, against each head fetched,
+	// protected paths, the candidate and its validators.
 	w := t.commitSpace()
-	set, err := t.diffFrom(ctx, w.base)
+	p, err := t.preflight(ctx, w, so)
 	if err != nil {
 		return nil, err
 	}
+	set := p.set
 	if set.Empty() {
 		res, err := t.settle(ctx, NoChanges, nil, set, sc)
 		out.Result = res
@@ -206,26 +208,8 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		out.Result = res
 		return out, err
 	}
-	if err := t.freeze(ctx, w, set); err != nil {
-		if r, ok := stagedChanged(err); ok {
-			return refused(r)
-		}
-		return nil, err
-	}
-	if r := checkReviewed(t.ID(), set, so); r != nil {
-		return refused(r)
-	}
-	if r, err := t.repoRefusal(ctx); err != nil {
-		return nil, err
-	} else if r != nil {
-		return refused(r)
-	}
-	if len(set.Unsupported) > 0 {
-		var paths []string
-		for _, u := range set.Unsupported {
-			paths = append(paths, string(u))
-		}
-		return refused(refuse(UnsupportedEntry, paths, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them"))
+	if p.refusal != nil {
+		return refused(p.refusal)
 	}
 	var escapes []string
 	for _, c := range set.Changes {
