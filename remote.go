@@ -939,7 +939,7 @@ func (t *Tx) landedReceipt(ctx context.Context, l *landing, commit, head, notes 
 		return nil, nil, err
 	}
 	rc := t.newReceipt(Committed, set, sc, cand.beforeDigest, cand.afterDigest, prev)
-	rc.Validators, rc.LandedBranch, rc.LandedCommit = sc.validated, l.ref, commit
+	rc.LandedBranch, rc.LandedCommit = l.ref, commit
 	data, err := rc.Seal()
 	if err != nil {
 		return nil, nil, err
@@ -1080,20 +1080,18 @@ func (l *landing) remoteHeads(ctx context.Context) (string, string, error) {
 // receipt is the note just pushed. The base was not touched and its own
 // receipt chain does not move; the staged workspace goes.
 func (t *Tx) recordLanded(ctx context.Context, rc *receipt.Receipt, data []byte, set *changeset.Set, sc *settlement) (*Result, error) {
-	path := t.st.Path(receiptFile)
-	if err := safefs.WriteFile(path, data, 0o600); err != nil {
+	path, err := t.writeReceipt(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s landed as %s, but its receipt was not written here: %w", t.ID(), rc.LandedCommit, err)
 	}
-	a, m, d := set.Counts()
-	if err := t.event(eventCommitted, map[string]any{"receipt": rc.Digest, "added": a, "modified": m, "deleted": d,
-		"landed_branch": rc.LandedBranch, "landed_commit": rc.LandedCommit}); err != nil {
+	res, err := t.settled(Committed, nil, rc, path, set, sc, map[string]any{"landed_branch": rc.LandedBranch, "landed_commit": rc.LandedCommit})
+	if err != nil {
 		return nil, err
 	}
 	t.settleStaged(ctx)
 	os.RemoveAll(t.st.Path(remoteRepoDir))
 	os.Remove(t.st.Path(remoteIndexFile))
-	return &Result{TxID: t.ID(), Outcome: Committed, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta,
-		Receipt: publicReceipt(rc), ReceiptPath: path, Validators: sc.validated}, nil
+	return res, nil
 }
 
 // recordFound settles a transaction found already landed at commit, with

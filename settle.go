@@ -151,14 +151,9 @@ func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset
 	return res, nil
 }
 
-// record writes the receipt and the settling event. For a commit, base is
-// the locked base whose receipt chain it extends.
+// record writes the receipt and the settling event of a local settle. For
+// a commit, base is the locked base whose receipt chain it extends.
 func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement, baseDigest, resultDigest string, base *state.Base) (*Result, error) {
-	a, m, d := set.Counts()
-	res := &Result{TxID: t.ID(), Outcome: out, Refusal: r, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta, Validators: sc.validated}
-	if out == Committed {
-		res.Merged = sc.merged
-	}
 	prevBase := base
 	if prevBase == nil {
 		b, err := t.stateBase()
@@ -172,22 +167,15 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement,
 		return nil, err
 	}
 	rc := t.newReceipt(out, set, sc, baseDigest, resultDigest, prev)
-	for _, v := range sc.validated {
-		rc.Validators = append(rc.Validators, v)
-	}
 	if out == Committed {
 		rc.Merged = append(rc.Merged, sc.merged...)
 	}
 	if sc.kept != nil && sc.kept.branch != nil {
 		rc.Branch, rc.BranchHead = sc.kept.branch.Name, sc.kept.branch.Head
-		res.Branch = sc.kept.branch
 	} else if t.rec.Backend == stage.Worktree {
 		if br, err := t.Branch(context.Background()); err == nil && br != nil && br.Head != "" {
 			rc.Branch, rc.BranchHead = br.Name, br.Head
 		}
-	}
-	if sc.kept != nil {
-		res.Warnings = append(res.Warnings, sc.kept.warnings...)
 	}
 	if r != nil {
 		rc.Refusal = string(r.Kind)
@@ -197,11 +185,46 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement,
 	if err != nil {
 		return nil, err
 	}
-	path := t.st.Path(receiptFile)
-	if err := safefs.WriteFile(path, data, 0o600); err != nil {
+	path, err := t.writeReceipt(data)
+	if err != nil {
 		return nil, err
 	}
-	res.Receipt, res.ReceiptPath = publicReceipt(rc), path
+	res, err := t.settled(out, r, rc, path, set, sc, nil)
+	if err != nil {
+		return nil, err
+	}
+	if out == Committed {
+		if err := chain(base, rc, data); err != nil {
+			return nil, err
+		}
+		if err := base.SetHead(rc.Digest); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// writeReceipt writes a sealed receipt as the transaction's own.
+func (t *Tx) writeReceipt(data []byte) (string, error) {
+	path := t.st.Path(receiptFile)
+	return path, safefs.WriteFile(path, data, 0o600)
+}
+
+// settled appends the settling event of the receipt rc, written at path,
+// and returns the settle's result: the last step of every settle, a local
+// one's (record) and a landing's (recordLanded) alike. extra adds to the
+// event's detail.
+func (t *Tx) settled(out Outcome, r *Refusal, rc *receipt.Receipt, path string, set *changeset.Set, sc *settlement, extra map[string]any) (*Result, error) {
+	a, m, d := set.Counts()
+	res := &Result{TxID: t.ID(), Outcome: out, Refusal: r, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta,
+		Validators: sc.validated, Receipt: publicReceipt(rc), ReceiptPath: path}
+	if out == Committed {
+		res.Merged = sc.merged
+	}
+	if sc.kept != nil {
+		res.Branch = sc.kept.branch
+		res.Warnings = append(res.Warnings, sc.kept.warnings...)
+	}
 	detail := map[string]any{"receipt": rc.Digest, "added": a, "modified": m, "deleted": d}
 	if r != nil {
 		detail["refusal"] = string(r.Kind)
@@ -214,17 +237,12 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement,
 			detail["remedy"] = r.Remedy
 		}
 	}
+	for k, v := range extra {
+		detail[k] = v
+	}
 	ev := map[Outcome]string{Committed: eventCommitted, Discarded: eventDiscarded, Refused: eventRefused, NoChanges: eventNoChanges}[out]
 	if err := t.event(ev, detail); err != nil {
 		return nil, err
-	}
-	if out == Committed {
-		if err := chain(base, rc, data); err != nil {
-			return nil, err
-		}
-		if err := base.SetHead(rc.Digest); err != nil {
-			return nil, err
-		}
 	}
 	return res, nil
 }
@@ -262,7 +280,8 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, sc *settlement, baseDig
 		Outcome: string(out), Added: a, Modified: m, Deleted: d,
 		ExcludedSelectors: excl.Len(), ProtectedSelectors: prot.Len(), Approved: sc.approved,
 		BaseDigest: baseDigest, ResultDigest: resultDigest, DiffDigest: set.Digest(),
-		Previous: prev,
+		Previous:   prev,
+		Validators: append([]string(nil), sc.validated...),
 	}
 }
 
