@@ -30,7 +30,7 @@ const eventChecked = "checked"
 // boundaries, and validation of the staged tree (the base at open plus the
 // change set). Its checked event then says so under "limited"; the commit
 // that `airlock run` makes when the command exits checks everything.
-func (t *Tx) Check(ctx context.Context, o SettleOptions) (_ *Refusal, err error) {
+func (t *Tx) Check(ctx context.Context, o CommitOptions) (_ *Refusal, err error) {
 	defer exported(&err)
 	status, err := t.Status()
 	if err != nil {

@@ -61,8 +61,9 @@ type Result struct {
 	Branch *Branch
 }
 
-// SettleOptions describe the settle of a transaction.
-type SettleOptions struct {
+// CommitOptions say how to commit a transaction: Commit, Check, Land, Undo
+// and LandRemote take them.
+type CommitOptions struct {
 	// Approve approves changes to protected paths: the user's approval
 	// (`--approve`, the review page, an MCP client that asked its user),
 	// unless AgentApproval says it is the agent's own.
@@ -91,13 +92,6 @@ type SettleOptions struct {
 	// diff_digest) must equal it, else the commit is refused with
 	// ReviewStale and nothing is applied.
 	ExpectDiffDigest string
-
-	// DropCommits, for a discard, lets the commits the command made in the
-	// staged workspace's copy of the base's repository go with it, instead
-	// of keeping them on branch airlock/<id> (see keepCommits). A worktree
-	// transaction's commits are in the base's repository already: it
-	// refuses the option.
-	DropCommits bool
 }
 
 // Commit applies the change set to the base through every fail-closed check,
@@ -111,7 +105,7 @@ type SettleOptions struct {
 // shared inodes; validate the candidate); then, under the same lock,
 // journal and back up; apply; fsync; verify; record the receipt; retire the
 // journal.
-func (t *Tx) Commit(ctx context.Context, o SettleOptions) (_ *Result, err error) {
+func (t *Tx) Commit(ctx context.Context, o CommitOptions) (_ *Result, err error) {
 	defer exported(&err)
 	res, err := t.commit(ctx, o)
 	if res != nil {
@@ -124,7 +118,7 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (_ *Result, err error)
 	return res, err
 }
 
-func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
+func (t *Tx) commit(ctx context.Context, o CommitOptions) (*Result, error) {
 	// A test that cancels the commit holds it at a pause point until the
 	// commit has seen the cancel (fault.WhenDone).
 	defer fault.WhenDone(ctx, "commit-cancelled")()

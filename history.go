@@ -91,7 +91,7 @@ func (s *Store) Log(dir string) (_ *Log, err error) {
 type UndoOptions struct {
 	Base string // "" means the current directory
 	ID   string // "" means the newest commit to the base
-	SettleOptions
+	CommitOptions
 }
 
 // Undo reverts a committed transaction as a new transaction through the
@@ -148,11 +148,13 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 			return nil, fmt.Errorf("the content %s had before transaction %s is no longer kept; it cannot be undone", op.Path, id)
 		}
 	}
-	tx, err := s.Open(ctx, OpenOptions{
+	tx, err := s.open(ctx, OpenOptions{
 		Base: base, Exclude: target.rec.Exclude, NoDefaultExclude: true,
 		Protect: target.rec.Protect, NoDefaultProtect: true, Backend: target.rec.Backend,
-		NoConfig: true, Command: []string{"airlock", "undo", id}, validate: undoGate(base, target),
-		project: &project{Root: string(target.rec.Project), Under: string(target.rec.Under), Cfg: config.Default()},
+		NoConfig: true, Command: []string{"airlock", "undo", id},
+	}, &replay{
+		project:  &project{Root: string(target.rec.Project), Under: string(target.rec.Under), Cfg: config.Default()},
+		validate: undoGate(base, target),
 	})
 	if err != nil {
 		return nil, err
@@ -160,7 +162,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 	if changed, err := reverse(tx.Path(), j, orig.Open); err != nil || len(changed) > 0 {
 		dctx := context.WithoutCancel(ctx)
 		if err != nil {
-			tx.Discard(dctx, SettleOptions{})
+			tx.Discard(dctx, DiscardOptions{})
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
 		// Refused, and so kept (exit 75 promises it): discarding it here
@@ -172,7 +174,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 		tx.copyReceipt(res, o.ReceiptCopy)
 		return res, err
 	}
-	return tx.Commit(ctx, o.SettleOptions)
+	return tx.Commit(ctx, o.CommitOptions)
 }
 
 // undoGate is the project validate an undo runs, since an undo is a commit

@@ -90,7 +90,7 @@ func (p *preflight) release() {
 // A check added to stagedChecks guards every way a change set lands. What
 // the target adds comes after: preflightLocal's checks against the base,
 // a remote landing's against the branch head it fetched.
-func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*preflight, error) {
+func (t *Tx) preflight(ctx context.Context, w *workspace, o CommitOptions) (*preflight, error) {
 	if err := t.notInterrupted(); err != nil {
 		return nil, err
 	}
@@ -127,14 +127,14 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 // change set bound to a review must still be the one reviewed; the
 // command must not have changed the repository it shares with the base;
 // nothing airlock never applies (FIFOs, sockets, devices).
-var stagedChecks = []func(ctx context.Context, t *Tx, set *changeset.Set, o SettleOptions) (*Refusal, error){
-	func(_ context.Context, t *Tx, set *changeset.Set, o SettleOptions) (*Refusal, error) {
+var stagedChecks = []func(ctx context.Context, t *Tx, set *changeset.Set, o CommitOptions) (*Refusal, error){
+	func(_ context.Context, t *Tx, set *changeset.Set, o CommitOptions) (*Refusal, error) {
 		return checkReviewed(t.ID(), set, o), nil
 	},
-	func(ctx context.Context, t *Tx, _ *changeset.Set, _ SettleOptions) (*Refusal, error) {
+	func(ctx context.Context, t *Tx, _ *changeset.Set, _ CommitOptions) (*Refusal, error) {
 		return t.repoRefusal(ctx)
 	},
-	func(_ context.Context, _ *Tx, set *changeset.Set, _ SettleOptions) (*Refusal, error) {
+	func(_ context.Context, _ *Tx, set *changeset.Set, _ CommitOptions) (*Refusal, error) {
 		return checkUnsupported(set), nil
 	},
 }
@@ -182,7 +182,7 @@ func checkUnsupported(set *changeset.Set) *Refusal {
 // first outcome, a check takes no lock and has nothing to check.
 //
 // The caller releases the result, which may hold the base's lock.
-func (t *Tx) preflightLocal(ctx context.Context, w *workspace, o SettleOptions) (*preflight, error) {
+func (t *Tx) preflightLocal(ctx context.Context, w *workspace, o CommitOptions) (*preflight, error) {
 	p, err := t.preflight(ctx, w, o)
 	if err != nil || p.set.Empty() || p.refusal != nil {
 		return p, err
@@ -205,7 +205,7 @@ func (t *Tx) preflightLocal(ctx context.Context, w *workspace, o SettleOptions) 
 
 // checkLocked is the preflight from the in-flight check on, with the base
 // locked.
-func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o SettleOptions) (*Refusal, error) {
+func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o CommitOptions) (*Refusal, error) {
 	id, ok, err := p.base.Inflight()
 	if err != nil {
 		return nil, err
@@ -477,7 +477,7 @@ func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
 // defaults included: neither an edit of the transaction's state, nor a
 // flag or negation given at open, nor a change the transaction makes to
 // the config can drop one.
-func (t *Tx) checkProtected(set *changeset.Set, o SettleOptions, gate *project) (*Refusal, error) {
+func (t *Tx) checkProtected(set *changeset.Set, o CommitOptions, gate *project) (*Refusal, error) {
 	if approval(o, gate) {
 		return nil, nil
 	}
@@ -497,7 +497,7 @@ func (t *Tx) checkProtected(set *changeset.Set, o SettleOptions, gate *project) 
 // approval says whether o approves protected changes under gate: the
 // user's approval always, an agent's own only where the project's config
 // (as the base holds it now) lets agents approve.
-func approval(o SettleOptions, gate *project) bool {
+func approval(o CommitOptions, gate *project) bool {
 	return o.Approve && (!o.AgentApproval || gate.Cfg.AgentsApprove)
 }
 

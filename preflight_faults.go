@@ -15,7 +15,7 @@ import (
 var testCheck func(set *changeset.Set) *Refusal
 
 func init() {
-	stagedChecks = append(stagedChecks, func(_ context.Context, _ *Tx, set *changeset.Set, _ SettleOptions) (*Refusal, error) {
+	stagedChecks = append(stagedChecks, func(_ context.Context, _ *Tx, set *changeset.Set, _ CommitOptions) (*Refusal, error) {
 		if testCheck == nil {
 			return nil, nil
 		}

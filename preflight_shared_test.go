@@ -47,7 +47,7 @@ func TestOnePreflight(t *testing.T) {
 		}
 	}
 
-	res, err := open().Commit(ctx, SettleOptions{})
+	res, err := open().Commit(ctx, CommitOptions{})
 	refusedBy("commit", err)
 	if res == nil || res.Outcome != Refused {
 		t.Fatalf("commit: %+v, want refused", res)

@@ -26,7 +26,7 @@ const (
 	// writing in the workspace. Nothing in its place was read.
 	StagedChanged RefusalKind = "StagedChanged"
 	// ReviewStale: the commit was bound to a change set the caller
-	// reviewed (SettleOptions.ExpectDiffDigest: the review page, `commit
+	// reviewed (CommitOptions.ExpectDiffDigest: the review page, `commit
 	// --expect-digest`, the MCP commit tool's expect_digest), and the
 	// change set is no longer that one: the agent changed the staged
 	// workspace after the review.
@@ -96,7 +96,7 @@ const (
 	// it again with approval lands them.
 	RemedyApprove RemedyKind = "approve"
 	// RemedyUserApprove: the change set touches protected paths, and the
-	// caller, an agent, cannot approve them (SettleOptions.AgentApproval):
+	// caller, an agent, cannot approve them (CommitOptions.AgentApproval):
 	// a person does, with `airlock review` or `airlock commit --approve`.
 	RemedyUserApprove RemedyKind = "user_approve"
 	// RemedyReviewAgain: the change set is not the one reviewed; review

@@ -54,7 +54,7 @@ type RemoteOptions struct {
 	// push before the landing refuses RemoteMoved; 0 means
 	// DefaultRemoteAttempts.
 	Attempts int
-	SettleOptions
+	CommitOptions
 }
 
 // RemoteLanded is the outcome of one transaction in a LandRemote.
@@ -186,7 +186,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 	if err != nil {
 		return nil, err
 	}
-	so := o.SettleOptions
+	so := o.CommitOptions
 	sc := so.settlement()
 
 	// The one preflight every settle makes (see preflight); then what

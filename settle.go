@@ -45,9 +45,28 @@ type settlement struct {
 	unmeasured bool
 }
 
-// settlement starts the settle context of a settle with these options.
-func (o SettleOptions) settlement() *settlement {
-	return &settlement{exitCode: o.ExitCode, startedAt: o.StartedAt, approved: o.Approve, dropCommits: o.DropCommits}
+// settlement starts the settle context of a commit with these options.
+func (o CommitOptions) settlement() *settlement {
+	return &settlement{exitCode: o.ExitCode, startedAt: o.StartedAt, approved: o.Approve}
+}
+
+// DiscardOptions say how to discard a transaction.
+type DiscardOptions struct {
+	ExitCode  *int      // the command's exit code, for the receipt
+	StartedAt time.Time // when the command started; zero means the open time
+	// ReceiptCopy, if set, is a second file the receipt is written to.
+	ReceiptCopy string
+	// DropCommits lets the commits the command made in the staged
+	// workspace's copy of the base's repository go with it, instead of
+	// keeping them on branch airlock/<id> (see keepCommits). A worktree
+	// transaction's commits are in the base's repository already: it
+	// refuses the option.
+	DropCommits bool
+}
+
+// settlement starts the settle context of a discard with these options.
+func (o DiscardOptions) settlement() *settlement {
+	return &settlement{exitCode: o.ExitCode, startedAt: o.StartedAt, dropCommits: o.DropCommits}
 }
 
 // settledAlready reports the first outcome of a transaction that has
@@ -72,7 +91,7 @@ func (t *Tx) settledAlready() (*Result, bool, error) {
 }
 
 // Discard drops the transaction's changes. The base is not touched.
-func (t *Tx) Discard(ctx context.Context, o SettleOptions) (_ *Result, err error) {
+func (t *Tx) Discard(ctx context.Context, o DiscardOptions) (_ *Result, err error) {
 	defer exported(&err)
 	res, err := t.discard(ctx, o)
 	if res != nil {
@@ -82,7 +101,7 @@ func (t *Tx) Discard(ctx context.Context, o SettleOptions) (_ *Result, err error
 	return res, err
 }
 
-func (t *Tx) discard(ctx context.Context, o SettleOptions) (*Result, error) {
+func (t *Tx) discard(ctx context.Context, o DiscardOptions) (*Result, error) {
 	t.pooling = recycles() && t.rec.Backend == stage.Copy
 	unlockTx, err := t.st.Lock(ctx)
 	if err != nil {

@@ -371,32 +371,32 @@ func TestCheckProtected(t *testing.T) {
 	}
 	set := &changeset.Set{Changes: changes}
 	defaults := []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml"}
-	user, agent := SettleOptions{Approve: true}, SettleOptions{Approve: true, AgentApproval: true}
+	user, agent := CommitOptions{Approve: true}, CommitOptions{Approve: true, AgentApproval: true}
 	tests := []struct {
 		name   string
 		cfg    string // the project's .airlock.toml, "" for none
 		opts   OpenOptions
-		settle SettleOptions
+		settle CommitOptions
 		want   []string
 		remedy RemedyKind
 	}{
-		{"defaults", "", OpenOptions{}, SettleOptions{}, defaults, RemedyApprove},
+		{"defaults", "", OpenOptions{}, CommitOptions{}, defaults, RemedyApprove},
 		{"defaults approved", "", OpenOptions{}, user, nil, ""},
-		{"--protect adds", "", OpenOptions{Protect: []string{"secrets/"}}, SettleOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "secrets/key", "src/.airlock.toml"}, RemedyApprove},
+		{"--protect adds", "", OpenOptions{Protect: []string{"secrets/"}}, CommitOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "secrets/key", "src/.airlock.toml"}, RemedyApprove},
 		// Open flags shape only the transaction's own list: the project's
 		// protection, the defaults included, is held at every commit (an
 		// agent can pass flags too).
-		{"--no-default-protect keeps the project's", "", OpenOptions{NoDefaultProtect: true, Protect: []string{"/src/*.go"}}, SettleOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml", "src/main.go"}, RemedyApprove},
-		{"negation keeps the project's", "", OpenOptions{Protect: []string{"!.envrc", "!.airlock.toml", "!.github/workflows/"}}, SettleOptions{}, defaults, RemedyApprove},
+		{"--no-default-protect keeps the project's", "", OpenOptions{NoDefaultProtect: true, Protect: []string{"/src/*.go"}}, CommitOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml", "src/main.go"}, RemedyApprove},
+		{"negation keeps the project's", "", OpenOptions{Protect: []string{"!.envrc", "!.airlock.toml", "!.github/workflows/"}}, CommitOptions{}, defaults, RemedyApprove},
 		// The project itself may drop them.
-		{"config drops the defaults", "default_protect = false\n", OpenOptions{NoDefaultProtect: true, Protect: []string{"src/*", "!src/main.go"}}, SettleOptions{}, []string{"src/.airlock.toml"}, RemedyApprove},
+		{"config drops the defaults", "default_protect = false\n", OpenOptions{NoDefaultProtect: true, Protect: []string{"src/*", "!src/main.go"}}, CommitOptions{}, []string{"src/.airlock.toml"}, RemedyApprove},
 		// An agent's own approval is no approval, unless the project says
 		// its agents may approve; the remedy then is a person's.
 		{"an agent's approval", "", OpenOptions{}, agent, defaults, RemedyUserApprove},
-		{"an agent without approval", "", OpenOptions{}, SettleOptions{AgentApproval: true}, defaults, RemedyUserApprove},
+		{"an agent without approval", "", OpenOptions{}, CommitOptions{AgentApproval: true}, defaults, RemedyUserApprove},
 		{"an agent's approval, agents_approve = false", "agents_approve = false\n", OpenOptions{}, agent, defaults, RemedyUserApprove},
 		{"an agent's approval, agents_approve = true", "agents_approve = true\n", OpenOptions{}, agent, nil, ""},
-		{"agents_approve = true approves nothing by itself", "agents_approve = true\n", OpenOptions{}, SettleOptions{AgentApproval: true}, defaults, RemedyUserApprove},
+		{"agents_approve = true approves nothing by itself", "agents_approve = true\n", OpenOptions{}, CommitOptions{AgentApproval: true}, defaults, RemedyUserApprove},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -641,7 +641,7 @@ func TestCommitRoundTrip(t *testing.T) {
 	changed := []string{"TODO", "newlink", "src/helper.go", "src/main.go"}
 	beforeDigest := pathsDigest(t, base, changed)
 
-	res, err := tx.Commit(ctx, SettleOptions{})
+	res, err := tx.Commit(ctx, CommitOptions{})
 	if err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -698,7 +698,7 @@ func TestCommitRoundTrip(t *testing.T) {
 
 	// Commit again: the first outcome, nothing changed.
 	snapBefore := pathsDigest(t, base, []string{"TODO", "keep", "link", "newlink", "src", "src/helper.go", "src/main.go"})
-	again, err := tx.Commit(ctx, SettleOptions{})
+	again, err := tx.Commit(ctx, CommitOptions{})
 	if err != nil {
 		t.Fatalf("second Commit: %v", err)
 	}
@@ -714,7 +714,7 @@ func TestCommitRoundTrip(t *testing.T) {
 	// Loaded afresh, as another process would.
 	tx2, err := s.Tx("round-trip")
 	must(t, err)
-	third, err := tx2.Commit(ctx, SettleOptions{})
+	third, err := tx2.Commit(ctx, CommitOptions{})
 	if err != nil || !third.Repeat || third.Outcome != Committed {
 		t.Fatalf("Commit from a reloaded tx: %+v, %v", third, err)
 	}
@@ -763,7 +763,7 @@ func TestCommitRefusedThenApproved(t *testing.T) {
 	tx, err := s.Open(ctx, OpenOptions{Base: base, Backend: "auto"})
 	must(t, err)
 	writeTree(t, tx.Path(), map[string]string{".envrc": "export X=1\n", "b": "b"})
-	res, err := tx.Commit(ctx, SettleOptions{})
+	res, err := tx.Commit(ctx, CommitOptions{})
 	var r *Refusal
 	if !errors.As(err, &r) || r.Kind != ProtectedPathNotApproved || !slices.Equal(r.Paths, []string{".envrc"}) {
 		t.Fatalf("Commit error %v, want a ProtectedPathNotApproved refusal naming .envrc", err)
@@ -782,7 +782,7 @@ func TestCommitRefusedThenApproved(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tx.Path(), ".envrc")); err != nil {
 		t.Errorf("the refused transaction's staged workspace is gone: %v", err)
 	}
-	res, err = tx.Commit(ctx, SettleOptions{Approve: true})
+	res, err = tx.Commit(ctx, CommitOptions{Approve: true})
 	if err != nil || res.Outcome != Committed || !res.Receipt.Approved {
 		t.Fatalf("approved Commit: %+v, %v", res, err)
 	}

@@ -35,7 +35,7 @@ const (
 // now says another, that one too: a person who changes the config while a
 // transaction is open does not lower that transaction's gate, and an edit
 // of the transaction's state does not either.
-func (t *Tx) validators(o SettleOptions, gate *project) []string {
+func (t *Tx) validators(o CommitOptions, gate *project) []string {
 	var v []string
 	for _, cmd := range []string{t.rec.Validate, gate.Cfg.Validate, strings.TrimSpace(o.Validate)} {
 		// Running a command twice would prove nothing more.
@@ -70,7 +70,7 @@ func (t *Tx) projectValidators(gate *project) []string {
 //
 // SIGINT and SIGTERM stop it (see interruptible): no verdict, and the
 // commit returns a *CancelledError.
-func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []journal.Op, o SettleOptions, gate *project) (*Refusal, []string, error) {
+func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []journal.Op, o CommitOptions, gate *project) (*Refusal, []string, error) {
 	cmds := t.validators(o, gate)
 	if len(cmds) == 0 {
 		return nil, nil, nil

@@ -111,7 +111,7 @@ func newUndoCmd(io IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o := airlock.UndoOptions{Base: workdir, SettleOptions: airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath}}
+			o := airlock.UndoOptions{Base: workdir, CommitOptions: airlock.CommitOptions{Approve: approve, ReceiptCopy: rpath}}
 			if len(args) == 1 {
 				o.ID = args[0]
 			}
@@ -175,10 +175,10 @@ pushed again.`,
 			}
 			if remote != "" {
 				return landRemote(c.Context(), io, st, ids, airlock.RemoteOptions{Remote: remote, Branch: branch, Attempts: retries + 1,
-					SettleOptions: airlock.SettleOptions{Validate: validate, Approve: approve}}, quiet, asJSON)
+					CommitOptions: airlock.CommitOptions{Validate: validate, Approve: approve}}, quiet, asJSON)
 			}
 			var results []airlock.RemoteLanded
-			for _, l := range st.Land(context.WithoutCancel(c.Context()), ids, airlock.SettleOptions{Validate: validate, Approve: approve}) {
+			for _, l := range st.Land(context.WithoutCancel(c.Context()), ids, airlock.CommitOptions{Validate: validate, Approve: approve}) {
 				results = append(results, airlock.RemoteLanded{ID: l.ID, Result: l.Result, Err: l.Err})
 			}
 			refused, failed, err := reportLandings(io, results, quiet, asJSON, nil)

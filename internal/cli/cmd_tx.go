@@ -75,7 +75,7 @@ func newCommitCmd(io IO) *cobra.Command {
 				return fmt.Errorf("--expect-digest %q: want the change set's diff_digest as `airlock show ID --json` prints it (sha256:...)", expect)
 			}
 			return settle(c.Context(), io, args[0], quiet, asJSON, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-				return tx.Commit(ctx, airlock.SettleOptions{Approve: approve, ReceiptCopy: rpath, Validate: validate, ExpectDiffDigest: expect})
+				return tx.Commit(ctx, airlock.CommitOptions{Approve: approve, ReceiptCopy: rpath, Validate: validate, ExpectDiffDigest: expect})
 			})
 		},
 	}
@@ -96,7 +96,7 @@ func newDiscardCmd(io IO) *cobra.Command {
 		Args:  oneID,
 		RunE: func(c *cobra.Command, args []string) error {
 			return settle(c.Context(), io, args[0], quiet, asJSON, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-				return tx.Discard(ctx, airlock.SettleOptions{DropCommits: dropCommits})
+				return tx.Discard(ctx, airlock.DiscardOptions{DropCommits: dropCommits})
 			})
 		},
 	}
