@@ -106,7 +106,6 @@ const (
 )
 
 func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, error) {
-	out := &RemoteLanded{ID: t.ID()}
 	ref, err := landing.BranchRef(ctx, o.Branch)
 	if err != nil {
 		return nil, err
@@ -123,148 +122,175 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		return nil, err
 	}
 	defer unlockTx()
-	if res, done, err := t.settledAlready(); done || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		if res.Receipt.LandedCommit != "" && res.Receipt.LandedBranch == ref {
-			out.Commit, out.Already, out.Result = res.Receipt.LandedCommit, true, res
-			return out, nil
-		}
-		where := "to its base"
-		if res.Receipt.LandedBranch != "" {
-			where = "into " + res.Receipt.LandedBranch
-		}
-		return nil, fmt.Errorf("transaction %s already settled as %s %s; only an open or refused transaction can land", t.ID(), res.Outcome, where)
+	if out, done, err := t.landedAlready(ref); done || err != nil {
+		return out, err
 	}
 	// Before the snapshot is asked for: an interrupted apply is the first
 	// thing to say, as in every preflight.
 	if err := t.notInterrupted(); err != nil {
 		return nil, err
 	}
-	var snap gitbase.Snapshot
-	if err := t.st.Read(gitFile, &snap); err != nil || snap.Head == "" {
+	rl := &remoteLanding{o: o.CommitOptions, sc: o.settlement(), out: &RemoteLanded{ID: t.ID()}}
+	if err := t.st.Read(gitFile, &rl.snap); err != nil || rl.snap.Head == "" {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("transaction %s was not opened in a git repository with a commit (%s); landing into a remote needs the commit its base was at: open it in a clone of %s", t.ID(), t.Base(), o.Remote)
 	}
-	l, err := t.openLanding(ctx, o.Remote, ref)
-	if err != nil {
+	if rl.l, err = t.openLanding(ctx, o.Remote, ref); err != nil {
 		return nil, err
 	}
-	so := o.CommitOptions
-	sc := so.settlement()
 
 	// The one preflight every settle makes (see preflight); then what
 	// the remote adds: boundaries here, and, against each head fetched,
 	// protected paths, the candidate and its validators.
-	w := t.commitSpace()
-	p, err := t.preflight(ctx, w, so)
+	rl.w = t.commitSpace()
+	p, err := t.preflight(ctx, rl.w, rl.o)
 	if err != nil {
 		return nil, err
 	}
-	set := p.set
-	if set.Empty() {
-		res, err := t.settle(ctx, NoChanges, nil, set, sc)
-		out.Result = res
-		return out, err
-	}
-	refused := func(r *Refusal) (*RemoteLanded, error) {
-		res, err := t.settle(ctx, Refused, r, set, sc)
-		out.Result = res
-		return out, err
+	rl.set = p.set
+	if rl.set.Empty() {
+		return rl.settle(ctx, t, NoChanges, nil)
 	}
 	if p.refusal != nil {
-		return refused(p.refusal)
+		return rl.settle(ctx, t, Refused, p.refusal)
 	}
 	var escapes []string
-	for _, c := range set.Changes {
+	for _, c := range rl.set.Changes {
 		if safefs.CheckRel(c.Path) != nil || manifest.IsGitMeta(c.Path) {
 			escapes = append(escapes, c.Path)
 		}
 	}
-	if r := checkBoundary(set, escapes); r != nil {
-		return refused(r)
+	if r := checkBoundary(rl.set, escapes); r != nil {
+		return rl.settle(ctx, t, Refused, r)
 	}
+	for rl.out.Attempts < attempts {
+		rl.out.Attempts++
+		done, r, err := t.landOnce(ctx, rl)
+		switch {
+		case err != nil:
+			return nil, err
+		case r != nil:
+			return rl.settle(ctx, t, Refused, r)
+		case done:
+			return rl.out, rl.err
+		}
+	}
+	return rl.settle(ctx, t, Refused, refuse(RemoteMoved, nil, "%s on %s moved under each of %d attempts (another host landed first each time); nothing was pushed. Land again, or give more attempts (--retries)", ref, rl.l.Remote, attempts))
+}
 
-	for out.Attempts < attempts {
-		out.Attempts++
-		head, notes, err := l.FetchHeads(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if commit, err := l.FindLanded(ctx, head, snap.Head, t.ID()); err != nil {
-			return nil, err
-		} else if commit != "" {
-			// Landed before, by a process that did not live to record it:
-			// report that commit and push nothing. Only when its receipt
-			// proves it is this very transaction (another clone may have
-			// landed one with the same id).
-			res, err := t.recordFound(ctx, l, commit, notes, set)
-			if err != nil {
-				return nil, err
-			}
-			out.Commit, out.Already, out.Result = commit, true, res
-			return out, nil
-		}
-		gate, err := t.remoteGate(ctx, l, head, &snap)
-		if err != nil {
-			return nil, err
-		}
-		sc.approved = approval(so, gate)
-		if r, err := t.checkProtected(set, so, gate); err != nil {
-			return nil, err
-		} else if r != nil {
-			return refused(r)
-		}
-		cand, r, err := t.buildCandidate(ctx, l, w, set, head, &snap)
-		if err != nil {
-			return nil, err
-		}
-		if r != nil {
-			return refused(r)
-		}
-		if cmds := t.validators(so, gate); len(cmds) > 0 {
-			r, ran, err := t.validateTree(ctx, l, cmds, gate, &snap)
-			sc.validated = ran
-			if err != nil {
-				return nil, err
-			}
-			if r != nil {
-				return refused(r)
-			}
-		}
-		commit, err := t.commitCandidate(ctx, l, cand.tree, head, set)
-		if err != nil {
-			return nil, err
-		}
-		rc, data, err := t.landedReceipt(ctx, l, commit, head, notes, cand, set, sc)
-		if err != nil {
-			return nil, err
-		}
-		noteCommit, err := l.AddNote(ctx, notes, commit, data)
-		if err != nil {
-			return nil, err
-		}
-		fault.Point("land-remote:built")
-		moved, err := l.PushAtomic(ctx, head, notes, commit, noteCommit)
-		if err != nil {
-			return nil, err
-		}
-		if moved {
-			t.event("remote_moved", map[string]any{"attempt": out.Attempts, "branch": ref})
-			continue
-		}
-		fault.Point("land-remote:pushed")
-		out.Commit = commit
-		out.Result, err = t.recordLanded(ctx, rc, data, set, sc)
-		if out.Result != nil && len(cand.ignored) > 0 {
-			out.Result.Warnings = append(out.Result.Warnings, fmt.Sprintf("not landed, as git ignores them in %s and %s does not track them: %s", t.Base(), l.Ref, strings.Join(cand.ignored, ", ")))
-		}
-		return out, err
+// remoteLanding is a landing into a remote in progress: where it lands,
+// what the preflight froze, and what it has found so far.
+type remoteLanding struct {
+	l    *landing.Repo
+	snap gitbase.Snapshot // the base's repository at open
+	w    *workspace
+	set  *changeset.Set
+	o    CommitOptions
+	sc   *settlement
+	out  *RemoteLanded
+	err  error // the error of the settle that ended it, if any
+}
+
+// settle records an outcome that pushed nothing (no changes, refused).
+func (rl *remoteLanding) settle(ctx context.Context, t *Tx, out Outcome, r *Refusal) (*RemoteLanded, error) {
+	res, err := t.settle(ctx, out, r, rl.set, rl.sc)
+	rl.out.Result = res
+	return rl.out, err
+}
+
+// landedAlready reports the first outcome of a transaction that has
+// already settled: landed into ref (nothing to push), or anything else,
+// which is an error.
+func (t *Tx) landedAlready(ref string) (*RemoteLanded, bool, error) {
+	res, done, err := t.settledAlready()
+	if err != nil || !done {
+		return nil, done, err
 	}
-	return refused(refuse(RemoteMoved, nil, "%s on %s moved under each of %d attempts (another host landed first each time); nothing was pushed. Land again, or give more attempts (--retries)", ref, l.Remote, attempts))
+	if res.Receipt.LandedCommit != "" && res.Receipt.LandedBranch == ref {
+		return &RemoteLanded{ID: t.ID(), Commit: res.Receipt.LandedCommit, Already: true, Result: res}, true, nil
+	}
+	where := "to its base"
+	if res.Receipt.LandedBranch != "" {
+		where = "into " + res.Receipt.LandedBranch
+	}
+	return nil, true, fmt.Errorf("transaction %s already settled as %s %s; only an open or refused transaction can land", t.ID(), res.Outcome, where)
+}
+
+// landOnce is one attempt of a landing: fetch the heads; find an earlier
+// landing of the transaction; check protected paths under the head's
+// gate; build and validate the candidate; commit it with its receipt note
+// and push both. It is done when the transaction landed (now or before:
+// rl.out says which, rl.err what recording it said); neither done nor
+// refused when the remote moved under the push.
+func (t *Tx) landOnce(ctx context.Context, rl *remoteLanding) (bool, *Refusal, error) {
+	l, set, out := rl.l, rl.set, rl.out
+	head, notes, err := l.FetchHeads(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	if commit, err := l.FindLanded(ctx, head, rl.snap.Head, t.ID()); err != nil {
+		return false, nil, err
+	} else if commit != "" {
+		// Landed before, by a process that did not live to record it:
+		// report that commit and push nothing. Only when its receipt
+		// proves it is this very transaction (another clone may have
+		// landed one with the same id).
+		res, err := t.recordFound(ctx, l, commit, notes, set)
+		if err != nil {
+			return false, nil, err
+		}
+		out.Commit, out.Already, out.Result = commit, true, res
+		return true, nil, nil
+	}
+	gate, err := t.remoteGate(ctx, l, head, &rl.snap)
+	if err != nil {
+		return false, nil, err
+	}
+	rl.sc.approved = approval(rl.o, gate)
+	if r, err := t.checkProtected(set, rl.o, gate); err != nil || r != nil {
+		return false, r, err
+	}
+	cand, r, err := t.buildCandidate(ctx, l, rl.w, set, head, &rl.snap)
+	if err != nil || r != nil {
+		return false, r, err
+	}
+	if cmds := t.validators(rl.o, gate); len(cmds) > 0 {
+		r, ran, err := t.validateTree(ctx, l, cmds, gate, &rl.snap)
+		rl.sc.validated = ran
+		if err != nil || r != nil {
+			return false, r, err
+		}
+	}
+	commit, err := t.commitCandidate(ctx, l, cand.tree, head, set)
+	if err != nil {
+		return false, nil, err
+	}
+	rc, data, err := t.landedReceipt(ctx, l, commit, head, notes, cand, set, rl.sc)
+	if err != nil {
+		return false, nil, err
+	}
+	noteCommit, err := l.AddNote(ctx, notes, commit, data)
+	if err != nil {
+		return false, nil, err
+	}
+	fault.Point("land-remote:built")
+	moved, err := l.PushAtomic(ctx, head, notes, commit, noteCommit)
+	if err != nil {
+		return false, nil, err
+	}
+	if moved {
+		t.event("remote_moved", map[string]any{"attempt": out.Attempts, "branch": l.Ref})
+		return false, nil, nil
+	}
+	fault.Point("land-remote:pushed")
+	out.Commit = commit
+	out.Result, rl.err = t.recordLanded(ctx, rc, data, set, rl.sc)
+	if out.Result != nil && len(cand.ignored) > 0 {
+		out.Result.Warnings = append(out.Result.Warnings, fmt.Sprintf("not landed, as git ignores them in %s and %s does not track them: %s", t.Base(), l.Ref, strings.Join(cand.ignored, ", ")))
+	}
+	return true, nil, nil
 }
 
 // gitIgnored lists the change set's paths that the base's repository
