@@ -119,15 +119,19 @@ func (t *Tx) stagedGitUnsafe(ctx context.Context, baseGit, stagedGit string) str
 	return ""
 }
 
-func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*keptCommits, error) {
-	base := git.At(baseGit)
+// stagedTip is a branch tip of the staged repository.
+type stagedTip struct{ ref, sha string }
+
+// freshTips lists the tips of the staged repository that hold commits the
+// base's repository lacks: HEAD's first, then each branch's (at most
+// maxKeptBranches of them, which a warning says).
+func freshTips(ctx context.Context, base git.Repo, stagedGit string) ([]stagedTip, []string, error) {
 	out, err := base.Run(ctx, "ls-remote", stagedGit)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	type tip struct{ ref, sha string }
-	var head *tip
-	var branches []tip
+	var head *stagedTip
+	var branches []stagedTip
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		sha, ref, ok := strings.Cut(l, "\t")
 		if !ok {
@@ -135,9 +139,9 @@ func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*kept
 		}
 		switch {
 		case ref == "HEAD":
-			head = &tip{ref, sha}
+			head = &stagedTip{ref, sha}
 		case strings.HasPrefix(ref, "refs/heads/"):
-			branches = append(branches, tip{ref, sha})
+			branches = append(branches, stagedTip{ref, sha})
 		}
 	}
 	// A tip the base's refs already name holds nothing new: most settles
@@ -145,7 +149,7 @@ func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*kept
 	known := map[string]bool{}
 	refs, err := base.Run(ctx, "for-each-ref", "--format=%(objectname)")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, s := range strings.Fields(string(refs)) {
 		known[s] = true
@@ -172,11 +176,11 @@ func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*kept
 		warnings = append(warnings, fmt.Sprintf("the staged repository has %d branches; only HEAD and the first %d were looked at for commits to keep", len(branches), maxKeptBranches))
 		branches = branches[:maxKeptBranches]
 	}
-	var fresh []tip
+	var fresh []stagedTip
 	if head != nil {
 		n, err := isNew(head.sha)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if n {
 			fresh = append(fresh, *head)
@@ -188,11 +192,23 @@ func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*kept
 		}
 		n, err := isNew(b.sha)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if n && !slices.ContainsFunc(fresh, func(f tip) bool { return f.sha == b.sha }) {
+		if n && !slices.ContainsFunc(fresh, func(f stagedTip) bool { return f.sha == b.sha }) {
 			fresh = append(fresh, b)
 		}
+	}
+	return fresh, warnings, nil
+}
+
+// fetchCommits fetches the staged repository's fresh tips into the base's
+// repository as branch airlock/<id>: the first tip is the branch, the
+// others' commits are said to go unless they are on it.
+func (t *Tx) fetchCommits(ctx context.Context, baseGit, stagedGit string) (*keptCommits, error) {
+	base := git.At(baseGit)
+	fresh, warnings, err := freshTips(ctx, base, stagedGit)
+	if err != nil {
+		return nil, err
 	}
 	if len(fresh) == 0 {
 		if len(warnings) > 0 {
