@@ -130,7 +130,7 @@ func (s *Store) gcOne(ctx context.Context, g *gcRun, id string) error {
 		g.add(GCItem{ID: id, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Reason: "kept: " + err.Error()})
 		return nil
 	}
-	g.bases[BaseKeyOf(tx)] = tx
+	g.bases[tx.baseKey()] = tx
 	g.basePaths[tx.Base()] = true
 	it := GCItem{ID: id, Bytes: diskUsage(tx.StateDir())}
 	it.Status, err = tx.Status()
@@ -436,7 +436,7 @@ func (s *Store) pruneOriginals(rep *Tx, gone map[string]bool, dryRun bool) (int6
 		if err != nil {
 			return 0, fmt.Errorf("cannot tell whether transaction %s needs kept originals (%w); nothing pruned", id, err)
 		}
-		if BaseKeyOf(tx) != BaseKeyOf(rep) {
+		if tx.baseKey() != rep.baseKey() {
 			continue
 		}
 		st, err := tx.Status()
@@ -495,10 +495,10 @@ func diskUsage(dir string) int64 {
 	return n
 }
 
-// BaseKeyOf names the directory a transaction opened, by its identity:
+// baseKey names the directory a transaction opened, by its identity:
 // transactions over one directory share its state whatever path they
 // reached it by.
-func BaseKeyOf(t *Tx) string { return t.baseIdentity().Key() }
+func (t *Tx) baseKey() string { return t.baseIdentity().Key() }
 
 // savedContent lists the directories in a transaction's state that hold
 // content a rollback or recover saved from the base (displaced-*): what

@@ -314,10 +314,6 @@ func (t *Tx) openLanding(ctx context.Context, remote, ref string) (*landing.Repo
 	return landing.Open(ctx, t.st.Path(remoteRepoDir), t.Base(), t.Base(), remote, ref)
 }
 
-// RedactRemote is a remote as airlock prints it: a password, a token given
-// as the URL's user, and the query are masked.
-func RedactRemote(remote string) string { return landing.Redact(remote) }
-
 // remoteGate is the project's gate as the branch head holds it: its
 // .airlock.toml there (protect, validate), on top of what the transaction
 // recorded at open. A config that does not parse leaves the recorded gate

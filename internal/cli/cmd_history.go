@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/landing"
 )
 
 func newLogCmd(io IO) *cobra.Command {
@@ -211,7 +212,7 @@ pushed again.`,
 // already (on the branch before: nothing pushed), refused or failed.
 func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o airlock.RemoteOptions, quiet, asJSON bool) error {
 	results := st.LandRemote(context.WithoutCancel(ctx), ids, o)
-	refused, failed, err := reportLandings(io, results, quiet, asJSON, map[string]any{"remote": airlock.RedactRemote(o.Remote), "branch": o.Branch})
+	refused, failed, err := reportLandings(io, results, quiet, asJSON, map[string]any{"remote": landing.Redact(o.Remote), "branch": o.Branch})
 	if err != nil {
 		return err
 	}
