@@ -12,6 +12,7 @@ import (
 	"github.com/airlockdev/airlock/internal/config"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/state"
@@ -153,7 +154,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 		Protect: target.rec.Protect, NoDefaultProtect: true, Backend: target.rec.Backend,
 		NoConfig: true, Command: []string{"airlock", "undo", id},
 	}, &replay{
-		project:  &project{Root: string(target.rec.Project), Under: string(target.rec.Under), Cfg: config.Default()},
+		project:  &project.Project{Root: string(target.rec.Project), Under: string(target.rec.Under), Cfg: config.Default()},
 		validate: undoGate(base, target),
 	})
 	if err != nil {

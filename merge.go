@@ -15,6 +15,7 @@ import (
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/merge"
 	"github.com/airlockdev/airlock/internal/originals"
+	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
@@ -32,7 +33,7 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string
 	}
 	var ops []journal.Op
 	var unmergeable, conflicts, excluded []string
-	excl, err := newProjectSelector(t.rec.Exclude, string(t.rec.Under))
+	excl, err := project.NewSelector(t.rec.Exclude, string(t.rec.Under))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("exclude selectors in %s: %w", t.st.Path(recordFile), err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/airlockdev/airlock/internal/config"
 	"github.com/airlockdev/airlock/internal/gitbase"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
@@ -28,7 +29,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 // comes from the transaction it reverts, as that one recorded it, and the
 // project's validate from undoGate.
 type replay struct {
-	project  *project
+	project  *project.Project
 	validate string
 }
 
@@ -122,13 +123,13 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 // rules are what a transaction is opened under: the project and its
 // config, and the selectors the config and the options give.
 type rules struct {
-	proj *project
+	proj *project.Project
 	cfg  *config.Config
 	// exclude are the excludes recorded (noise included), excludeSel
 	// matches them relative to the project's root; noise are the default
 	// excludes for agent noise in effect, relative to the base.
 	exclude    []string
-	excludeSel *projectSelector
+	excludeSel *project.Selector
 	noise      []string
 	protect    []string
 }
@@ -143,7 +144,7 @@ func openRules(base string, o OpenOptions, rp *replay) (*rules, error) {
 	if rp != nil {
 		r.proj = rp.project
 	} else {
-		p, err := findProject(base)
+		p, err := project.Find(base)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +162,7 @@ func openRules(base string, o OpenOptions, rp *replay) (*rules, error) {
 		r.noise = DefaultExclude
 		r.exclude = append(slices.Clone(DefaultExclude), r.exclude...)
 	}
-	sel, err := newProjectSelector(r.exclude, r.proj.Under)
+	sel, err := project.NewSelector(r.exclude, r.proj.Under)
 	if err != nil {
 		return nil, fmt.Errorf("--exclude: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/state"
 )
@@ -477,7 +478,7 @@ func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
 // defaults included: neither an edit of the transaction's state, nor a
 // flag or negation given at open, nor a change the transaction makes to
 // the config can drop one.
-func (t *Tx) checkProtected(set *changeset.Set, o CommitOptions, gate *project) (*Refusal, error) {
+func (t *Tx) checkProtected(set *changeset.Set, o CommitOptions, gate *project.Project) (*Refusal, error) {
 	if approval(o, gate) {
 		return nil, nil
 	}
@@ -497,7 +498,7 @@ func (t *Tx) checkProtected(set *changeset.Set, o CommitOptions, gate *project) 
 // approval says whether o approves protected changes under gate: the
 // user's approval always, an agent's own only where the project's config
 // (as the base holds it now) lets agents approve.
-func approval(o CommitOptions, gate *project) bool {
+func approval(o CommitOptions, gate *project.Project) bool {
 	return o.Approve && (!o.AgentApproval || gate.Cfg.AgentsApprove)
 }
 
@@ -505,8 +506,8 @@ func approval(o CommitOptions, gate *project) bool {
 // sorted: the transaction's recorded selectors and the project's as gate
 // gives them now, a path matched directly or reached through a symlink of
 // the result tree.
-func (t *Tx) protectedPaths(set *changeset.Set, gate *project) ([]string, error) {
-	prot, err := newProjectSelector(t.rec.Protect, string(t.rec.Under))
+func (t *Tx) protectedPaths(set *changeset.Set, gate *project.Project) ([]string, error) {
+	prot, err := project.NewSelector(t.rec.Protect, string(t.rec.Under))
 	if err != nil {
 		return nil, fmt.Errorf("protected selectors in %s: %w", t.st.Path(recordFile), err)
 	}
@@ -519,7 +520,7 @@ func (t *Tx) protectedPaths(set *changeset.Set, gate *project) ([]string, error)
 		own = append(own, DefaultProtect...)
 	}
 	own = append(own, gate.Cfg.Protect...)
-	now, err := newProjectSelector(own, gate.Under)
+	now, err := project.NewSelector(own, gate.Under)
 	if err != nil {
 		return nil, fmt.Errorf("protected selectors in %s: %w", gate.Cfg.Path, err)
 	}

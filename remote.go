@@ -18,6 +18,7 @@ import (
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/merge"
 	"github.com/airlockdev/airlock/internal/originals"
+	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
@@ -318,12 +319,12 @@ func (t *Tx) openLanding(ctx context.Context, remote, ref string) (*landing.Repo
 // .airlock.toml there (protect, validate), on top of what the transaction
 // recorded at open. A config that does not parse leaves the recorded gate
 // alone, as a commit does with a base's broken config.
-func (t *Tx) remoteGate(ctx context.Context, l *landing.Repo, head string, snap *gitbase.Snapshot) (*project, error) {
+func (t *Tx) remoteGate(ctx context.Context, l *landing.Repo, head string, snap *gitbase.Snapshot) (*project.Project, error) {
 	root := t.Base()
 	if t.rec.Project != "" {
 		root = string(t.rec.Project)
 	}
-	gate := &project{Root: root, Under: string(t.rec.Under), Cfg: config.Default()}
+	gate := &project.Project{Root: root, Under: string(t.rec.Under), Cfg: config.Default()}
 	path := projectPrefix(snap.Prefix, gate.Under) + config.FileName
 	ents, err := l.LsTree(ctx, head, []string{path})
 	if err != nil {
@@ -531,14 +532,14 @@ func (t *Tx) mergeRemote(ctx context.Context, l *landing.Repo, orig *originals.S
 // validateTree checks the candidate out of the landing's index into a
 // throw-away directory and runs the validators there, at the project
 // root's place in it.
-func (t *Tx) validateTree(ctx context.Context, l *landing.Repo, cmds []string, gate *project, snap *gitbase.Snapshot) (*Refusal, []string, error) {
+func (t *Tx) validateTree(ctx context.Context, l *landing.Repo, cmds []string, gate *project.Project, snap *gitbase.Snapshot) (*Refusal, []string, error) {
 	return t.interruptible(ctx, func(ctx context.Context) (*Refusal, []string, error) {
 		return t.validateTreeIn(ctx, l, cmds, gate, snap)
 	})
 }
 
 // validateTreeIn is validateTree with SIGINT and SIGTERM caught.
-func (t *Tx) validateTreeIn(ctx context.Context, l *landing.Repo, cmds []string, gate *project, snap *gitbase.Snapshot) (*Refusal, []string, error) {
+func (t *Tx) validateTreeIn(ctx context.Context, l *landing.Repo, cmds []string, gate *project.Project, snap *gitbase.Snapshot) (*Refusal, []string, error) {
 	dir := t.st.Path(candidateDir)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, nil, fmt.Errorf("remove the old candidate %s: %w", dir, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/patch"
+	"github.com/airlockdev/airlock/internal/project"
 )
 
 // ChangeDigest is the digest of the change set as it is now in the staged
@@ -138,7 +139,7 @@ func (t *Tx) review(ctx context.Context, w io.Writer, format DiffFormat, protect
 		if err != nil {
 			return "", nil, nil, err
 		}
-		gate = &reviewGate{project: p}
+		gate = &reviewGate{Project: p}
 		if gate.paths, err = t.protectedPaths(set, p); err != nil {
 			return "", nil, nil, err
 		}
@@ -176,7 +177,7 @@ func (t *Tx) review(ctx context.Context, w io.Writer, format DiffFormat, protect
 // reviewGate is the project a review matched protection with, and the
 // protected paths it found.
 type reviewGate struct {
-	*project
+	*project.Project
 	paths []string
 }
 
