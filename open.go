@@ -280,12 +280,12 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 
 // saveOpened saves the manifests open measured: the base's (written
 // while the staged one is), its symlinks, kept apart so that every
-// commit's protection check (linkAliases) need not read the whole base
+// commit's protection check (project.LinkAliases) need not read the whole base
 // manifest, and the staged workspace's.
 func saveOpened(st *state.Tx, res *stage.Result) error {
 	baseSaved := make(chan error, 1)
 	go func() { baseSaved <- res.Base.Save(st.Path(baseManifestFile)) }()
-	err := st.Write(baseLinksFile, baseLinks(res.Base))
+	err := st.Write(baseLinksFile, project.BaseLinks(res.Base))
 	if err == nil {
 		err = res.Staged.Save(st.Path(stagedOpenFile))
 	}

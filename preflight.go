@@ -541,7 +541,7 @@ func (t *Tx) protectedPaths(set *changeset.Set, gate *project.Project) ([]string
 	if err != nil {
 		return nil, err
 	}
-	aliased, err := linkAliases(set, t.Base(), links, func() (*manifest.Manifest, error) { return t.loadManifest(baseManifestFile) },
+	aliased, err := project.LinkAliases(set, t.Base(), links, func() (*manifest.Manifest, error) { return t.loadManifest(baseManifestFile) },
 		func(rel string, isDir bool) bool { return prot.Match(rel, isDir) || now.Match(rel, isDir) })
 	if err != nil {
 		return nil, err

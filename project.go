@@ -3,6 +3,7 @@ package airlock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,4 +91,23 @@ func protectOf(cfg *config.Config, extra []string, noDefault bool) []string {
 		prot = append(slices.Clone(DefaultProtect), prot...)
 	}
 	return prot
+}
+
+// baseLinksFile, in a transaction's state, maps each symlink of the base
+// at open to its target (see project.LinkAliases).
+const baseLinksFile = "base.links.json"
+
+// links reads the base's symlinks at open: from their own small file, or,
+// for a transaction an earlier airlock opened, from the base manifest.
+func (t *Tx) links() (map[string]string, error) {
+	var links map[string]string
+	err := t.st.Read(baseLinksFile, &links)
+	if errors.Is(err, fs.ErrNotExist) {
+		base, err := t.loadManifest(baseManifestFile)
+		if err != nil {
+			return nil, err
+		}
+		return project.BaseLinks(base), nil
+	}
+	return links, err
 }

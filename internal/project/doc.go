@@ -9,5 +9,5 @@
 // the base that another user owns. A Selector matches base-relative paths
 // as the project's selectors mean them, including the directories between
 // the project root and the base and protected paths reached through a
-// symlink.
+// symlink (LinkAliases).
 package project
