@@ -2,14 +2,13 @@ package airlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"syscall"
 
+	"github.com/airlockdev/airlock/internal/basecheck"
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -268,7 +267,7 @@ func (t *Tx) checkBase(ctx context.Context, w *workspace, p *preflight) (*Refusa
 		return r, err
 	}
 	p.root = root
-	ops, drifted, escapes, err := checkDrift(root, p.set)
+	ops, drifted, escapes, err := basecheck.Drift(root, p.set)
 	if err != nil {
 		return nil, err
 	}
@@ -332,144 +331,6 @@ func (t *Tx) driftIdentity(now state.Identity, confirmed bool) *Refusal {
 		return refuse(BaseDrift, []string{"."}, "%s cannot be told from another directory: the transaction recorded it as %s and it is %s now, and its file system has no identity of its own that would say whether it is the same one mounted again", t.Base(), t.baseIdentity(), now)
 	}
 	return refuse(BaseDrift, []string{"."}, "%s is no longer the directory the transaction opened (it was %s, it is %s)", t.Base(), t.baseIdentity(), now)
-}
-
-// drift is a changed path that also changed in the base since open.
-type drift struct {
-	change changeset.Change
-	now    manifest.Entry // the base path as it is now
-}
-
-// checkDrift compares every path the change set touches, and each of its
-// parent directories, with the base as it was at open: by stat, and by
-// bytes where open recorded a digest because stat could not prove the
-// file unchanged. It returns the journal operations for the paths that did
-// not move, with Before set to what is in the base now (its digest too,
-// where the bytes were compared); the paths that moved, for merging; and
-// the paths that cannot be reached without crossing a symlink or leaving
-// the base, for the boundary check.
-func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []drift, []string, error) {
-	var ops []journal.Op
-	var drifted []drift
-	var escapes []string
-	parentOK := map[string]bool{}
-	known := map[string]manifest.Entry{}
-	kinds := map[string]manifest.Kind{}
-	for _, c := range set.Changes {
-		known[c.Path] = c.Base
-		kinds[c.Path] = c.Base.Kind
-	}
-	for _, c := range set.Changes {
-		if safefs.CheckRel(c.Path) != nil || manifest.IsGitMeta(c.Path) {
-			escapes = append(escapes, c.Path)
-			continue
-		}
-		cur, err := measureBase(root, c.Path)
-		if errors.Is(err, safefs.ErrSymlink) && c.Base.Kind == manifest.KindNone && journal.Shadowed(c.Path, kinds) {
-			// Beneath a symlink the change set replaces by a directory:
-			// absent now, created once that symlink is gone.
-			cur, err = manifest.Entry{Path: c.Path}, nil
-		}
-		if errors.Is(err, safefs.ErrSymlink) || errors.Is(err, safefs.ErrEscape) {
-			escapes = append(escapes, c.Path)
-			continue
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if !parentsUnchanged(root, c.Path, known, parentOK) {
-			drifted = append(drifted, drift{change: c, now: manifest.Entry{Path: c.Path, Kind: manifest.KindOther}})
-			continue
-		}
-		if !unchanged(cur, c.Base) {
-			drifted = append(drifted, drift{change: c, now: cur})
-			continue
-		}
-		if c.Base.Kind == manifest.KindFile && c.Base.Digest != "" {
-			// Measured at open within a timestamp step of its last change
-			// (stage.Result.Base): an edit in that same step, keeping the
-			// size, leaves every stat fact as it was. The bytes decide,
-			// and the journal's backup must be those bytes.
-			f, err := changeset.OpenOriginal(root, c.Base)
-			if err != nil {
-				drifted = append(drifted, drift{change: c, now: cur})
-				continue
-			}
-			f.Close()
-			cur.Digest = c.Base.Digest
-		}
-		ops = append(ops, journal.Op{Path: c.Path, Before: cur, After: c.Result})
-	}
-	return ops, drifted, escapes, nil
-}
-
-// unchanged compares a base path now with the base at open. A directory is
-// the same while it is a directory with the same mode and inode: its times
-// move whenever anything inside it changes, which is not drift of the
-// directory itself.
-func unchanged(cur, open manifest.Entry) bool {
-	if cur.Kind != open.Kind {
-		return false
-	}
-	switch cur.Kind {
-	case manifest.KindNone:
-		return true
-	case manifest.KindDir:
-		return cur.Mode == open.Mode && cur.Ino == open.Ino && cur.Dev == open.Dev
-	}
-	return manifest.SameStat(cur, open)
-}
-
-// parentsUnchanged checks that each parent directory of rel that existed at
-// open is still a directory. Parents the change set adds are checked as
-// changes of their own.
-func parentsUnchanged(root *safefs.Root, rel string, known map[string]manifest.Entry, ok map[string]bool) bool {
-	for p := parentOf(rel); p != ""; p = parentOf(p) {
-		if ok[p] {
-			return true
-		}
-		if e, changed := known[p]; changed && e.Kind != manifest.KindDir {
-			ok[p] = true // added or retyped by the change set
-			continue
-		}
-		cur, err := measureBase(root, p)
-		if err != nil || cur.Kind != manifest.KindDir {
-			return false
-		}
-		ok[p] = true
-	}
-	return true
-}
-
-func parentOf(rel string) string {
-	d := filepath.Dir(rel)
-	if d == "." {
-		return ""
-	}
-	return filepath.ToSlash(d)
-}
-
-func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
-	info, err := root.Lstat(rel)
-	// ENOTDIR: a parent is not a directory (yet), as when the change set
-	// turns a file into a directory with children; the path is absent.
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return manifest.Entry{Path: rel}, nil
-	}
-	if err != nil {
-		return manifest.Entry{}, err
-	}
-	e := manifest.Entry{Path: rel, Kind: manifest.KindOf(info.Mode), Mode: info.Mode & manifest.ModeMask,
-		Size: info.Size, MtimeNs: info.MtimeNs, CtimeNs: info.CtimeNs, Ino: info.Ino, Dev: info.Dev}
-	if e.Kind != manifest.KindFile {
-		e.Size = 0
-	}
-	if e.Kind == manifest.KindSymlink {
-		if e.Target, err = root.Readlink(rel); err != nil {
-			return manifest.Entry{}, err
-		}
-	}
-	return e, nil
 }
 
 // checkProtected refuses a change under a protected selector unless the
@@ -559,27 +420,7 @@ func (t *Tx) protectedPaths(set *changeset.Set, gate *project.Project) ([]string
 // inside the base, that would be reached through a symlink in the base, or
 // that lies beneath a symlink the change set itself creates.
 func checkBoundary(set *changeset.Set, escapes []string) *Refusal {
-	bad := append([]string(nil), escapes...)
-	links := map[string]bool{}
-	for _, c := range set.Changes {
-		if c.Result.Kind == manifest.KindSymlink {
-			links[c.Path] = true
-		}
-	}
-	for _, c := range set.Changes {
-		if c.Op == changeset.Delete {
-			// Removed before anything is created: a directory the change
-			// set replaces by a symlink is emptied while it is still one.
-			continue
-		}
-		for p := parentOf(c.Path); p != "" && len(links) > 0; p = parentOf(p) {
-			if links[p] {
-				bad = append(bad, c.Path)
-				break
-			}
-		}
-	}
-	if len(bad) > 0 {
+	if bad := basecheck.Boundary(set, escapes); len(bad) > 0 {
 		return refuse(BoundaryEscape, bad, "these paths would leave the base or be reached through a symlink")
 	}
 	return nil
@@ -588,25 +429,17 @@ func checkBoundary(set *changeset.Set, escapes []string) *Refusal {
 // checkSharedInode refuses when a staged or frozen file is the same inode
 // as its base file: a write to one would already have changed the other.
 func checkSharedInode(root *safefs.Root, set *changeset.Set, staged, objects string) *Refusal {
-	var shared []string
-	for _, c := range set.Changes {
-		if c.Result.Kind != manifest.KindFile {
-			continue
-		}
-		b, err := root.Lstat(c.Path)
-		if err != nil {
-			continue
-		}
-		for _, p := range []string{filepath.Join(staged, filepath.FromSlash(c.Path)), changeset.ObjectPath(objects, c.Result.Digest)} {
-			e, err := manifest.Lstat(p)
-			if err == nil && e.Ino == b.Ino && e.Dev == b.Dev {
-				shared = append(shared, c.Path)
-				break
-			}
-		}
-	}
-	if len(shared) > 0 {
+	if shared := basecheck.SharedInodes(root, set, staged, objects); len(shared) > 0 {
 		return refuse(SharedInode, shared, "a staged file is the very inode of its base file (a hard link); the staging was not isolated")
 	}
 	return nil
+}
+
+// parentOf is the parent directory of a slash path, "" at the top.
+func parentOf(rel string) string {
+	d := filepath.Dir(rel)
+	if d == "." {
+		return ""
+	}
+	return filepath.ToSlash(d)
 }
