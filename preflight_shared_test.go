@@ -15,7 +15,8 @@ import (
 
 // TestOnePreflight adds a check to the one preflight (testCheck) and sees
 // a local commit and a landing into a real bare git remote both refuse by
-// it, with nothing applied to the base and nothing pushed.
+// it, with nothing applied to the base and nothing pushed; and a check, a
+// land and an undo too.
 func TestOnePreflight(t *testing.T) {
 	clone, g := gitRepo(t)
 	g(clone, "commit", "-q", "-am", "edited")
@@ -23,13 +24,6 @@ func TestOnePreflight(t *testing.T) {
 	g(clone, "init", "-q", "--bare", "-b", "main", bare)
 	g(clone, "push", "-q", bare, "main")
 	head := strings.TrimSpace(g(bare, "rev-parse", "main"))
-
-	ran := 0
-	testCheck = func(set *changeset.Set) *Refusal {
-		ran++
-		return refuse(ValidationFailed, []string{"new.txt"}, "refused by the test's check")
-	}
-	t.Cleanup(func() { testCheck = nil })
 
 	ctx := context.Background()
 	s := newStore(t)
@@ -39,6 +33,20 @@ func TestOnePreflight(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(tx.Path(), "new.txt"), []byte("new\n"), 0o644))
 		return tx
 	}
+	// A commit made before the check is added, for the undo below.
+	done, err := s.Open(ctx, OpenOptions{Base: clone})
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(done.Path(), "done.txt"), []byte("done\n"), 0o644))
+	if _, err := done.Commit(ctx, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	ran := 0
+	testCheck = func(set *changeset.Set) *Refusal {
+		ran++
+		return refuse(ValidationFailed, []string{"new.txt"}, "refused by the test's check")
+	}
+	t.Cleanup(func() { testCheck = nil })
 	refusedBy := func(what string, err error) {
 		t.Helper()
 		var r *Refusal
@@ -64,7 +72,21 @@ func TestOnePreflight(t *testing.T) {
 	if now := strings.TrimSpace(g(bare, "rev-parse", "main")); now != head {
 		t.Fatalf("the remote moved from %s to %s under a refused landing", head, now)
 	}
-	if ran != 2 {
-		t.Fatalf("the test's check ran %d times, want once per settle", ran)
+
+	r, err := open().Check(ctx, CommitOptions{})
+	must(t, err)
+	if r == nil {
+		t.Fatal("check: no refusal, want the test check's")
+	}
+	refusedBy("check", r)
+	lands := s.Land(ctx, []string{open().ID()}, CommitOptions{})
+	refusedBy("land", lands[0].Err)
+	_, err = s.Undo(ctx, UndoOptions{Base: clone, ID: done.ID()})
+	refusedBy("undo", err)
+	if _, err := os.Lstat(filepath.Join(clone, "done.txt")); err != nil {
+		t.Fatalf("done.txt is gone from the base after a refused undo (%v)", err)
+	}
+	if ran != 5 {
+		t.Fatalf("the test's check ran %d times, want once per settle and check", ran)
 	}
 }
