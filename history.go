@@ -5,25 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"sort"
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/config"
-	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/project"
-	"github.com/airlockdev/airlock/internal/receipt"
-	"github.com/airlockdev/airlock/internal/safefs"
-	"github.com/airlockdev/airlock/internal/state"
 )
-
-// chain files a committed receipt under the base's chain (the copy of
-// every receipt committed to the base, named by its digest, that `log`
-// walks).
-func chain(b *state.Base, rc *receipt.Receipt, data []byte) error {
-	return b.WriteReceipt(rc.Digest, data)
-}
 
 // Log is what was committed to a base, newest first.
 type Log struct {
@@ -49,41 +37,13 @@ func (s *Store) Log(dir string) (_ *Log, err error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := b.Head()
+	chain, err := history.Walk(b)
 	if err != nil {
 		return nil, err
 	}
-	out := &Log{Base: base}
-	seen := map[string]bool{}
-	for d := head; d != ""; {
-		if seen[d] {
-			out.Broken = fmt.Sprintf("the chain loops at %s", d)
-			break
-		}
-		seen[d] = true
-		p := b.ReceiptPath(d)
-		data, err := b.ReadReceipt(d)
-		var unsafe *state.UnsafeError
-		if errors.As(err, &unsafe) {
-			// Never read, and never passed over: a chain that cannot be
-			// trusted is not shown as a shorter one.
-			return nil, err
-		}
-		if err != nil {
-			out.Broken = fmt.Sprintf("receipt %s is missing (%v)", d, unwrapPathErr(err))
-			break
-		}
-		rc, err := receipt.Verify(data)
-		if err != nil {
-			out.Broken = fmt.Sprintf("receipt %s does not verify: %v", p, err)
-			break
-		}
-		if rc.Digest != d {
-			out.Broken = fmt.Sprintf("receipt %s has digest %s, but the chain names %s", p, rc.Digest, d)
-			break
-		}
+	out := &Log{Base: base, Broken: chain.Broken}
+	for _, rc := range chain.Entries {
 		out.Entries = append(out.Entries, publicReceipt(rc))
-		d = rc.Previous
 	}
 	return out, nil
 }
@@ -160,7 +120,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 	if err != nil {
 		return nil, err
 	}
-	if changed, err := reverse(tx.Path(), j, orig.Open); err != nil || len(changed) > 0 {
+	if changed, err := history.Reverse(tx.Path(), j, orig.Open); err != nil || len(changed) > 0 {
 		dctx := context.WithoutCancel(ctx)
 		if err != nil {
 			tx.Discard(dctx, DiscardOptions{})
@@ -205,30 +165,3 @@ func (s *Store) logged(base, id string) bool {
 }
 
 func emptySet() *changeset.Set { return &changeset.Set{} }
-
-// reverse turns every path the applied journal j changed, in the staged
-// tree dir, back to its state before the apply. It first checks that each
-// path still holds exactly what the apply left; those that do not are
-// returned and nothing is changed.
-func reverse(dir string, j *journal.Journal, open func(string) (*os.File, error)) ([]string, error) {
-	root, err := safefs.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	var changed []string
-	for _, op := range j.Ops {
-		if err := journal.Matches(root, op.Path, op.After); err != nil {
-			changed = append(changed, op.Path)
-		}
-	}
-	if len(changed) > 0 {
-		return changed, nil
-	}
-	ops := make([]journal.Op, len(j.Ops))
-	for i, op := range j.Ops {
-		ops[i] = journal.Op{Path: op.Path, Before: op.After, After: op.Before}
-	}
-	sort.Slice(ops, func(a, b int) bool { return ops[a].Path < ops[b].Path })
-	return nil, journal.ApplyFrom(root, j.TxID, ops, open)
-}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -390,7 +391,7 @@ func (t *Tx) finishChain(b *state.Base) error {
 	if rc.Previous != head {
 		return fmt.Errorf("receipt %s follows %s, but the base's chain ends at %s: the state was altered; nothing was done", t.ReceiptPath(), rc.Previous, head)
 	}
-	if err := chain(b, rc, data); err != nil {
+	if err := history.Add(b, rc, data); err != nil {
 		return err
 	}
 	return b.SetHead(rc.Digest)

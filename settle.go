@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/selector"
@@ -213,7 +214,7 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement,
 		return nil, err
 	}
 	if out == Committed {
-		if err := chain(base, rc, data); err != nil {
+		if err := history.Add(base, rc, data); err != nil {
 			return nil, err
 		}
 		if err := base.SetHead(rc.Digest); err != nil {
