@@ -434,12 +434,3 @@ func checkSharedInode(root *safefs.Root, set *changeset.Set, staged, objects str
 	}
 	return nil
 }
-
-// parentOf is the parent directory of a slash path, "" at the top.
-func parentOf(rel string) string {
-	d := filepath.Dir(rel)
-	if d == "." {
-		return ""
-	}
-	return filepath.ToSlash(d)
-}

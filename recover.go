@@ -14,6 +14,7 @@ import (
 	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/receipt"
+	"github.com/airlockdev/airlock/internal/recovery"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/state"
 )
@@ -429,5 +430,29 @@ func (t *Tx) keepDisplaced(jdir string, rr *journal.RestoreResult) ([]string, er
 	if len(earlier) > len(rr.Displaced) {
 		out = append(out, fmt.Sprintf("%d file(s) an earlier, failed restore of this journal saved: under %s", len(earlier)-len(rr.Displaced), keep))
 	}
+	return out, nil
+}
+
+// recoverOrphan clears an in-flight marker that names a transaction whose
+// state is gone or cannot be read (see recovery.Orphan). Called with the
+// base's lock held.
+func (s *Store) recoverOrphan(ctx context.Context, b *state.Base, out *RecoverResult, cause error) (*RecoverResult, error) {
+	id := out.TxID
+	found, err := recovery.Orphan(ctx, b, recovery.OrphanOf{
+		ID: id, Base: out.Base, Cause: cause, Journal: filepath.Join(s.dir, "tx", id, journalDir),
+		CheckJournal: func() error {
+			st, err := s.st.Tx(id)
+			if err == nil {
+				err = st.CheckTree(journalDir, journalKept)
+			}
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Orphaned, out.RolledForward, out.Digest = true, found.RolledForward, found.Digest
+	out.Displaced = append(out.Displaced, found.Displaced...)
+	out.Notes = append(out.Notes, found.Notes...)
 	return out, nil
 }
