@@ -57,7 +57,7 @@ func TestOverlayCommit(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(base, "src/a.go")); string(b) != "package a\n" {
 		t.Fatal("a write in the overlay reached the base before commit")
 	}
-	res, err := tx.Commit(t.Context(), SettleOptions{})
+	res, err := tx.Commit(t.Context(), CommitOptions{})
 	must(t, err)
 	if res.Outcome != Committed || res.Added != 1 || res.Modified != 1 || res.Deleted != 1 {
 		t.Fatalf("commit: %s +%d ~%d -%d, want committed +1 ~1 -1", res.Outcome, res.Added, res.Modified, res.Deleted)
@@ -87,6 +87,6 @@ func TestAutoNeverOverlay(t *testing.T) {
 	if b := tx.Record().Backend; b != "copy" && b != "reflink" {
 		t.Fatalf("auto opened with %s, want copy or reflink", b)
 	}
-	_, err = tx.Discard(t.Context(), SettleOptions{})
+	_, err = tx.Discard(t.Context(), DiscardOptions{})
 	must(t, err)
 }

@@ -30,7 +30,7 @@ const eventChecked = "checked"
 // boundaries, and validation of the staged tree (the base at open plus the
 // change set). Its checked event then says so under "limited"; the commit
 // that `airlock run` makes when the command exits checks everything.
-func (t *Tx) Check(ctx context.Context, o SettleOptions) (_ *Refusal, err error) {
+func (t *Tx) Check(ctx context.Context, o CommitOptions) (_ *Refusal, err error) {
 	defer exported(&err)
 	status, err := t.Status()
 	if err != nil {
@@ -55,7 +55,7 @@ func (t *Tx) Check(ctx context.Context, o SettleOptions) (_ *Refusal, err error)
 			w.limited = true
 		}
 	}
-	p, err := t.preflight(ctx, w, o)
+	p, err := t.preflightLocal(ctx, w, o)
 	var r *Refusal
 	if errors.As(err, &r) {
 		// This transaction's own apply was interrupted: there is no

@@ -35,16 +35,16 @@ func TestCheckIsADryRun(t *testing.T) {
 		write  map[string]string // in the staged workspace
 		drift  map[string]string // in the base, after open
 		fifo   bool
-		o      SettleOptions
+		o      CommitOptions
 		want   RefusalKind // "" for no refusal
 		paths  []string
 		reason string // a substring of the refusal's reason
 	}{
 		{name: "a plain change passes", write: map[string]string{"new": "n", "a": "a2"}},
 		{name: "a protected path is refused", write: map[string]string{".envrc": "export X=1\n"}, want: ProtectedPathNotApproved, paths: []string{".envrc"}},
-		{name: "approval lets a protected path pass", write: map[string]string{".envrc": "export X=1\n"}, o: SettleOptions{Approve: true}},
-		{name: "a failing validator refuses", write: map[string]string{"bad": "b"}, o: SettleOptions{Validate: "test ! -e bad || { echo found bad; exit 3; }"}, want: ValidationFailed, reason: "found bad"},
-		{name: "a passing validator sees the candidate", write: map[string]string{"good": "g"}, o: SettleOptions{Validate: "test -e good && test -e a"}},
+		{name: "approval lets a protected path pass", write: map[string]string{".envrc": "export X=1\n"}, o: CommitOptions{Approve: true}},
+		{name: "a failing validator refuses", write: map[string]string{"bad": "b"}, o: CommitOptions{Validate: "test ! -e bad || { echo found bad; exit 3; }"}, want: ValidationFailed, reason: "found bad"},
+		{name: "a passing validator sees the candidate", write: map[string]string{"good": "g"}, o: CommitOptions{Validate: "test -e good && test -e a"}},
 		{name: "drift that cannot merge refuses", write: map[string]string{"a": "mine"}, drift: map[string]string{"a": "theirs"}, want: BaseDrift, paths: []string{"a"}},
 		{name: "a FIFO refuses", fifo: true, want: UnsupportedEntry, paths: []string{"pipe"}},
 	}
@@ -117,9 +117,9 @@ func TestCheckRefusesSettled(t *testing.T) {
 	ctx := context.Background()
 	tx, err := newStore(t).Open(ctx, OpenOptions{Base: newBaseDir(t, map[string]string{"a": "a"})})
 	must(t, err)
-	_, err = tx.Discard(ctx, SettleOptions{})
+	_, err = tx.Discard(ctx, DiscardOptions{})
 	must(t, err)
-	if _, err := tx.Check(ctx, SettleOptions{}); err == nil || !strings.Contains(err.Error(), "discarded") {
+	if _, err := tx.Check(ctx, CommitOptions{}); err == nil || !strings.Contains(err.Error(), "discarded") {
 		t.Fatalf("Check of a discarded transaction: %v, want an error saying it was discarded", err)
 	}
 }
@@ -132,14 +132,14 @@ func TestCheckKeepsACommitsState(t *testing.T) {
 	tx, err := newStore(t).Open(ctx, OpenOptions{Base: base})
 	must(t, err)
 	writeTree(t, tx.Path(), map[string]string{".envrc": "x", "b": "b"})
-	_, err = tx.Commit(ctx, SettleOptions{})
+	_, err = tx.Commit(ctx, CommitOptions{})
 	var r *Refusal
 	if !errors.As(err, &r) {
 		t.Fatalf("commit: %v, want a refusal", err)
 	}
 	frozen := readFile(t, tx.st.Path(changeSetFile))
 	writeTree(t, tx.Path(), map[string]string{"c": "c"})
-	r, err = tx.Check(ctx, SettleOptions{Approve: true})
+	r, err = tx.Check(ctx, CommitOptions{Approve: true})
 	if err != nil || r != nil {
 		t.Fatalf("Check with approval: %v, %v", r, err)
 	}

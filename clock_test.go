@@ -77,7 +77,7 @@ func TestSameSecondBaseEditIsSeen(t *testing.T) {
 				if !sameAsOpen(t, tx, baseManifestFile, "f", filepath.Join(base, "f")) {
 					// The second rolled over before the edit, which the
 					// stat then shows: not the case under test.
-					_, err := tx.Discard(ctx, SettleOptions{})
+					_, err := tx.Discard(ctx, DiscardOptions{})
 					must(t, err)
 					if attempt == 5 {
 						t.Fatal("open and an edit did not fit in one second in 5 tries")
@@ -85,7 +85,7 @@ func TestSameSecondBaseEditIsSeen(t *testing.T) {
 					continue
 				}
 				writeTree(t, tx.Path(), map[string]string{"f": "the agent's version\n"})
-				res, err := tx.Commit(ctx, SettleOptions{})
+				res, err := tx.Commit(ctx, CommitOptions{})
 				var r *Refusal
 				if !errors.As(err, &r) || r.Kind != BaseDrift {
 					outcome := Outcome("")
@@ -177,7 +177,7 @@ func TestSameSecondPlantInPooledTreeIsNotKept(t *testing.T) {
 				if got := readFile(t, filepath.Join(next.Path(), "f")); got != bytes {
 					t.Fatalf("the next transaction reads %q in f, not the base's bytes (recycled: %+v)", got, *next.rec.Staging.Recycled)
 				}
-				_, err = next.Discard(ctx, SettleOptions{})
+				_, err = next.Discard(ctx, DiscardOptions{})
 				must(t, err)
 				return
 			}

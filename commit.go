@@ -61,8 +61,9 @@ type Result struct {
 	Branch *Branch
 }
 
-// SettleOptions describe the settle of a transaction.
-type SettleOptions struct {
+// CommitOptions say how to commit a transaction: Commit, Check, Land, Undo
+// and LandRemote take them.
+type CommitOptions struct {
 	// Approve approves changes to protected paths: the user's approval
 	// (`--approve`, the review page, an MCP client that asked its user),
 	// unless AgentApproval says it is the agent's own.
@@ -91,24 +92,6 @@ type SettleOptions struct {
 	// diff_digest) must equal it, else the commit is refused with
 	// ReviewStale and nothing is applied.
 	ExpectDiffDigest string
-
-	// validated are the validators the commit ran, for its result and
-	// receipt; set by the commit itself on its own copy of the options.
-	validated []string
-	// merged are the paths the commit three-way merged with the base's
-	// own changes since open, for its result and receipt.
-	merged []string
-	// DropCommits, for a discard, lets the commits the command made in the
-	// staged workspace's copy of the base's repository go with it, instead
-	// of keeping them on branch airlock/<id> (see keepCommits). A worktree
-	// transaction's commits are in the base's repository already: it
-	// refuses the option.
-	DropCommits bool
-	// kept is what keepCommits did at this settle.
-	kept *keptCommits
-	// unmeasured: a discard could not compute the change set, so whether
-	// the staged repository changed is unknown.
-	unmeasured bool
 }
 
 // Commit applies the change set to the base through every fail-closed check,
@@ -122,7 +105,7 @@ type SettleOptions struct {
 // shared inodes; validate the candidate); then, under the same lock,
 // journal and back up; apply; fsync; verify; record the receipt; retire the
 // journal.
-func (t *Tx) Commit(ctx context.Context, o SettleOptions) (_ *Result, err error) {
+func (t *Tx) Commit(ctx context.Context, o CommitOptions) (_ *Result, err error) {
 	defer exported(&err)
 	res, err := t.commit(ctx, o)
 	if res != nil {
@@ -131,11 +114,11 @@ func (t *Tx) Commit(ctx context.Context, o SettleOptions) (_ *Result, err error)
 		}
 		t.noteBranch(ctx, res)
 	}
-	t.copyReceipt(res, o)
+	t.copyReceipt(res, o.ReceiptCopy)
 	return res, err
 }
 
-func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
+func (t *Tx) commit(ctx context.Context, o CommitOptions) (*Result, error) {
 	// A test that cancels the commit holds it at a pause point until the
 	// commit has seen the cancel (fault.WhenDone).
 	defer fault.WhenDone(ctx, "commit-cancelled")()
@@ -150,23 +133,23 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	if res, done, err := t.settledAlready(); done || err != nil {
 		return res, err
 	}
-	p, err := t.preflight(ctx, t.commitSpace(), o)
+	p, err := t.preflightLocal(ctx, t.commitSpace(), o)
 	if err != nil {
 		return nil, err
 	}
 	defer p.release()
-	o.validated = p.validated
-	o.merged = p.merged
+	sc := o.settlement()
+	sc.validated, sc.merged = p.validated, p.merged
 	// The receipt records the approval that stood, not the one asked for.
-	o.Approve = p.approved
+	sc.approved = p.approved
 	if err := t.cancelled(ctx); err != nil {
 		return nil, err
 	}
 	switch {
 	case p.set.Empty():
-		return t.settle(ctx, NoChanges, nil, p.set, o)
+		return t.settle(ctx, NoChanges, nil, p.set, sc)
 	case p.refusal != nil:
-		return t.settle(ctx, Refused, p.refusal, p.set, o)
+		return t.settle(ctx, Refused, p.refusal, p.set, sc)
 	}
 	fault.Point("checked")
 	if err := t.cancelled(ctx); err != nil {
@@ -175,7 +158,7 @@ func (t *Tx) commit(ctx context.Context, o SettleOptions) (*Result, error) {
 	// From the journal on, the commit runs to its end whatever the
 	// caller's context says: a commit cut short is the one thing a
 	// transaction must not be, and its result must say what happened.
-	return t.apply(context.WithoutCancel(ctx), p.root, p.base, p.prepared, p.ops, o)
+	return t.apply(context.WithoutCancel(ctx), p.root, p.base, p.prepared, p.ops, sc)
 }
 
 // cancelled is the error of a commit whose caller gave up before its
@@ -211,7 +194,7 @@ func (e *CancelledError) Unwrap() error { return e.Cause }
 
 // apply is the commit from the journal on, with the base locked and every
 // check passed.
-func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set *changeset.Set, ops []journal.Op, o SettleOptions) (*Result, error) {
+func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set *changeset.Set, ops []journal.Op, sc *settlement) (*Result, error) {
 	jdir := t.st.Path(journalDir)
 	// A journal left here by a process that died before marking the base
 	// in flight never touched the base: drop it, unless it is not one
@@ -227,12 +210,12 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		var d *journal.DriftError
 		if errors.As(err, &d) {
 			os.RemoveAll(jdir)
-			return t.settle(ctx, Refused, refuse(BaseDrift, []string{d.Path}, "changed in the base while the commit was being prepared"), set, o)
+			return t.settle(ctx, Refused, refuse(BaseDrift, []string{d.Path}, "changed in the base while the commit was being prepared"), set, sc)
 		}
 		var e *journal.EscapeError
 		if errors.As(err, &e) {
 			os.RemoveAll(jdir)
-			return t.settle(ctx, Refused, refuse(BoundaryEscape, []string{e.Path}, "a directory on the way was replaced by a symlink while the commit was being prepared"), set, o)
+			return t.settle(ctx, Refused, refuse(BoundaryEscape, []string{e.Path}, "a directory on the way was replaced by a symlink while the commit was being prepared"), set, sc)
 		}
 		return nil, err
 	}
@@ -263,13 +246,13 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		}
 		var d *journal.DriftError
 		if errors.As(err, &d) {
-			return t.settle(ctx, Refused, refuse(BaseDrift, []string{d.Path}, "changed in the base while the commit was applying; what the commit had applied was rolled back exactly%s", kept), set, o)
+			return t.settle(ctx, Refused, refuse(BaseDrift, []string{d.Path}, "changed in the base while the commit was applying; what the commit had applied was rolled back exactly%s", kept), set, sc)
 		}
 		var busy *journal.BusyError
 		if errors.As(err, &busy) {
-			return t.settle(ctx, Refused, refuse(BaseDrift, []string{busy.Path}, "%v; the commit was rolled back exactly and the file is back in place; let the process finish or close the file, then commit again%s", busy, kept), set, o)
+			return t.settle(ctx, Refused, refuse(BaseDrift, []string{busy.Path}, "%v; the commit was rolled back exactly and the file is back in place; let the process finish or close the file, then commit again%s", busy, kept), set, sc)
 		}
-		return t.settle(ctx, Refused, refuse(ApplyFailed, nil, "%v; the base was rolled back exactly%s", err, kept), set, o)
+		return t.settle(ctx, Refused, refuse(ApplyFailed, nil, "%v; the base was rolled back exactly%s", err, kept), set, sc)
 	}
 	fault.Point("applied")
 	if len(applied.Kept) > 0 {
@@ -280,8 +263,8 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 	}
 	// Before the receipt, which names the branch; the staged workspace,
 	// and its repository, go right after it.
-	o.kept = t.keepCommits(ctx, set.GitMeta > 0)
-	res, err := t.record(Committed, nil, set, o, baseDigest, resultDigest, base)
+	sc.kept = t.keepCommits(ctx, set.GitMeta > 0)
+	res, err := t.record(Committed, nil, set, sc, baseDigest, resultDigest, base)
 	if err != nil {
 		// Not recorded as committed: the commit must not stand.
 		if status, serr := t.Status(); serr == nil && status != StatusCommitted {

@@ -96,7 +96,7 @@ func TestConfigExcludes(t *testing.T) {
 			if ch := cs.Changes(); len(ch) != 1 || ch[0].Path != "new.txt" || ch[0].Op != "add" {
 				t.Errorf("change set %+v, want only new.txt added", ch)
 			}
-			res, err := tx.Commit(context.Background(), SettleOptions{})
+			res, err := tx.Commit(context.Background(), CommitOptions{})
 			must(t, err)
 			if res.Outcome != Committed || res.Added != 1 {
 				t.Errorf("commit: %s, %d added", res.Outcome, res.Added)
@@ -129,7 +129,7 @@ func TestConfigProtect(t *testing.T) {
 			tx, err := newStore(t).Open(context.Background(), OpenOptions{Base: base})
 			must(t, err)
 			writeTree(t, tx.Path(), map[string]string{tt.change: "x"})
-			_, err = tx.Commit(context.Background(), SettleOptions{})
+			_, err = tx.Commit(context.Background(), CommitOptions{})
 			if !tt.refused {
 				must(t, err)
 				if readFile(t, filepath.Join(base, tt.change)) != "x" {
@@ -167,7 +167,7 @@ func TestConfigValidate(t *testing.T) {
 
 	t.Run("the config's validate refuses", func(t *testing.T) {
 		base, tx := open(t)
-		_, err := tx.Commit(ctx, SettleOptions{})
+		_, err := tx.Commit(ctx, CommitOptions{})
 		wantRefusal(t, err, ValidationFailed)
 		if exists(filepath.Join(base, "bad")) {
 			t.Error("bad landed although validation failed")
@@ -178,7 +178,7 @@ func TestConfigValidate(t *testing.T) {
 	for _, add := range []string{"", "true", "test -e bad", "   "} {
 		t.Run(fmt.Sprintf("validate %q does not lower the gate", add), func(t *testing.T) {
 			base, tx := open(t)
-			res, err := tx.Commit(ctx, SettleOptions{Validate: add})
+			res, err := tx.Commit(ctx, CommitOptions{Validate: add})
 			r := wantRefusal(t, err, ValidationFailed)
 			if exists(filepath.Join(base, "bad")) {
 				t.Fatal("bad landed although the project's validation failed")
@@ -202,7 +202,7 @@ func TestConfigValidate(t *testing.T) {
 		tx, err := newStore(t).Open(ctx, OpenOptions{Base: base})
 		must(t, err)
 		writeTree(t, tx.Path(), map[string]string{"good": "g"})
-		res, err := tx.Commit(ctx, SettleOptions{Validate: "test ! -e good"})
+		res, err := tx.Commit(ctx, CommitOptions{Validate: "test ! -e good"})
 		r := wantRefusal(t, err, ValidationFailed)
 		if !strings.Contains(r.Reason, "added validator `test ! -e good`") {
 			t.Errorf("reason %q does not name the added validator", r.Reason)
@@ -214,7 +214,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Error("a refused commit or a validator wrote to the base")
 		}
 		added := "test -e good && test -e project-ran"
-		res, err = tx.Commit(ctx, SettleOptions{Validate: added})
+		res, err = tx.Commit(ctx, CommitOptions{Validate: added})
 		must(t, err)
 		if res.Outcome != Committed || !exists(filepath.Join(base, "good")) || exists(filepath.Join(base, "project-ran")) {
 			t.Errorf("commit with both validators passing: %s", res.Outcome)
@@ -228,7 +228,7 @@ func TestConfigValidate(t *testing.T) {
 		base, tx := open(t)
 		must(t, os.Remove(filepath.Join(tx.Path(), "bad")))
 		writeTree(t, tx.Path(), map[string]string{"good": "g"})
-		res, err := tx.Commit(ctx, SettleOptions{})
+		res, err := tx.Commit(ctx, CommitOptions{})
 		must(t, err)
 		if res.Outcome != Committed || readFile(t, filepath.Join(base, "good")) != "g" {
 			t.Errorf("commit: %s", res.Outcome)
@@ -239,7 +239,7 @@ func TestConfigValidate(t *testing.T) {
 		// The base's config changes after open (a person edits it): the
 		// transaction keeps the rules it opened under.
 		must(t, os.WriteFile(filepath.Join(base, config.FileName), []byte("validate = \"true\"\n"), 0o644))
-		_, err := tx.Commit(ctx, SettleOptions{})
+		_, err := tx.Commit(ctx, CommitOptions{})
 		wantRefusal(t, err, ValidationFailed)
 	})
 	t.Run("land uses each transaction's validate", func(t *testing.T) {
@@ -248,7 +248,7 @@ func TestConfigValidate(t *testing.T) {
 		tx2, err := s.Open(ctx, OpenOptions{Base: base})
 		must(t, err)
 		writeTree(t, tx2.Path(), map[string]string{"fine": "ok"})
-		got := s.Land(ctx, []string{tx.ID(), tx2.ID()}, SettleOptions{})
+		got := s.Land(ctx, []string{tx.ID(), tx2.ID()}, CommitOptions{})
 		wantRefusal(t, got[0].Err, ValidationFailed)
 		must(t, got[1].Err)
 		if !exists(filepath.Join(base, "fine")) || exists(filepath.Join(base, "bad")) {
@@ -293,7 +293,7 @@ func TestConfigBackend(t *testing.T) {
 				return
 			}
 			must(t, err)
-			defer tx.Discard(ctx, SettleOptions{})
+			defer tx.Discard(ctx, DiscardOptions{})
 			if tx.Record().Backend != tt.want {
 				t.Errorf("backend %q, want %q", tx.Record().Backend, tt.want)
 			}
@@ -317,14 +317,14 @@ func TestConfigInStagedTreeIgnored(t *testing.T) {
 		t.Errorf("change set %+v, want .airlock.toml and g added (the staged config excludes nothing yet)", cs.Changes())
 	}
 	// .airlock.toml is protected by default: it changes airlock's rules.
-	_, err = tx.Commit(ctx, SettleOptions{})
+	_, err = tx.Commit(ctx, CommitOptions{})
 	r := wantRefusal(t, err, ProtectedPathNotApproved)
 	if !slices.Equal(r.Paths, []string{config.FileName}) {
 		t.Errorf("refusal names %q, want %q", r.Paths, config.FileName)
 	}
 	// Approved, it lands as content; its validate did not run for the
 	// transaction that wrote it.
-	res, err := tx.Commit(ctx, SettleOptions{Approve: true})
+	res, err := tx.Commit(ctx, CommitOptions{Approve: true})
 	must(t, err)
 	if res.Outcome != Committed {
 		t.Fatalf("outcome %s", res.Outcome)
@@ -407,7 +407,7 @@ func TestUndoIgnoresConfig(t *testing.T) {
 	tx, err := s.Open(ctx, OpenOptions{Base: base})
 	must(t, err)
 	writeTree(t, tx.Path(), map[string]string{"g": "g"})
-	_, err = tx.Commit(ctx, SettleOptions{})
+	_, err = tx.Commit(ctx, CommitOptions{})
 	must(t, err)
 	writeTree(t, base, map[string]string{config.FileName: "not toml ["})
 	if _, err := s.Open(ctx, OpenOptions{Base: base}); err == nil {
@@ -434,7 +434,7 @@ func TestUndoRunsProjectValidate(t *testing.T) {
 		tx, err := s.Open(ctx, OpenOptions{Base: base})
 		must(t, err)
 		writeTree(t, tx.Path(), map[string]string{"keep": "k"})
-		res, err := tx.Commit(ctx, SettleOptions{})
+		res, err := tx.Commit(ctx, CommitOptions{})
 		must(t, err)
 		if res.Outcome != Committed {
 			t.Fatalf("commit: %s", res.Outcome)

@@ -61,123 +61,158 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 		return nil, 0, err
 	}
 	ids := o.IDs
-	named := len(ids) > 0
-	if !named {
+	g := &gcRun{o: o, named: len(ids) > 0, bases: map[string]*Tx{}, basePaths: map[string]bool{}, gone: map[string]bool{}}
+	if !g.named {
 		all, err := s.st.IDs()
 		if err != nil {
 			return nil, 0, err
 		}
 		ids = all
 	}
-	var items []GCItem
-	var freed int64
-	bases := map[string]*Tx{} // one transaction per base directory (its identity)
-	basePaths := map[string]bool{}
-	gone := map[string]bool{} // removed, or in a dry run would be
-	var marks map[string]string
 	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
-			return items, freed, err
+			return g.items, g.freed, err
 		}
-		tx, err := s.Tx(id)
-		var corrupt *state.CorruptError
-		if err != nil && named && errors.As(err, &corrupt) {
-			// The user named it: a transaction whose state is corrupt is
-			// removed whole (its staged tree too), never acted on — unless
-			// a base still marks its apply in flight or a process is
-			// settling it, which its own record can no longer tell.
-			if marks == nil {
-				if marks, err = s.st.InflightMarks(); err != nil {
-					return items, freed, err
-				}
-			}
-			it := GCItem{ID: id, Status: StatusCorrupt, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Removed: true, Reason: "corrupt, named"}
-			if base, ok := marks[id]; ok {
-				it.Removed, it.Reason = false, fmt.Sprintf("kept: corrupt, but base %s marks its apply in flight; run airlock recover --workdir %s", base, base)
-			} else if err := s.removeSettling(ctx, id, nil, o.DryRun); err != nil {
-				it.Removed, it.Reason = false, keptReason(err)
-				if !errors.Is(err, state.ErrLocked) {
-					return append(items, it), freed, err
-				}
-			}
-			if it.Removed {
-				freed += it.Bytes
-				gone[id] = true
-			}
-			items = append(items, it)
-			continue
+		if err := s.gcOne(ctx, g, id); err != nil {
+			return g.items, g.freed, err
 		}
-		if err != nil {
-			if named {
-				return items, freed, err
-			}
-			items = append(items, GCItem{ID: id, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Reason: "kept: " + err.Error()})
-			continue
-		}
-		bases[BaseKeyOf(tx)] = tx
-		basePaths[tx.Base()] = true
-		it := GCItem{ID: id, Bytes: diskUsage(tx.StateDir())}
-		it.Status, err = tx.Status()
-		if err != nil {
-			it.Reason = "kept: " + err.Error()
-			items = append(items, it)
-			continue
-		}
-		if it.Status == StatusInterrupted {
-			// Interrupted: recover decides, never gc; where its base is
-			// not there, gc says how to tell recover what happened.
-			if why, err := s.gcGoneBase(tx); err != nil {
-				return append(items, it), freed, err
-			} else if why != "" {
-				it.Reason = why
-				items = append(items, it)
-				continue
-			}
-		}
-		it.Removed, it.Reason = s.gcDecide(ctx, tx, it.Status, named, o.OlderThan)
-		if it.Removed {
-			// Decided without the lock: decided again under it, since a
-			// commit may have started or ended meanwhile.
-			err := s.removeSettling(ctx, id, func(tx *Tx) (bool, string, error) {
-				st, err := tx.Status()
-				if err != nil {
-					return false, "", err
-				}
-				it.Status = st
-				ok, why := s.gcDecide(ctx, tx, st, named, o.OlderThan)
-				return ok, why, nil
-			}, o.DryRun)
-			var k *keptError
-			switch {
-			case errors.As(err, &k):
-				it.Removed, it.Reason = false, k.reason
-			case errors.Is(err, state.ErrLocked):
-				it.Removed, it.Reason = false, keptReason(err)
-			case errors.Is(err, fs.ErrNotExist):
-				it.Removed, it.Reason = false, "gone: another airlock process removed it meanwhile"
-			case err != nil:
-				return append(items, it), freed, err
-			}
-		}
-		if it.Removed {
-			freed += it.Bytes
-			gone[id] = true
-		}
-		items = append(items, it)
 	}
-	items, err = s.gcWorktrees(ctx, o, basePaths, items)
+	items, err := s.gcWorktrees(ctx, o, g.basePaths, g.items)
 	if err != nil {
-		return items, freed, err
+		return items, g.freed, err
 	}
-	items, freed = s.gcPools(ctx, o, items, freed)
-	for _, b := range bases {
-		n, err := s.pruneOriginals(b, gone, o.DryRun)
+	items, freed := s.gcPools(ctx, o, items, g.freed)
+	for _, b := range g.bases {
+		n, err := s.pruneOriginals(b, g.gone, o.DryRun)
 		if err != nil {
 			return items, freed, err
 		}
 		freed += n
 	}
 	return items, freed, nil
+}
+
+// gcRun is one gc over the store's transactions: what it looked at, what
+// it freed, and what the originals' pruning needs afterwards.
+type gcRun struct {
+	o     GCOptions
+	named bool
+	items []GCItem
+	freed int64
+	bases map[string]*Tx // one transaction per base directory (its identity)
+	// basePaths are the bases' paths, for the worktree sweep.
+	basePaths map[string]bool
+	gone      map[string]bool   // removed, or in a dry run would be
+	marks     map[string]string // the bases' in-flight marks, read once when needed
+}
+
+// add records an item, and what its removal frees.
+func (g *gcRun) add(it GCItem) {
+	if it.Removed {
+		g.freed += it.Bytes
+		g.gone[it.ID] = true
+	}
+	g.items = append(g.items, it)
+}
+
+// gcOne decides one transaction and removes it where it may go. An error
+// ends the gc, with the item it was about recorded.
+func (s *Store) gcOne(ctx context.Context, g *gcRun, id string) error {
+	tx, err := s.Tx(id)
+	var corrupt *state.CorruptError
+	if err != nil && g.named && errors.As(err, &corrupt) {
+		return s.gcCorrupt(ctx, g, id)
+	}
+	if err != nil {
+		if g.named {
+			return err
+		}
+		g.add(GCItem{ID: id, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Reason: "kept: " + err.Error()})
+		return nil
+	}
+	g.bases[tx.baseKey()] = tx
+	g.basePaths[tx.Base()] = true
+	it := GCItem{ID: id, Bytes: diskUsage(tx.StateDir())}
+	it.Status, err = tx.Status()
+	if err != nil {
+		it.Reason = "kept: " + err.Error()
+		g.add(it)
+		return nil
+	}
+	if it.Status == StatusInterrupted {
+		// Interrupted: recover decides, never gc; where its base is
+		// not there, gc says how to tell recover what happened.
+		if why, err := s.gcGoneBase(tx); err != nil {
+			g.items = append(g.items, it)
+			return err
+		} else if why != "" {
+			it.Reason = why
+			g.add(it)
+			return nil
+		}
+	}
+	it.Removed, it.Reason = s.gcDecide(ctx, tx, it.Status, g.named, g.o.OlderThan)
+	if it.Removed {
+		if err := s.gcRemove(ctx, g, &it); err != nil {
+			g.items = append(g.items, it)
+			return err
+		}
+	}
+	g.add(it)
+	return nil
+}
+
+// gcRemove removes a transaction gc decided to remove without its lock,
+// deciding again under the lock, since a commit may have started or ended
+// meanwhile; it says in it why the transaction was kept after all.
+func (s *Store) gcRemove(ctx context.Context, g *gcRun, it *GCItem) error {
+	err := s.removeSettling(ctx, it.ID, func(tx *Tx) (bool, string, error) {
+		st, err := tx.Status()
+		if err != nil {
+			return false, "", err
+		}
+		it.Status = st
+		ok, why := s.gcDecide(ctx, tx, st, g.named, g.o.OlderThan)
+		return ok, why, nil
+	}, g.o.DryRun)
+	var k *keptError
+	switch {
+	case errors.As(err, &k):
+		it.Removed, it.Reason = false, k.reason
+	case errors.Is(err, state.ErrLocked):
+		it.Removed, it.Reason = false, keptReason(err)
+	case errors.Is(err, fs.ErrNotExist):
+		it.Removed, it.Reason = false, "gone: another airlock process removed it meanwhile"
+	case err != nil:
+		return err
+	}
+	return nil
+}
+
+// gcCorrupt is a transaction the user named whose state is corrupt: it is
+// removed whole (its staged tree too), never acted on — unless a base
+// still marks its apply in flight or a process is settling it, which its
+// own record can no longer tell.
+func (s *Store) gcCorrupt(ctx context.Context, g *gcRun, id string) error {
+	if g.marks == nil {
+		marks, err := s.st.InflightMarks()
+		if err != nil {
+			return err
+		}
+		g.marks = marks
+	}
+	it := GCItem{ID: id, Status: StatusCorrupt, Bytes: diskUsage(filepath.Join(s.dir, "tx", id)), Removed: true, Reason: "corrupt, named"}
+	if base, ok := g.marks[id]; ok {
+		it.Removed, it.Reason = false, fmt.Sprintf("kept: corrupt, but base %s marks its apply in flight; run airlock recover --workdir %s", base, base)
+	} else if err := s.removeSettling(ctx, id, nil, g.o.DryRun); err != nil {
+		it.Removed, it.Reason = false, keptReason(err)
+		if !errors.Is(err, state.ErrLocked) {
+			g.items = append(g.items, it)
+			return err
+		}
+	}
+	g.add(it)
+	return nil
 }
 
 // gcDecide is gcDecision plus the in-flight marker, which keeps a
@@ -401,7 +436,7 @@ func (s *Store) pruneOriginals(rep *Tx, gone map[string]bool, dryRun bool) (int6
 		if err != nil {
 			return 0, fmt.Errorf("cannot tell whether transaction %s needs kept originals (%w); nothing pruned", id, err)
 		}
-		if BaseKeyOf(tx) != BaseKeyOf(rep) {
+		if tx.baseKey() != rep.baseKey() {
 			continue
 		}
 		st, err := tx.Status()
@@ -460,10 +495,10 @@ func diskUsage(dir string) int64 {
 	return n
 }
 
-// BaseKeyOf names the directory a transaction opened, by its identity:
+// baseKey names the directory a transaction opened, by its identity:
 // transactions over one directory share its state whatever path they
 // reached it by.
-func BaseKeyOf(t *Tx) string { return t.baseIdentity().Key() }
+func (t *Tx) baseKey() string { return t.baseIdentity().Key() }
 
 // savedContent lists the directories in a transaction's state that hold
 // content a rollback or recover saved from the base (displaced-*): what

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/airlockdev/airlock/internal/safefs"
+	"github.com/airlockdev/airlock/internal/recovery"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
@@ -125,35 +125,12 @@ func (s *Store) clearGoneBase(ctx context.Context, b *state.Base, path, id strin
 		}
 		defer unlockTx()
 	}
-	out.Notes = append(out.Notes, fmt.Sprintf("the base %s no longer exists: the interrupted apply of transaction %s cannot be rolled back into it (if it was moved rather than deleted, the paths %s changed may be half-applied there: the journal named below holds what they were)", path, id, id))
-	jdir := filepath.Join(s.dir, "tx", id, journalDir)
-	moved := ""
-	if _, err := os.Lstat(jdir); err == nil {
-		moved = "journal-" + id
-		if err := os.Rename(jdir, filepath.Join(b.Dir(), moved)); err != nil {
-			return nil, fmt.Errorf("keep the journal %s of %s: %w; nothing was cleared", jdir, id, err)
-		}
-		if err := safefs.SyncDir(filepath.Dir(jdir)); err != nil {
-			return nil, err
-		}
-		if err := safefs.SyncDir(b.Dir()); err != nil {
-			return nil, err
-		}
-	}
-	if err := b.ClearInflight(); err != nil {
-		return nil, err
-	}
-	retired, err := b.Retire()
+	found, journal, err := recovery.Gone(b, path, id, filepath.Join(s.dir, "tx", id, journalDir))
 	if err != nil {
 		return nil, err
 	}
-	if moved != "" {
-		out.Journal = filepath.Join(retired, moved)
-		out.Notes = append(out.Notes, fmt.Sprintf("the journal of %s was moved to %s: its backups there (backup/) are the only copy of what %s held, before that apply, at the paths its journal.json lists; nothing else keeps them, and airlock never removes them", id, out.Journal, path))
-	} else {
-		out.Notes = append(out.Notes, fmt.Sprintf("transaction %s has no journal left: nothing of what %s held before the apply is kept", id, path))
-	}
-	out.Notes = append(out.Notes, fmt.Sprintf("cleared the in-flight marker of %s; the base's state (receipt chain, originals) was moved to %s", id, retired))
+	out.Journal = journal
+	out.Notes = append(out.Notes, found.Notes...)
 	if t != nil {
 		if err := t.event(eventBaseGone, map[string]any{"base": path, "journal": out.Journal}); err != nil {
 			return nil, err

@@ -5,24 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"sort"
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/config"
-	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/manifest"
-	"github.com/airlockdev/airlock/internal/receipt"
-	"github.com/airlockdev/airlock/internal/safefs"
-	"github.com/airlockdev/airlock/internal/state"
+	"github.com/airlockdev/airlock/internal/project"
 )
-
-// chain files a committed receipt under the base's chain (the copy of
-// every receipt committed to the base, named by its digest, that `log`
-// walks).
-func chain(b *state.Base, rc *receipt.Receipt, data []byte) error {
-	return b.WriteReceipt(rc.Digest, data)
-}
 
 // Log is what was committed to a base, newest first.
 type Log struct {
@@ -48,41 +37,13 @@ func (s *Store) Log(dir string) (_ *Log, err error) {
 	if err != nil {
 		return nil, err
 	}
-	head, err := b.Head()
+	chain, err := history.Walk(b)
 	if err != nil {
 		return nil, err
 	}
-	out := &Log{Base: base}
-	seen := map[string]bool{}
-	for d := head; d != ""; {
-		if seen[d] {
-			out.Broken = fmt.Sprintf("the chain loops at %s", d)
-			break
-		}
-		seen[d] = true
-		p := b.ReceiptPath(d)
-		data, err := b.ReadReceipt(d)
-		var unsafe *state.UnsafeError
-		if errors.As(err, &unsafe) {
-			// Never read, and never passed over: a chain that cannot be
-			// trusted is not shown as a shorter one.
-			return nil, err
-		}
-		if err != nil {
-			out.Broken = fmt.Sprintf("receipt %s is missing (%v)", d, unwrapPathErr(err))
-			break
-		}
-		rc, err := receipt.Verify(data)
-		if err != nil {
-			out.Broken = fmt.Sprintf("receipt %s does not verify: %v", p, err)
-			break
-		}
-		if rc.Digest != d {
-			out.Broken = fmt.Sprintf("receipt %s has digest %s, but the chain names %s", p, rc.Digest, d)
-			break
-		}
+	out := &Log{Base: base, Broken: chain.Broken}
+	for _, rc := range chain.Entries {
 		out.Entries = append(out.Entries, publicReceipt(rc))
-		d = rc.Previous
 	}
 	return out, nil
 }
@@ -91,7 +52,7 @@ func (s *Store) Log(dir string) (_ *Log, err error) {
 type UndoOptions struct {
 	Base string // "" means the current directory
 	ID   string // "" means the newest commit to the base
-	SettleOptions
+	CommitOptions
 }
 
 // Undo reverts a committed transaction as a new transaction through the
@@ -148,19 +109,21 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 			return nil, fmt.Errorf("the content %s had before transaction %s is no longer kept; it cannot be undone", op.Path, id)
 		}
 	}
-	tx, err := s.Open(ctx, OpenOptions{
+	tx, err := s.open(ctx, OpenOptions{
 		Base: base, Exclude: target.rec.Exclude, NoDefaultExclude: true,
 		Protect: target.rec.Protect, NoDefaultProtect: true, Backend: target.rec.Backend,
-		NoConfig: true, Command: []string{"airlock", "undo", id}, validate: undoGate(base, target),
-		project: &project{Root: string(target.rec.Project), Under: string(target.rec.Under), Cfg: config.Default()},
+		NoConfig: true, Command: []string{"airlock", "undo", id},
+	}, &replay{
+		project:  &project.Project{Root: string(target.rec.Project), Under: string(target.rec.Under), Cfg: config.Default()},
+		validate: undoGate(base, target),
 	})
 	if err != nil {
 		return nil, err
 	}
-	if changed, err := reverse(tx.Path(), j, orig.Open); err != nil || len(changed) > 0 {
+	if changed, err := history.Reverse(tx.Path(), j, orig.Open); err != nil || len(changed) > 0 {
 		dctx := context.WithoutCancel(ctx)
 		if err != nil {
-			tx.Discard(dctx, SettleOptions{})
+			tx.Discard(dctx, DiscardOptions{})
 			return nil, fmt.Errorf("undo %s: %w", id, err)
 		}
 		// Refused, and so kept (exit 75 promises it): discarding it here
@@ -168,11 +131,11 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 		// base as it is, with none of the reversal: committing it changes
 		// nothing; undo again once the paths are as the commit left them.
 		r := refuse(BaseDrift, changed, "changed since transaction %s committed; undo will not overwrite them. The undo transaction %s is kept, refused, with nothing reverted: discard it, or put those paths back as %s left them and run airlock undo %s again", id, tx.ID(), id, id)
-		res, err := tx.settle(dctx, Refused, r, emptySet(), o.SettleOptions)
-		tx.copyReceipt(res, o.SettleOptions)
+		res, err := tx.settle(dctx, Refused, r, emptySet(), o.settlement())
+		tx.copyReceipt(res, o.ReceiptCopy)
 		return res, err
 	}
-	return tx.Commit(ctx, o.SettleOptions)
+	return tx.Commit(ctx, o.CommitOptions)
 }
 
 // undoGate is the project validate an undo runs, since an undo is a commit
@@ -202,30 +165,3 @@ func (s *Store) logged(base, id string) bool {
 }
 
 func emptySet() *changeset.Set { return &changeset.Set{} }
-
-// reverse turns every path the applied journal j changed, in the staged
-// tree dir, back to its state before the apply. It first checks that each
-// path still holds exactly what the apply left; those that do not are
-// returned and nothing is changed.
-func reverse(dir string, j *journal.Journal, open func(string) (*os.File, error)) ([]string, error) {
-	root, err := safefs.OpenRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	var changed []string
-	for _, op := range j.Ops {
-		if err := journal.Matches(root, op.Path, op.After); err != nil {
-			changed = append(changed, op.Path)
-		}
-	}
-	if len(changed) > 0 {
-		return changed, nil
-	}
-	ops := make([]journal.Op, len(j.Ops))
-	for i, op := range j.Ops {
-		ops[i] = journal.Op{Path: op.Path, Before: op.After, After: op.Before}
-	}
-	sort.Slice(ops, func(a, b int) bool { return ops[a].Path < ops[b].Path })
-	return nil, journal.ApplyFrom(root, j.TxID, ops, open)
-}

@@ -16,7 +16,7 @@ type Landed struct {
 // kept and the rest go on: a local merge queue whose tested tree is the
 // tree that lands. SIGINT or SIGTERM while one validates stops there: that
 // one is kept as it was (an *InterruptedError), the rest are not tried.
-func (s *Store) Land(ctx context.Context, ids []string, o SettleOptions) []Landed {
+func (s *Store) Land(ctx context.Context, ids []string, o CommitOptions) []Landed {
 	out := make([]Landed, 0, len(ids))
 	for _, id := range ids {
 		l := Landed{ID: id}

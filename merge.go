@@ -9,12 +9,14 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/airlockdev/airlock/internal/basecheck"
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/gitbase"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/merge"
 	"github.com/airlockdev/airlock/internal/originals"
+	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
@@ -25,23 +27,23 @@ import (
 // MergeConflict. It returns the journal operations for the merged paths and
 // the prepared change set, whose results hold the merged content, which is
 // written to objects beside the frozen content it reads.
-func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string, set *changeset.Set, drifted []drift) ([]journal.Op, *changeset.Set, *Refusal, error) {
+func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string, set *changeset.Set, drifted []basecheck.Drifted) ([]journal.Op, *changeset.Set, *Refusal, error) {
 	orig, err := t.originals()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var ops []journal.Op
 	var unmergeable, conflicts, excluded []string
-	excl, err := newProjectSelector(t.rec.Exclude, string(t.rec.Under))
+	excl, err := project.NewSelector(t.rec.Exclude, string(t.rec.Under))
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("exclude selectors in %s: %w", t.st.Path(recordFile), err)
 	}
 	results := map[string]manifest.Entry{}
 	for _, d := range drifted {
-		c := d.change
-		if c.Op != changeset.Modify || c.Base.Kind != manifest.KindFile || c.Result.Kind != manifest.KindFile || d.now.Kind != manifest.KindFile {
+		c := d.Change
+		if c.Op != changeset.Modify || c.Base.Kind != manifest.KindFile || c.Result.Kind != manifest.KindFile || d.Now.Kind != manifest.KindFile {
 			unmergeable = append(unmergeable, c.Path)
-			if c.Op == changeset.Add && d.now.Kind != manifest.KindNone && excl.Match(c.Path, c.Result.Kind == manifest.KindDir) {
+			if c.Op == changeset.Add && d.Now.Kind != manifest.KindNone && excl.Match(c.Path, c.Result.Kind == manifest.KindDir) {
 				excluded = append(excluded, c.Path)
 			}
 			continue
@@ -54,7 +56,7 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string
 			unmergeable = append(unmergeable, c.Path)
 			continue
 		}
-		mode, ok := merge.Mode(c.Base.Mode, c.Result.Mode, d.now.Mode)
+		mode, ok := merge.Mode(c.Base.Mode, c.Result.Mode, d.Now.Mode)
 		if !ok {
 			conflicts = append(conflicts, c.Path)
 			continue
@@ -89,7 +91,7 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string
 		// before the journal is written, the commit refuses. Its digest
 		// holds the backup to these very bytes, which a same-size edit
 		// in the timestamp step of the read could change unseen.
-		before := d.now
+		before := d.Now
 		before.Digest = manifest.HashBytes(theirs)
 		ops = append(ops, journal.Op{Path: c.Path, Before: before, After: after})
 		results[c.Path] = after

@@ -2,17 +2,17 @@ package airlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"syscall"
 
+	"github.com/airlockdev/airlock/internal/basecheck"
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/state"
 )
@@ -76,36 +76,23 @@ func (p *preflight) release() {
 	}
 }
 
-// preflight runs every check a commit makes before it journals anything,
-// in this one order, for Commit and for Check alike, so that a dry run
-// cannot disagree with the commit:
+// preflight is the one preflight of every settle that lands a change set
+// — a commit, a check, a land, an undo and a landing into a remote — made
+// before anything is journaled or pushed, in this one order:
 //
 //   - the transaction: an interrupted apply must be recovered first (the
 //     refusal is the error; there is no change set to settle);
-//   - compute the change set (empty: nothing else is checked) and freeze it
-//     into w (StagedChanged);
-//   - unsupported entries;
-//   - take the base's lock; another transaction's apply in flight;
-//   - open the base and check its identity;
-//   - drift, merging what drifted where it can (BaseDrift, MergeConflict);
-//   - protected paths, boundaries, shared inodes;
-//   - validate a candidate tree: the base now plus the prepared change set.
+//   - compute the change set from w's base (empty: nothing else is
+//     checked) and freeze it into w (StagedChanged);
+//   - stagedChecks, each in turn: the checks of the frozen change set
+//     that need neither the base nor the remote.
 //
-// A limited workspace skips what needs the base (its identity, drift and
-// merges, shared inodes) and validates the staged tree.
-//
-// Whether the transaction is already settled, and whether to wait for
-// another settle of it, is the caller's: a commit waits and repeats the
-// first outcome, a check takes no lock and has nothing to check.
-//
-// The caller releases the result, which may hold the base's lock.
-func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*preflight, error) {
-	status, err := t.Status()
-	if err != nil {
+// A check added to stagedChecks guards every way a change set lands. What
+// the target adds comes after: preflightLocal's checks against the base,
+// a remote landing's against the branch head it fetched.
+func (t *Tx) preflight(ctx context.Context, w *workspace, o CommitOptions) (*preflight, error) {
+	if err := t.notInterrupted(); err != nil {
 		return nil, err
-	}
-	if status == StatusInterrupted {
-		return nil, interrupted(t.Base(), t.ID())
 	}
 	set, err := t.diffFrom(ctx, w.base)
 	if err != nil {
@@ -122,25 +109,84 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 		}
 		return nil, err
 	}
-	if r := checkReviewed(t.ID(), set, o); r != nil {
-		p.refusal = r
-		return p, nil
-	}
-	if r, err := t.repoRefusal(ctx); err != nil {
-		return nil, err
-	} else if r != nil {
-		p.refusal = r
-		return p, nil
-	}
-	if len(set.Unsupported) > 0 {
-		var paths []string
-		for _, u := range set.Unsupported {
-			paths = append(paths, string(u))
+	for _, check := range stagedChecks {
+		r, err := check(ctx, t, set, o)
+		if err != nil {
+			return nil, err
 		}
-		p.refusal = refuse(UnsupportedEntry, paths, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them")
-		return p, nil
+		if r != nil {
+			p.refusal = r
+			return p, nil
+		}
 	}
+	return p, nil
+}
 
+// stagedChecks are the checks of a frozen change set that need neither
+// the base nor the remote, in the order every preflight makes them: a
+// change set bound to a review must still be the one reviewed; the
+// command must not have changed the repository it shares with the base;
+// nothing airlock never applies (FIFOs, sockets, devices).
+var stagedChecks = []func(ctx context.Context, t *Tx, set *changeset.Set, o CommitOptions) (*Refusal, error){
+	func(_ context.Context, t *Tx, set *changeset.Set, o CommitOptions) (*Refusal, error) {
+		return checkReviewed(t.ID(), set, o), nil
+	},
+	func(ctx context.Context, t *Tx, _ *changeset.Set, _ CommitOptions) (*Refusal, error) {
+		return t.repoRefusal(ctx)
+	},
+	func(_ context.Context, _ *Tx, set *changeset.Set, _ CommitOptions) (*Refusal, error) {
+		return checkUnsupported(set), nil
+	},
+}
+
+// notInterrupted refuses a transaction whose own apply was interrupted:
+// it must be recovered before anything else is done with it.
+func (t *Tx) notInterrupted() error {
+	status, err := t.Status()
+	if err != nil {
+		return err
+	}
+	if status == StatusInterrupted {
+		return interrupted(t.Base(), t.ID())
+	}
+	return nil
+}
+
+// checkUnsupported refuses the entries airlock never applies.
+func checkUnsupported(set *changeset.Set) *Refusal {
+	if len(set.Unsupported) == 0 {
+		return nil
+	}
+	var paths []string
+	for _, u := range set.Unsupported {
+		paths = append(paths, string(u))
+	}
+	return refuse(UnsupportedEntry, paths, "the staged workspace holds FIFOs, sockets or device nodes, which airlock never applies; remove them")
+}
+
+// preflightLocal is the preflight of a change set that lands in its base
+// (Commit, and so Land and Undo, and Check): the one preflight, then,
+// with the base locked:
+//
+//   - another transaction's apply in flight;
+//   - open the base and check its identity;
+//   - drift, merging what drifted where it can (BaseDrift, MergeConflict);
+//   - protected paths, boundaries, shared inodes;
+//   - validate a candidate tree: the base now plus the prepared change set.
+//
+// A limited workspace skips what needs the base (its identity, drift and
+// merges, shared inodes) and validates the staged tree.
+//
+// Whether the transaction is already settled, and whether to wait for
+// another settle of it, is the caller's: a commit waits and repeats the
+// first outcome, a check takes no lock and has nothing to check.
+//
+// The caller releases the result, which may hold the base's lock.
+func (t *Tx) preflightLocal(ctx context.Context, w *workspace, o CommitOptions) (*preflight, error) {
+	p, err := t.preflight(ctx, w, o)
+	if err != nil || p.set.Empty() || p.refusal != nil {
+		return p, err
+	}
 	if p.base, err = t.stateBase(); err != nil {
 		return nil, err
 	}
@@ -159,7 +205,7 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o SettleOptions) (*pre
 
 // checkLocked is the preflight from the in-flight check on, with the base
 // locked.
-func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o SettleOptions) (*Refusal, error) {
+func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o CommitOptions) (*Refusal, error) {
 	id, ok, err := p.base.Inflight()
 	if err != nil {
 		return nil, err
@@ -221,7 +267,7 @@ func (t *Tx) checkBase(ctx context.Context, w *workspace, p *preflight) (*Refusa
 		return r, err
 	}
 	p.root = root
-	ops, drifted, escapes, err := checkDrift(root, p.set)
+	ops, drifted, escapes, err := basecheck.Drift(root, p.set)
 	if err != nil {
 		return nil, err
 	}
@@ -287,151 +333,13 @@ func (t *Tx) driftIdentity(now state.Identity, confirmed bool) *Refusal {
 	return refuse(BaseDrift, []string{"."}, "%s is no longer the directory the transaction opened (it was %s, it is %s)", t.Base(), t.baseIdentity(), now)
 }
 
-// drift is a changed path that also changed in the base since open.
-type drift struct {
-	change changeset.Change
-	now    manifest.Entry // the base path as it is now
-}
-
-// checkDrift compares every path the change set touches, and each of its
-// parent directories, with the base as it was at open: by stat, and by
-// bytes where open recorded a digest because stat could not prove the
-// file unchanged. It returns the journal operations for the paths that did
-// not move, with Before set to what is in the base now (its digest too,
-// where the bytes were compared); the paths that moved, for merging; and
-// the paths that cannot be reached without crossing a symlink or leaving
-// the base, for the boundary check.
-func checkDrift(root *safefs.Root, set *changeset.Set) ([]journal.Op, []drift, []string, error) {
-	var ops []journal.Op
-	var drifted []drift
-	var escapes []string
-	parentOK := map[string]bool{}
-	known := map[string]manifest.Entry{}
-	kinds := map[string]manifest.Kind{}
-	for _, c := range set.Changes {
-		known[c.Path] = c.Base
-		kinds[c.Path] = c.Base.Kind
-	}
-	for _, c := range set.Changes {
-		if safefs.CheckRel(c.Path) != nil || manifest.IsGitMeta(c.Path) {
-			escapes = append(escapes, c.Path)
-			continue
-		}
-		cur, err := measureBase(root, c.Path)
-		if errors.Is(err, safefs.ErrSymlink) && c.Base.Kind == manifest.KindNone && journal.Shadowed(c.Path, kinds) {
-			// Beneath a symlink the change set replaces by a directory:
-			// absent now, created once that symlink is gone.
-			cur, err = manifest.Entry{Path: c.Path}, nil
-		}
-		if errors.Is(err, safefs.ErrSymlink) || errors.Is(err, safefs.ErrEscape) {
-			escapes = append(escapes, c.Path)
-			continue
-		}
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if !parentsUnchanged(root, c.Path, known, parentOK) {
-			drifted = append(drifted, drift{change: c, now: manifest.Entry{Path: c.Path, Kind: manifest.KindOther}})
-			continue
-		}
-		if !unchanged(cur, c.Base) {
-			drifted = append(drifted, drift{change: c, now: cur})
-			continue
-		}
-		if c.Base.Kind == manifest.KindFile && c.Base.Digest != "" {
-			// Measured at open within a timestamp step of its last change
-			// (stage.Result.Base): an edit in that same step, keeping the
-			// size, leaves every stat fact as it was. The bytes decide,
-			// and the journal's backup must be those bytes.
-			f, err := changeset.OpenOriginal(root, c.Base)
-			if err != nil {
-				drifted = append(drifted, drift{change: c, now: cur})
-				continue
-			}
-			f.Close()
-			cur.Digest = c.Base.Digest
-		}
-		ops = append(ops, journal.Op{Path: c.Path, Before: cur, After: c.Result})
-	}
-	return ops, drifted, escapes, nil
-}
-
-// unchanged compares a base path now with the base at open. A directory is
-// the same while it is a directory with the same mode and inode: its times
-// move whenever anything inside it changes, which is not drift of the
-// directory itself.
-func unchanged(cur, open manifest.Entry) bool {
-	if cur.Kind != open.Kind {
-		return false
-	}
-	switch cur.Kind {
-	case manifest.KindNone:
-		return true
-	case manifest.KindDir:
-		return cur.Mode == open.Mode && cur.Ino == open.Ino && cur.Dev == open.Dev
-	}
-	return manifest.SameStat(cur, open)
-}
-
-// parentsUnchanged checks that each parent directory of rel that existed at
-// open is still a directory. Parents the change set adds are checked as
-// changes of their own.
-func parentsUnchanged(root *safefs.Root, rel string, known map[string]manifest.Entry, ok map[string]bool) bool {
-	for p := parentOf(rel); p != ""; p = parentOf(p) {
-		if ok[p] {
-			return true
-		}
-		if e, changed := known[p]; changed && e.Kind != manifest.KindDir {
-			ok[p] = true // added or retyped by the change set
-			continue
-		}
-		cur, err := measureBase(root, p)
-		if err != nil || cur.Kind != manifest.KindDir {
-			return false
-		}
-		ok[p] = true
-	}
-	return true
-}
-
-func parentOf(rel string) string {
-	d := filepath.Dir(rel)
-	if d == "." {
-		return ""
-	}
-	return filepath.ToSlash(d)
-}
-
-func measureBase(root *safefs.Root, rel string) (manifest.Entry, error) {
-	info, err := root.Lstat(rel)
-	// ENOTDIR: a parent is not a directory (yet), as when the change set
-	// turns a file into a directory with children; the path is absent.
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return manifest.Entry{Path: rel}, nil
-	}
-	if err != nil {
-		return manifest.Entry{}, err
-	}
-	e := manifest.Entry{Path: rel, Kind: manifest.KindOf(info.Mode), Mode: info.Mode & manifest.ModeMask,
-		Size: info.Size, MtimeNs: info.MtimeNs, CtimeNs: info.CtimeNs, Ino: info.Ino, Dev: info.Dev}
-	if e.Kind != manifest.KindFile {
-		e.Size = 0
-	}
-	if e.Kind == manifest.KindSymlink {
-		if e.Target, err = root.Readlink(rel); err != nil {
-			return manifest.Entry{}, err
-		}
-	}
-	return e, nil
-}
-
 // checkProtected refuses a change under a protected selector unless the
 // commit was approved (see approval). The selectors are the union of those recorded at
 // open and those of the project config that governs the base now (gate),
 // defaults included: neither an edit of the transaction's state, nor a
 // flag or negation given at open, nor a change the transaction makes to
 // the config can drop one.
-func (t *Tx) checkProtected(set *changeset.Set, o SettleOptions, gate *project) (*Refusal, error) {
+func (t *Tx) checkProtected(set *changeset.Set, o CommitOptions, gate *project.Project) (*Refusal, error) {
 	if approval(o, gate) {
 		return nil, nil
 	}
@@ -451,7 +359,7 @@ func (t *Tx) checkProtected(set *changeset.Set, o SettleOptions, gate *project) 
 // approval says whether o approves protected changes under gate: the
 // user's approval always, an agent's own only where the project's config
 // (as the base holds it now) lets agents approve.
-func approval(o SettleOptions, gate *project) bool {
+func approval(o CommitOptions, gate *project.Project) bool {
 	return o.Approve && (!o.AgentApproval || gate.Cfg.AgentsApprove)
 }
 
@@ -459,8 +367,8 @@ func approval(o SettleOptions, gate *project) bool {
 // sorted: the transaction's recorded selectors and the project's as gate
 // gives them now, a path matched directly or reached through a symlink of
 // the result tree.
-func (t *Tx) protectedPaths(set *changeset.Set, gate *project) ([]string, error) {
-	prot, err := newProjectSelector(t.rec.Protect, string(t.rec.Under))
+func (t *Tx) protectedPaths(set *changeset.Set, gate *project.Project) ([]string, error) {
+	prot, err := project.NewSelector(t.rec.Protect, string(t.rec.Under))
 	if err != nil {
 		return nil, fmt.Errorf("protected selectors in %s: %w", t.st.Path(recordFile), err)
 	}
@@ -473,7 +381,7 @@ func (t *Tx) protectedPaths(set *changeset.Set, gate *project) ([]string, error)
 		own = append(own, DefaultProtect...)
 	}
 	own = append(own, gate.Cfg.Protect...)
-	now, err := newProjectSelector(own, gate.Under)
+	now, err := project.NewSelector(own, gate.Under)
 	if err != nil {
 		return nil, fmt.Errorf("protected selectors in %s: %w", gate.Cfg.Path, err)
 	}
@@ -494,7 +402,7 @@ func (t *Tx) protectedPaths(set *changeset.Set, gate *project) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
-	aliased, err := linkAliases(set, t.Base(), links, func() (*manifest.Manifest, error) { return t.loadManifest(baseManifestFile) },
+	aliased, err := project.LinkAliases(set, t.Base(), links, func() (*manifest.Manifest, error) { return t.loadManifest(baseManifestFile) },
 		func(rel string, isDir bool) bool { return prot.Match(rel, isDir) || now.Match(rel, isDir) })
 	if err != nil {
 		return nil, err
@@ -512,27 +420,7 @@ func (t *Tx) protectedPaths(set *changeset.Set, gate *project) ([]string, error)
 // inside the base, that would be reached through a symlink in the base, or
 // that lies beneath a symlink the change set itself creates.
 func checkBoundary(set *changeset.Set, escapes []string) *Refusal {
-	bad := append([]string(nil), escapes...)
-	links := map[string]bool{}
-	for _, c := range set.Changes {
-		if c.Result.Kind == manifest.KindSymlink {
-			links[c.Path] = true
-		}
-	}
-	for _, c := range set.Changes {
-		if c.Op == changeset.Delete {
-			// Removed before anything is created: a directory the change
-			// set replaces by a symlink is emptied while it is still one.
-			continue
-		}
-		for p := parentOf(c.Path); p != "" && len(links) > 0; p = parentOf(p) {
-			if links[p] {
-				bad = append(bad, c.Path)
-				break
-			}
-		}
-	}
-	if len(bad) > 0 {
+	if bad := basecheck.Boundary(set, escapes); len(bad) > 0 {
 		return refuse(BoundaryEscape, bad, "these paths would leave the base or be reached through a symlink")
 	}
 	return nil
@@ -541,24 +429,7 @@ func checkBoundary(set *changeset.Set, escapes []string) *Refusal {
 // checkSharedInode refuses when a staged or frozen file is the same inode
 // as its base file: a write to one would already have changed the other.
 func checkSharedInode(root *safefs.Root, set *changeset.Set, staged, objects string) *Refusal {
-	var shared []string
-	for _, c := range set.Changes {
-		if c.Result.Kind != manifest.KindFile {
-			continue
-		}
-		b, err := root.Lstat(c.Path)
-		if err != nil {
-			continue
-		}
-		for _, p := range []string{filepath.Join(staged, filepath.FromSlash(c.Path)), changeset.ObjectPath(objects, c.Result.Digest)} {
-			e, err := manifest.Lstat(p)
-			if err == nil && e.Ino == b.Ino && e.Dev == b.Dev {
-				shared = append(shared, c.Path)
-				break
-			}
-		}
-	}
-	if len(shared) > 0 {
+	if shared := basecheck.SharedInodes(root, set, staged, objects); len(shared) > 0 {
 		return refuse(SharedInode, shared, "a staged file is the very inode of its base file (a hard link); the staging was not isolated")
 	}
 	return nil

@@ -28,13 +28,13 @@ func TestCheckAgreesWithCommit(t *testing.T) {
 		other, err := s.Open(ctx, OpenOptions{Base: tx.Base()})
 		must(t, err)
 		writeTree(t, other.Path(), map[string]string{"f": strings.Replace(lines, "6\n", "6 by the other\n", 1)})
-		_, err = other.Commit(ctx, SettleOptions{})
+		_, err = other.Commit(ctx, CommitOptions{})
 		must(t, err)
 	}
 	cases := []struct {
 		name  string
 		setup func(t *testing.T, s *Store, tx *Tx) // after open
-		o     SettleOptions
+		o     CommitOptions
 		want  RefusalKind // "" for none
 		out   Outcome     // the commit's outcome where there is no refusal
 	}{
@@ -70,7 +70,7 @@ func TestCheckAgreesWithCommit(t *testing.T) {
 			writeTree(t, tx.Path(), map[string]string{"f": strings.Replace(lines, "6\n", "6 by this one\n", 1)})
 			commitOther(t, s, tx)
 		}},
-		{name: "a failed validation", want: ValidationFailed, o: SettleOptions{Validate: "test ! -e bad || { echo found bad; exit 3; }"}, setup: func(t *testing.T, _ *Store, tx *Tx) {
+		{name: "a failed validation", want: ValidationFailed, o: CommitOptions{Validate: "test ! -e bad || { echo found bad; exit 3; }"}, setup: func(t *testing.T, _ *Store, tx *Tx) {
 			writeTree(t, tx.Path(), map[string]string{"bad": "b"})
 		}},
 		{name: "another transaction's apply interrupted", want: InterruptedApply, setup: func(t *testing.T, s *Store, tx *Tx) {

@@ -3,6 +3,7 @@ package airlock
 import (
 	"fmt"
 
+	"github.com/airlockdev/airlock/internal/basecheck"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -31,10 +32,10 @@ func (t *Tx) rebaseOpen(root *safefs.Root, ops []journal.Op) error {
 			continue
 		}
 		e, ok := m.Lookup(op.Path)
-		if !ok || !unchanged(op.Before, *e) {
+		if !ok || !basecheck.Unchanged(op.Before, *e) {
 			continue
 		}
-		cur, err := measureBase(root, op.Path)
+		cur, err := basecheck.Measure(root, op.Path)
 		if err != nil {
 			return err
 		}
@@ -44,7 +45,7 @@ func (t *Tx) rebaseOpen(root *safefs.Root, ops []journal.Op) error {
 		// The restore just wrote it: its stat facts are too fresh to prove
 		// that nothing wrote it again within the same timestamp step, so a
 		// file keeps the digest of the bytes the restore proved, and the
-		// next commit's drift check compares bytes (see checkDrift).
+		// next commit's drift check compares bytes (see basecheck.Drift).
 		digest := e.Digest
 		if cur.Kind == manifest.KindFile && op.Before.Digest != "" {
 			digest = op.Before.Digest

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/receipt"
+	"github.com/airlockdev/airlock/internal/recovery"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/state"
 )
@@ -193,28 +195,8 @@ func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, n
 		// not stay wedged behind a marker nothing else can clear.
 		return s.recoverOrphan(ctx, b, out, err)
 	}
-	switch t.baseIdentity().Match(now) {
-	case state.Unknown:
-		if !o.Moved {
-			return nil, stepErrorf("transaction %s was interrupted applying to %s, which it recorded as %s; %s is %s now: the same inode under another device number, and nothing says whether it is the same file system mounted again (the transaction was opened by an earlier airlock version, which recorded the device number alone, or its file system has no identity of its own); nothing was done: if %s is that directory, %s", id, t.Base(), t.baseIdentity(), base, now, base, Step{Kind: StepRecoverMoved, Base: base})
-		}
-	case state.Other:
-		if b.Identity().Match(now) == state.Same || t.Base() == base {
-			return nil, fmt.Errorf("base %s names transaction %s in flight, but that transaction's base is %s, another directory (%s, not %s): the state was altered; nothing was done", base, id, t.Base(), t.baseIdentity(), now)
-		}
-	}
-	if t.Base() != base {
-		// The same directory reached by another path: a bind mount, the
-		// base moved since the transaction opened it, its file system
-		// mounted elsewhere — or a new directory that got a deleted
-		// base's inode, which no birth time tells apart on every file
-		// system. While the recorded path still leads to this very
-		// directory it is an alias; otherwise only the user can say it
-		// was moved.
-		if !o.Moved && !sameDir(t.Base(), t.baseIdentity()) {
-			return nil, stepErrorf("transaction %s was interrupted applying to %s, which is no longer that directory; %s has its identity (%s) but may be another directory; nothing was done: if %s is that base moved here (or its file system mounted here), %s", id, t.Base(), base, now, base, Step{Kind: StepRecoverMoved, Base: base})
-		}
-		out.Notes = append(out.Notes, fmt.Sprintf("transaction %s opened this directory as %s; %s is the same directory (%s), and is recovered through it", id, t.Base(), base, now))
+	if err := t.recoverableAt(b, base, now, o, out); err != nil {
+		return nil, err
 	}
 	// A commit of the transaction, or gc removing it, holds this lock; a
 	// commit would also wait for the base's lock, held here: only try it.
@@ -232,36 +214,82 @@ func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, n
 		return nil, err
 	}
 	if status == StatusCommitted {
-		// The receipt was written after the apply was verified: the base
-		// holds the committed state, and only the bookkeeping is left.
-		out.RolledForward = true
-		j, err := t.loadJournal()
-		var unsafe *state.UnsafeError
-		if errors.As(err, &unsafe) {
-			return nil, err
-		}
-		if err == nil {
-			if err := t.keepApplied(j, jdir); err != nil {
-				return nil, err
-			}
-		}
-		if err := t.finishChain(b); err != nil {
-			return nil, err
-		}
-		if err := t.event(eventRollForward, nil); err != nil {
-			return nil, err
-		}
-		if err := b.ClearInflight(); err != nil {
-			return nil, err
-		}
-		if err := journal.Retire(jdir); err != nil {
-			return nil, err
-		}
-		t.settleStaged(ctx)
-		res, _, err := t.settledAlready()
-		out.Result = res
-		return out, err
+		return t.rollForward(ctx, b, jdir, out)
 	}
+	return t.recoverRollBack(ctx, b, base, jdir, o, out)
+}
+
+// recoverableAt refuses to recover t through base, whose identity is now
+// and whose state b marks t in flight, unless base is the directory t
+// opened: the same identity, or one that cannot be told from it and the
+// user confirmed (o.Moved); through another path (a bind mount, the base
+// moved), only while the recorded path still leads to it, or confirmed.
+func (t *Tx) recoverableAt(b *state.Base, base string, now state.Identity, o RecoverOptions, out *RecoverResult) error {
+	id := t.ID()
+	switch t.baseIdentity().Match(now) {
+	case state.Unknown:
+		if !o.Moved {
+			return stepErrorf("transaction %s was interrupted applying to %s, which it recorded as %s; %s is %s now: the same inode under another device number, and nothing says whether it is the same file system mounted again (the transaction was opened by an earlier airlock version, which recorded the device number alone, or its file system has no identity of its own); nothing was done: if %s is that directory, %s", id, t.Base(), t.baseIdentity(), base, now, base, Step{Kind: StepRecoverMoved, Base: base})
+		}
+	case state.Other:
+		if b.Identity().Match(now) == state.Same || t.Base() == base {
+			return fmt.Errorf("base %s names transaction %s in flight, but that transaction's base is %s, another directory (%s, not %s): the state was altered; nothing was done", base, id, t.Base(), t.baseIdentity(), now)
+		}
+	}
+	if t.Base() != base {
+		// The same directory reached by another path: a bind mount, the
+		// base moved since the transaction opened it, its file system
+		// mounted elsewhere — or a new directory that got a deleted
+		// base's inode, which no birth time tells apart on every file
+		// system. While the recorded path still leads to this very
+		// directory it is an alias; otherwise only the user can say it
+		// was moved.
+		if !o.Moved && !sameDir(t.Base(), t.baseIdentity()) {
+			return stepErrorf("transaction %s was interrupted applying to %s, which is no longer that directory; %s has its identity (%s) but may be another directory; nothing was done: if %s is that base moved here (or its file system mounted here), %s", id, t.Base(), base, now, base, Step{Kind: StepRecoverMoved, Base: base})
+		}
+		out.Notes = append(out.Notes, fmt.Sprintf("transaction %s opened this directory as %s; %s is the same directory (%s), and is recovered through it", id, t.Base(), base, now))
+	}
+	return nil
+}
+
+// rollForward finishes the bookkeeping of a commit whose receipt was
+// written before it was interrupted: the base holds the committed state.
+func (t *Tx) rollForward(ctx context.Context, b *state.Base, jdir string, out *RecoverResult) (*RecoverResult, error) {
+	// The receipt was written after the apply was verified: the base
+	// holds the committed state, and only the bookkeeping is left.
+	out.RolledForward = true
+	j, err := t.loadJournal()
+	var unsafe *state.UnsafeError
+	if errors.As(err, &unsafe) {
+		return nil, err
+	}
+	if err == nil {
+		if err := t.keepApplied(j, jdir); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.finishChain(b); err != nil {
+		return nil, err
+	}
+	if err := t.event(eventRollForward, nil); err != nil {
+		return nil, err
+	}
+	if err := b.ClearInflight(); err != nil {
+		return nil, err
+	}
+	if err := journal.Retire(jdir); err != nil {
+		return nil, err
+	}
+	t.settleStaged(ctx)
+	res, _, err := t.settledAlready()
+	out.Result = res
+	return out, err
+}
+
+// recoverRollBack restores the base from t's journal, exactly as before
+// the apply, and records the transaction as refused (InterruptedApply).
+func (t *Tx) recoverRollBack(ctx context.Context, b *state.Base, base, jdir string, o RecoverOptions, out *RecoverResult) (*RecoverResult, error) {
+	id := t.ID()
 	j, err := t.loadJournal()
 	if err != nil {
 		return nil, err
@@ -300,7 +328,7 @@ func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, n
 	}
 	digest := rr.Digest
 	refusal := refuse(InterruptedApply, nil, "the apply was interrupted and recover rolled the base back; commit the transaction again to retry")
-	res, err := t.record(Refused, refusal, set, SettleOptions{}, digest, digest, nil)
+	res, err := t.record(Refused, refusal, set, &settlement{}, digest, digest, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +392,7 @@ func (t *Tx) finishChain(b *state.Base) error {
 	if rc.Previous != head {
 		return fmt.Errorf("receipt %s follows %s, but the base's chain ends at %s: the state was altered; nothing was done", t.ReceiptPath(), rc.Previous, head)
 	}
-	if err := chain(b, rc, data); err != nil {
+	if err := history.Add(b, rc, data); err != nil {
 		return err
 	}
 	return b.SetHead(rc.Digest)
@@ -402,5 +430,29 @@ func (t *Tx) keepDisplaced(jdir string, rr *journal.RestoreResult) ([]string, er
 	if len(earlier) > len(rr.Displaced) {
 		out = append(out, fmt.Sprintf("%d file(s) an earlier, failed restore of this journal saved: under %s", len(earlier)-len(rr.Displaced), keep))
 	}
+	return out, nil
+}
+
+// recoverOrphan clears an in-flight marker that names a transaction whose
+// state is gone or cannot be read (see recovery.Orphan). Called with the
+// base's lock held.
+func (s *Store) recoverOrphan(ctx context.Context, b *state.Base, out *RecoverResult, cause error) (*RecoverResult, error) {
+	id := out.TxID
+	found, err := recovery.Orphan(ctx, b, recovery.OrphanOf{
+		ID: id, Base: out.Base, Cause: cause, Journal: filepath.Join(s.dir, "tx", id, journalDir),
+		CheckJournal: func() error {
+			st, err := s.st.Tx(id)
+			if err == nil {
+				err = st.CheckTree(journalDir, journalKept)
+			}
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Orphaned, out.RolledForward, out.Digest = true, found.RolledForward, found.Digest
+	out.Displaced = append(out.Displaced, found.Displaced...)
+	out.Notes = append(out.Notes, found.Notes...)
 	return out, nil
 }

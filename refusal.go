@@ -27,7 +27,7 @@ const (
 	// writing in the workspace. Nothing in its place was read.
 	StagedChanged RefusalKind = "StagedChanged"
 	// ReviewStale: the commit was bound to a change set the caller
-	// reviewed (SettleOptions.ExpectDiffDigest: the review page, `commit
+	// reviewed (CommitOptions.ExpectDiffDigest: the review page, `commit
 	// --expect-digest`, the MCP commit tool's expect_digest), and the
 	// change set is no longer that one: the agent changed the staged
 	// workspace after the review.
@@ -51,7 +51,7 @@ type Refusal struct {
 	Reason string   // one line for a person: what happened (and what to do, when Remedy is empty)
 	// Remedy is what to do about it when that depends on how the caller
 	// reaches airlock (a flag on the command line, a tool argument over
-	// MCP, a Go caller's SettleOptions field).
+	// MCP, a Go caller's CommitOptions field).
 	Remedy Remedy
 }
 
@@ -85,7 +85,7 @@ const (
 	// it again with approval lands them.
 	RemedyApprove RemedyKind = "approve"
 	// RemedyUserApprove: the change set touches protected paths, and the
-	// caller, an agent, cannot approve them (SettleOptions.AgentApproval):
+	// caller, an agent, cannot approve them (CommitOptions.AgentApproval):
 	// a person does.
 	RemedyUserApprove RemedyKind = "user_approve"
 	// RemedyReviewAgain: the change set is not the one reviewed; review
@@ -107,11 +107,11 @@ type Remedy struct {
 func (m Remedy) String() string {
 	switch m.Kind {
 	case RemedyApprove:
-		return fmt.Sprintf("look at the changes to them (Tx.Diff) and, if they are wanted, commit %s again with SettleOptions.Approve", m.Tx)
+		return fmt.Sprintf("look at the changes to them (Tx.Diff) and, if they are wanted, commit %s again with CommitOptions.Approve", m.Tx)
 	case RemedyUserApprove:
-		return fmt.Sprintf("only a person approves them: an agent's own approval (SettleOptions.AgentApproval) does not; a person commits %s with SettleOptions.Approve", m.Tx)
+		return fmt.Sprintf("only a person approves them: an agent's own approval (CommitOptions.AgentApproval) does not; a person commits %s with CommitOptions.Approve", m.Tx)
 	case RemedyReviewAgain:
-		return fmt.Sprintf("review %s again (Tx.ReviewDiff gives the digest of what it shows) and commit with SettleOptions.ExpectDiffDigest set to the digest reviewed", m.Tx)
+		return fmt.Sprintf("review %s again (Tx.ReviewDiff gives the digest of what it shows) and commit with CommitOptions.ExpectDiffDigest set to the digest reviewed", m.Tx)
 	case RemedyRecover:
 		return fmt.Sprintf("call Store.Recover on %s first", m.Base)
 	}

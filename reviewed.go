@@ -12,12 +12,13 @@ import (
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/patch"
+	"github.com/airlockdev/airlock/internal/project"
 )
 
 // ChangeDigest is the digest of the change set as it is now in the staged
 // workspace: the diff_digest a commit made now would record. A caller that
 // shows a change set to a person (the review page, `airlock show --json`)
-// hands it back as SettleOptions.ExpectDiffDigest, so that what lands is
+// hands it back as CommitOptions.ExpectDiffDigest, so that what lands is
 // what was reviewed.
 func (t *Tx) ChangeDigest(ctx context.Context) (string, error) {
 	set, err := t.diff(ctx)
@@ -46,7 +47,7 @@ func (t *Tx) ChangeDigest(ctx context.Context) (string, error) {
 
 // ReviewDiff writes the change set of a transaction not yet settled, as
 // Diff does, and returns the digest of exactly the change set it wrote: the
-// digest a person who read it hands back as SettleOptions.ExpectDiffDigest.
+// digest a person who read it hands back as CommitOptions.ExpectDiffDigest.
 //
 // Both come from one snapshot. The staged files are frozen into a scratch
 // object store through the freeze a commit makes (beneath the staged tree,
@@ -75,11 +76,11 @@ type Approval struct {
 	// approval.
 	Paths []string
 	// Digest is the digest of the whole change set they belong to, the
-	// SettleOptions.ExpectDiffDigest that binds a commit to what was
+	// CommitOptions.ExpectDiffDigest that binds a commit to what was
 	// approved: any later change to the change set refuses it ReviewStale.
 	Digest string
 	// AgentsApprove says the project's config lets an agent's own
-	// approval stand (agents_approve = true; see SettleOptions.AgentApproval).
+	// approval stand (agents_approve = true; see CommitOptions.AgentApproval).
 	AgentsApprove bool
 }
 
@@ -138,7 +139,7 @@ func (t *Tx) review(ctx context.Context, w io.Writer, format DiffFormat, protect
 		if err != nil {
 			return "", nil, nil, err
 		}
-		gate = &reviewGate{project: p}
+		gate = &reviewGate{Project: p}
 		if gate.paths, err = t.protectedPaths(set, p); err != nil {
 			return "", nil, nil, err
 		}
@@ -176,7 +177,7 @@ func (t *Tx) review(ctx context.Context, w io.Writer, format DiffFormat, protect
 // reviewGate is the project a review matched protection with, and the
 // protected paths it found.
 type reviewGate struct {
-	*project
+	*project.Project
 	paths []string
 }
 
@@ -186,10 +187,10 @@ type reviewGate struct {
 var testHookReviewMeasured, testHookReviewFrozen func()
 
 // checkReviewed refuses a commit whose frozen change set is not the one the
-// caller reviewed (SettleOptions.ExpectDiffDigest). It runs under the
+// caller reviewed (CommitOptions.ExpectDiffDigest). It runs under the
 // transaction's lock, on the frozen set: the bytes compared are the bytes
 // that would land.
-func checkReviewed(id string, set *changeset.Set, o SettleOptions) *Refusal {
+func checkReviewed(id string, set *changeset.Set, o CommitOptions) *Refusal {
 	if o.ExpectDiffDigest == "" {
 		return nil
 	}

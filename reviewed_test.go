@@ -63,7 +63,7 @@ func TestReviewDiffShowsTheBytesItsDigestCovers(t *testing.T) {
 	if now, err := tx.ChangeDigest(ctx); err != nil || now == digest {
 		t.Fatalf("ChangeDigest with the harmless version staged: %s %v, want other than the reviewed %s", now, err, digest)
 	}
-	_, err = tx.Commit(ctx, SettleOptions{ExpectDiffDigest: digest})
+	_, err = tx.Commit(ctx, CommitOptions{ExpectDiffDigest: digest})
 	var r *Refusal
 	if !errors.As(err, &r) || r.Kind != ReviewStale {
 		t.Fatalf("commit of the reviewed digest with other bytes staged: %v, want ReviewStale", err)
@@ -74,7 +74,7 @@ func TestReviewDiffShowsTheBytesItsDigestCovers(t *testing.T) {
 
 	// Swapped back, the staged tree is what the patch showed: it lands.
 	swapIn(t, tx, "a.txt", evil)
-	res, err := tx.Commit(ctx, SettleOptions{ExpectDiffDigest: digest})
+	res, err := tx.Commit(ctx, CommitOptions{ExpectDiffDigest: digest})
 	if err != nil || res.Outcome != Committed {
 		t.Fatalf("commit of the reviewed change set: %v %v", res, err)
 	}

@@ -41,7 +41,7 @@ type RunOptions struct {
 	Stdout, Stderr io.Writer
 	// Settle is how a successful command's change set is committed (and
 	// what a discard records). ExitCode and StartedAt are Run's to set.
-	Settle SettleOptions
+	Settle CommitOptions
 	// Ended, if set, is called once the command has ended and before the
 	// transaction settles, so that a caller can say how it ended.
 	Ended func(*RunResult)
@@ -189,7 +189,7 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 	if res.Succeeded {
 		res.Settled, settleErr = t.Commit(sctx, so)
 	} else {
-		res.Settled, settleErr = t.Discard(sctx, so)
+		res.Settled, settleErr = t.Discard(sctx, DiscardOptions{ExitCode: so.ExitCode, StartedAt: so.StartedAt, ReceiptCopy: so.ReceiptCopy})
 	}
 
 	var refusal *Refusal

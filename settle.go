@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/selector"
@@ -20,6 +21,54 @@ import (
 // NotTransactional is what no transaction covers: every receipt and every
 // stderr block says so.
 var NotTransactional = receipt.NotTransactional
+
+// settlement is the settle context: what a settle learns on its way to
+// its receipt and result. The pipeline fills it (the preflight's
+// validators and merges, the approval that stood, the commits kept), so
+// that the caller's options stay what the caller asked for.
+type settlement struct {
+	exitCode  *int      // the command's exit code, for the receipt
+	startedAt time.Time // when the command started; zero means the open time
+	// approved is the approval the receipt records: the one that stood
+	// (see approval), not the one asked for.
+	approved bool
+	// dropCommits lets a discard's staged commits go (see keepCommits).
+	dropCommits bool
+	// validated are the validators that ran, in order.
+	validated []string
+	// merged are the paths a commit three-way merged with the base's own
+	// changes since open.
+	merged []string
+	// kept is what keepCommits did at this settle.
+	kept *keptCommits
+	// unmeasured: a discard could not compute the change set, so whether
+	// the staged repository changed is unknown.
+	unmeasured bool
+}
+
+// settlement starts the settle context of a commit with these options.
+func (o CommitOptions) settlement() *settlement {
+	return &settlement{exitCode: o.ExitCode, startedAt: o.StartedAt, approved: o.Approve}
+}
+
+// DiscardOptions say how to discard a transaction.
+type DiscardOptions struct {
+	ExitCode  *int      // the command's exit code, for the receipt
+	StartedAt time.Time // when the command started; zero means the open time
+	// ReceiptCopy, if set, is a second file the receipt is written to.
+	ReceiptCopy string
+	// DropCommits lets the commits the command made in the staged
+	// workspace's copy of the base's repository go with it, instead of
+	// keeping them on branch airlock/<id> (see keepCommits). A worktree
+	// transaction's commits are in the base's repository already: it
+	// refuses the option.
+	DropCommits bool
+}
+
+// settlement starts the settle context of a discard with these options.
+func (o DiscardOptions) settlement() *settlement {
+	return &settlement{exitCode: o.ExitCode, startedAt: o.StartedAt, dropCommits: o.DropCommits}
+}
 
 // settledAlready reports the first outcome of a transaction that has
 // already settled: settling again changes nothing.
@@ -43,17 +92,17 @@ func (t *Tx) settledAlready() (*Result, bool, error) {
 }
 
 // Discard drops the transaction's changes. The base is not touched.
-func (t *Tx) Discard(ctx context.Context, o SettleOptions) (_ *Result, err error) {
+func (t *Tx) Discard(ctx context.Context, o DiscardOptions) (_ *Result, err error) {
 	defer exported(&err)
 	res, err := t.discard(ctx, o)
 	if res != nil {
 		t.noteBranch(ctx, res)
 	}
-	t.copyReceipt(res, o)
+	t.copyReceipt(res, o.ReceiptCopy)
 	return res, err
 }
 
-func (t *Tx) discard(ctx context.Context, o SettleOptions) (*Result, error) {
+func (t *Tx) discard(ctx context.Context, o DiscardOptions) (*Result, error) {
 	t.pooling = recycles() && t.rec.Backend == stage.Copy
 	unlockTx, err := t.st.Lock(ctx)
 	if err != nil {
@@ -78,12 +127,13 @@ func (t *Tx) discard(ctx context.Context, o SettleOptions) (*Result, error) {
 	}
 	// The counts say what was dropped; a staged tree that cannot even be
 	// measured is still discarded.
+	sc := o.settlement()
 	set, err := t.diff(ctx)
 	if err != nil {
 		set = &changeset.Set{}
-		o.unmeasured = true
+		sc.unmeasured = true
 	}
-	res, err := t.settle(ctx, Discarded, nil, set, o)
+	res, err := t.settle(ctx, Discarded, nil, set, sc)
 	if res != nil {
 		// Discarding drops the worktree's files, not what its git did to
 		// the repository it shares with the base: say so.
@@ -99,16 +149,16 @@ func (t *Tx) discard(ctx context.Context, o SettleOptions) (*Result, error) {
 
 // settle records an outcome that leaves the base untouched (no changes,
 // discarded, refused).
-func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset.Set, o SettleOptions) (*Result, error) {
+func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset.Set, sc *settlement) (*Result, error) {
 	digest, err := t.touchedDigest(set)
 	if err != nil {
 		return nil, err
 	}
-	if out != Refused && !o.DropCommits {
+	if out != Refused && !sc.dropCommits {
 		// The staged workspace goes now, and its repository with it.
-		o.kept = t.keepCommits(ctx, set.GitMeta > 0 || o.unmeasured)
+		sc.kept = t.keepCommits(ctx, set.GitMeta > 0 || sc.unmeasured)
 	}
-	res, err := t.record(out, r, set, o, digest, digest, nil)
+	res, err := t.record(out, r, set, sc, digest, digest, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -121,14 +171,9 @@ func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset
 	return res, nil
 }
 
-// record writes the receipt and the settling event. For a commit, base is
-// the locked base whose receipt chain it extends.
-func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions, baseDigest, resultDigest string, base *state.Base) (*Result, error) {
-	a, m, d := set.Counts()
-	res := &Result{TxID: t.ID(), Outcome: out, Refusal: r, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta, Validators: o.validated}
-	if out == Committed {
-		res.Merged = o.merged
-	}
+// record writes the receipt and the settling event of a local settle. For
+// a commit, base is the locked base whose receipt chain it extends.
+func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement, baseDigest, resultDigest string, base *state.Base) (*Result, error) {
 	prevBase := base
 	if prevBase == nil {
 		b, err := t.stateBase()
@@ -141,23 +186,16 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	if err != nil {
 		return nil, err
 	}
-	rc := t.newReceipt(out, set, o, baseDigest, resultDigest, prev)
-	for _, v := range o.validated {
-		rc.Validators = append(rc.Validators, v)
-	}
+	rc := t.newReceipt(out, set, sc, baseDigest, resultDigest, prev)
 	if out == Committed {
-		rc.Merged = append(rc.Merged, o.merged...)
+		rc.Merged = append(rc.Merged, sc.merged...)
 	}
-	if o.kept != nil && o.kept.branch != nil {
-		rc.Branch, rc.BranchHead = o.kept.branch.Name, o.kept.branch.Head
-		res.Branch = o.kept.branch
+	if sc.kept != nil && sc.kept.branch != nil {
+		rc.Branch, rc.BranchHead = sc.kept.branch.Name, sc.kept.branch.Head
 	} else if t.rec.Backend == stage.Worktree {
 		if br, err := t.Branch(context.Background()); err == nil && br != nil && br.Head != "" {
 			rc.Branch, rc.BranchHead = br.Name, br.Head
 		}
-	}
-	if o.kept != nil {
-		res.Warnings = append(res.Warnings, o.kept.warnings...)
 	}
 	if r != nil {
 		rc.Refusal = string(r.Kind)
@@ -167,11 +205,46 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 	if err != nil {
 		return nil, err
 	}
-	path := t.st.Path(receiptFile)
-	if err := safefs.WriteFile(path, data, 0o600); err != nil {
+	path, err := t.writeReceipt(data)
+	if err != nil {
 		return nil, err
 	}
-	res.Receipt, res.ReceiptPath = publicReceipt(rc), path
+	res, err := t.settled(out, r, rc, path, set, sc, nil)
+	if err != nil {
+		return nil, err
+	}
+	if out == Committed {
+		if err := history.Add(base, rc, data); err != nil {
+			return nil, err
+		}
+		if err := base.SetHead(rc.Digest); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// writeReceipt writes a sealed receipt as the transaction's own.
+func (t *Tx) writeReceipt(data []byte) (string, error) {
+	path := t.st.Path(receiptFile)
+	return path, safefs.WriteFile(path, data, 0o600)
+}
+
+// settled appends the settling event of the receipt rc, written at path,
+// and returns the settle's result: the last step of every settle, a local
+// one's (record) and a landing's (recordLanded) alike. extra adds to the
+// event's detail.
+func (t *Tx) settled(out Outcome, r *Refusal, rc *receipt.Receipt, path string, set *changeset.Set, sc *settlement, extra map[string]any) (*Result, error) {
+	a, m, d := set.Counts()
+	res := &Result{TxID: t.ID(), Outcome: out, Refusal: r, Added: a, Modified: m, Deleted: d, GitMeta: set.GitMeta,
+		Validators: sc.validated, Receipt: publicReceipt(rc), ReceiptPath: path}
+	if out == Committed {
+		res.Merged = sc.merged
+	}
+	if sc.kept != nil {
+		res.Branch = sc.kept.branch
+		res.Warnings = append(res.Warnings, sc.kept.warnings...)
+	}
 	detail := map[string]any{"receipt": rc.Digest, "added": a, "modified": m, "deleted": d}
 	if r != nil {
 		detail["refusal"] = string(r.Kind)
@@ -183,17 +256,12 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 			detail["remedy"] = r.Remedy
 		}
 	}
+	for k, v := range extra {
+		detail[k] = v
+	}
 	ev := map[Outcome]string{Committed: eventCommitted, Discarded: eventDiscarded, Refused: eventRefused, NoChanges: eventNoChanges}[out]
 	if err := t.event(ev, detail); err != nil {
 		return nil, err
-	}
-	if out == Committed {
-		if err := chain(base, rc, data); err != nil {
-			return nil, err
-		}
-		if err := base.SetHead(rc.Digest); err != nil {
-			return nil, err
-		}
 	}
 	return res, nil
 }
@@ -201,24 +269,24 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, o SettleOptions
 // copyReceipt writes the --receipt copy once the settle is over. The
 // outcome stands whatever happens here: a copy that cannot be written is a
 // warning on the result, never a reason to undo or misreport a commit.
-func (t *Tx) copyReceipt(res *Result, o SettleOptions) {
-	if o.ReceiptCopy == "" || res == nil || res.ReceiptPath == "" {
+func (t *Tx) copyReceipt(res *Result, copyTo string) {
+	if copyTo == "" || res == nil || res.ReceiptPath == "" {
 		return
 	}
 	data, err := os.ReadFile(res.ReceiptPath)
 	if err == nil {
-		err = safefs.WriteFile(o.ReceiptCopy, data, 0o644)
+		err = safefs.WriteFile(copyTo, data, 0o644)
 	}
 	if err != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("--receipt %s: the receipt copy was not written (%v); the receipt is at %s", o.ReceiptCopy, err, res.ReceiptPath))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("--receipt %s: the receipt copy was not written (%v); the receipt is at %s", copyTo, err, res.ReceiptPath))
 	}
 }
 
 // newReceipt fills the members every receipt of the transaction has, a
 // local settle's and a landing's alike.
-func (t *Tx) newReceipt(out Outcome, set *changeset.Set, o SettleOptions, baseDigest, resultDigest, prev string) *receipt.Receipt {
+func (t *Tx) newReceipt(out Outcome, set *changeset.Set, sc *settlement, baseDigest, resultDigest, prev string) *receipt.Receipt {
 	a, m, d := set.Counts()
-	started := o.StartedAt
+	started := sc.startedAt
 	if started.IsZero() {
 		started = t.rec.CreatedAt
 	}
@@ -227,11 +295,12 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, o SettleOptions, baseDi
 	return &receipt.Receipt{
 		TxID: t.ID(), Base: t.Base(), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode, BaseFS: t.rec.BaseFS,
 		Backend: t.rec.Backend, Command: plain(t.rec.Command),
-		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: o.ExitCode,
+		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: sc.exitCode,
 		Outcome: string(out), Added: a, Modified: m, Deleted: d,
-		ExcludedSelectors: excl.Len(), ProtectedSelectors: prot.Len(), Approved: o.Approve,
+		ExcludedSelectors: excl.Len(), ProtectedSelectors: prot.Len(), Approved: sc.approved,
 		BaseDigest: baseDigest, ResultDigest: resultDigest, DiffDigest: set.Digest(),
-		Previous: prev,
+		Previous:   prev,
+		Validators: append([]string(nil), sc.validated...),
 	}
 }
 

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlockdev/airlock/internal/basecheck"
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
-	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 func must(t *testing.T, err error) {
@@ -61,209 +61,13 @@ func openRoot(t *testing.T, dir string) *safefs.Root {
 // hold it (Kind none when absent).
 func measured(t *testing.T, root *safefs.Root, rel string) manifest.Entry {
 	t.Helper()
-	e, err := measureBase(root, rel)
+	e, err := basecheck.Measure(root, rel)
 	must(t, err)
 	return e
 }
 
 func fileResult(content string) manifest.Entry {
 	return manifest.Entry{Kind: manifest.KindFile, Mode: 0o644, Size: int64(len(content)), Digest: manifest.HashBytes([]byte(content))}
-}
-
-func driftedPaths(d []drift) []string {
-	var out []string
-	for _, x := range d {
-		out = append(out, x.change.Path)
-	}
-	return out
-}
-
-func TestCheckDrift(t *testing.T) {
-	tests := []struct {
-		name    string
-		files   map[string]string
-		dirs    []string                                    // extra directories at open
-		change  func(set *changeset.Set, root *safefs.Root) // builds the change set from the base at open
-		mutate  func(t *testing.T, base string)             // what someone does to the base after open
-		drifted []string
-		escapes []string
-		ops     []string
-	}{
-		{
-			name:  "unchanged file",
-			files: map[string]string{"a.txt": "a"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				s.Changes = []changeset.Change{{Path: "a.txt", Op: changeset.Modify, Base: mustMeasure(r, "a.txt"), Result: fileResult("A")}}
-			},
-			mutate: func(t *testing.T, base string) {},
-			ops:    []string{"a.txt"},
-		},
-		{
-			name:  "file rewritten",
-			files: map[string]string{"a.txt": "a"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				s.Changes = []changeset.Change{{Path: "a.txt", Op: changeset.Modify, Base: mustMeasure(r, "a.txt"), Result: fileResult("A")}}
-			},
-			mutate: func(t *testing.T, base string) {
-				must(t, os.WriteFile(filepath.Join(base, "a.txt"), []byte("b"), 0o644))
-			},
-			drifted: []string{"a.txt"},
-		},
-		{
-			// Measured at open too soon after a change for stat to prove
-			// it (open recorded its digest): the bytes decide.
-			name:  "racy file, bytes as at open",
-			files: map[string]string{"a.txt": "a"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				b := mustMeasure(r, "a.txt")
-				b.Digest = manifest.HashBytes([]byte("a"))
-				s.Changes = []changeset.Change{{Path: "a.txt", Op: changeset.Modify, Base: b, Result: fileResult("A")}}
-			},
-			mutate: func(t *testing.T, base string) {},
-			ops:    []string{"a.txt"},
-		},
-		{
-			// As an edit within the timestamp step of open's measure
-			// leaves it: every stat fact as at open, other bytes.
-			name:  "racy file, other bytes under the same stat",
-			files: map[string]string{"a.txt": "a"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				b := mustMeasure(r, "a.txt")
-				b.Digest = manifest.HashBytes([]byte("b"))
-				s.Changes = []changeset.Change{{Path: "a.txt", Op: changeset.Modify, Base: b, Result: fileResult("A")}}
-			},
-			mutate:  func(t *testing.T, base string) {},
-			drifted: []string{"a.txt"},
-		},
-		{
-			name:  "added path appeared",
-			files: map[string]string{"x": "x"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				s.Changes = []changeset.Change{{Path: "new.txt", Op: changeset.Add, Result: fileResult("mine")}}
-			},
-			mutate: func(t *testing.T, base string) {
-				must(t, os.WriteFile(filepath.Join(base, "new.txt"), []byte("theirs"), 0o644))
-			},
-			drifted: []string{"new.txt"},
-		},
-		{
-			name: "dir mode changed",
-			dirs: []string{"d"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				s.Changes = []changeset.Change{{Path: "d", Op: changeset.Modify, Base: mustMeasure(r, "d"), Result: manifest.Entry{Kind: manifest.KindDir, Mode: 0o700}}}
-			},
-			mutate: func(t *testing.T, base string) {
-				must(t, os.Chmod(filepath.Join(base, "d"), 0o750))
-			},
-			drifted: []string{"d"},
-		},
-		{
-			name: "dir mtime moved is not drift",
-			dirs: []string{"d"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				s.Changes = []changeset.Change{{Path: "d", Op: changeset.Modify, Base: mustMeasure(r, "d"), Result: manifest.Entry{Kind: manifest.KindDir, Mode: 0o700}}}
-			},
-			mutate: func(t *testing.T, base string) {
-				must(t, os.WriteFile(filepath.Join(base, "d", "someone-elses"), []byte("x"), 0o644))
-			},
-			ops: []string{"d"},
-		},
-		{
-			name:  "parent replaced by a file",
-			files: map[string]string{"d/f": "f"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				s.Changes = []changeset.Change{{Path: "d/f", Op: changeset.Modify, Base: mustMeasure(r, "d/f"), Result: fileResult("F")}}
-			},
-			mutate: func(t *testing.T, base string) {
-				must(t, os.RemoveAll(filepath.Join(base, "d")))
-				must(t, os.WriteFile(filepath.Join(base, "d"), []byte("now a file"), 0o644))
-			},
-			drifted: []string{"d/f"},
-		},
-		{
-			name:  "parent removed under an add",
-			files: map[string]string{"d/f": "f"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				s.Changes = []changeset.Change{{Path: "d/new", Op: changeset.Add, Result: fileResult("n")}}
-			},
-			mutate: func(t *testing.T, base string) {
-				must(t, os.RemoveAll(filepath.Join(base, "d")))
-			},
-			drifted: []string{"d/new"},
-		},
-		{
-			name:  "symlink component is an escape",
-			files: map[string]string{"d/f": "f", "other/f": "other"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				s.Changes = []changeset.Change{{Path: "d/f", Op: changeset.Modify, Base: mustMeasure(r, "d/f"), Result: fileResult("F")}}
-			},
-			mutate: func(t *testing.T, base string) {
-				must(t, os.RemoveAll(filepath.Join(base, "d")))
-				must(t, os.Symlink("other", filepath.Join(base, "d")))
-			},
-			escapes: []string{"d/f"},
-		},
-		{
-			name:  "malformed and git paths are escapes",
-			files: map[string]string{"a": "a"},
-			change: func(s *changeset.Set, r *safefs.Root) {
-				s.Changes = []changeset.Change{
-					{Path: "../evil", Op: changeset.Add, Result: fileResult("x")},
-					{Path: ".git/config", Op: changeset.Add, Result: fileResult("x")},
-					{Path: "/etc/passwd", Op: changeset.Add, Result: fileResult("x")},
-					{Path: "a", Op: changeset.Modify, Base: mustMeasure(r, "a"), Result: fileResult("A")},
-					{Path: "a/../../x", Op: changeset.Add, Result: fileResult("x")},
-					{Path: "sub/.git/hooks/pre-commit", Op: changeset.Add, Result: fileResult("x")},
-				}
-			},
-			mutate:  func(t *testing.T, base string) {},
-			escapes: []string{"../evil", ".git/config", "/etc/passwd", "a/../../x", "sub/.git/hooks/pre-commit"},
-			ops:     []string{"a"},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			base := newBaseDir(t, tt.files)
-			for _, d := range tt.dirs {
-				must(t, os.MkdirAll(filepath.Join(base, d), 0o755))
-			}
-			root := openRoot(t, base)
-			set := &changeset.Set{}
-			tt.change(set, root)
-			testbin.NextTick(t, t.TempDir()) // a rewrite must move ctime visibly
-			tt.mutate(t, base)
-			ops, drifted, escapes, err := checkDrift(root, set)
-			if err != nil {
-				t.Fatalf("checkDrift: %v", err)
-			}
-			var opPaths []string
-			for _, op := range ops {
-				opPaths = append(opPaths, op.Path)
-				if now := measured(t, root, op.Path); !manifest.SameStat(op.Before, now) {
-					t.Errorf("op %s: Before %+v is not the base now %+v", op.Path, op.Before, now)
-				}
-			}
-			if got := driftedPaths(drifted); !slices.Equal(got, tt.drifted) {
-				t.Errorf("drifted %q, want %q", got, tt.drifted)
-			}
-			if !slices.Equal(escapes, tt.escapes) {
-				t.Errorf("escapes %q, want %q", escapes, tt.escapes)
-			}
-			if !slices.Equal(opPaths, tt.ops) {
-				t.Errorf("ops %q, want %q", opPaths, tt.ops)
-			}
-		})
-	}
-}
-
-// mustMeasure is measureBase for table setup, where no *testing.T is at
-// hand; a failure leaves an entry that cannot match anything.
-func mustMeasure(r *safefs.Root, rel string) manifest.Entry {
-	e, err := measureBase(r, rel)
-	if err != nil {
-		return manifest.Entry{Path: rel, Kind: manifest.KindOther}
-	}
-	return e
 }
 
 func TestCheckBoundary(t *testing.T) {
@@ -371,32 +175,32 @@ func TestCheckProtected(t *testing.T) {
 	}
 	set := &changeset.Set{Changes: changes}
 	defaults := []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml"}
-	user, agent := SettleOptions{Approve: true}, SettleOptions{Approve: true, AgentApproval: true}
+	user, agent := CommitOptions{Approve: true}, CommitOptions{Approve: true, AgentApproval: true}
 	tests := []struct {
 		name   string
 		cfg    string // the project's .airlock.toml, "" for none
 		opts   OpenOptions
-		settle SettleOptions
+		settle CommitOptions
 		want   []string
 		remedy RemedyKind
 	}{
-		{"defaults", "", OpenOptions{}, SettleOptions{}, defaults, RemedyApprove},
+		{"defaults", "", OpenOptions{}, CommitOptions{}, defaults, RemedyApprove},
 		{"defaults approved", "", OpenOptions{}, user, nil, ""},
-		{"--protect adds", "", OpenOptions{Protect: []string{"secrets/"}}, SettleOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "secrets/key", "src/.airlock.toml"}, RemedyApprove},
+		{"--protect adds", "", OpenOptions{Protect: []string{"secrets/"}}, CommitOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "secrets/key", "src/.airlock.toml"}, RemedyApprove},
 		// Open flags shape only the transaction's own list: the project's
 		// protection, the defaults included, is held at every commit (an
 		// agent can pass flags too).
-		{"--no-default-protect keeps the project's", "", OpenOptions{NoDefaultProtect: true, Protect: []string{"/src/*.go"}}, SettleOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml", "src/main.go"}, RemedyApprove},
-		{"negation keeps the project's", "", OpenOptions{Protect: []string{"!.envrc", "!.airlock.toml", "!.github/workflows/"}}, SettleOptions{}, defaults, RemedyApprove},
+		{"--no-default-protect keeps the project's", "", OpenOptions{NoDefaultProtect: true, Protect: []string{"/src/*.go"}}, CommitOptions{}, []string{".envrc", ".github/workflows", ".github/workflows/ci.yml", ".vscode/tasks.json", "src/.airlock.toml", "src/main.go"}, RemedyApprove},
+		{"negation keeps the project's", "", OpenOptions{Protect: []string{"!.envrc", "!.airlock.toml", "!.github/workflows/"}}, CommitOptions{}, defaults, RemedyApprove},
 		// The project itself may drop them.
-		{"config drops the defaults", "default_protect = false\n", OpenOptions{NoDefaultProtect: true, Protect: []string{"src/*", "!src/main.go"}}, SettleOptions{}, []string{"src/.airlock.toml"}, RemedyApprove},
+		{"config drops the defaults", "default_protect = false\n", OpenOptions{NoDefaultProtect: true, Protect: []string{"src/*", "!src/main.go"}}, CommitOptions{}, []string{"src/.airlock.toml"}, RemedyApprove},
 		// An agent's own approval is no approval, unless the project says
 		// its agents may approve; the remedy then is a person's.
 		{"an agent's approval", "", OpenOptions{}, agent, defaults, RemedyUserApprove},
-		{"an agent without approval", "", OpenOptions{}, SettleOptions{AgentApproval: true}, defaults, RemedyUserApprove},
+		{"an agent without approval", "", OpenOptions{}, CommitOptions{AgentApproval: true}, defaults, RemedyUserApprove},
 		{"an agent's approval, agents_approve = false", "agents_approve = false\n", OpenOptions{}, agent, defaults, RemedyUserApprove},
 		{"an agent's approval, agents_approve = true", "agents_approve = true\n", OpenOptions{}, agent, nil, ""},
-		{"agents_approve = true approves nothing by itself", "agents_approve = true\n", OpenOptions{}, SettleOptions{AgentApproval: true}, defaults, RemedyUserApprove},
+		{"agents_approve = true approves nothing by itself", "agents_approve = true\n", OpenOptions{}, CommitOptions{AgentApproval: true}, defaults, RemedyUserApprove},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -641,7 +445,7 @@ func TestCommitRoundTrip(t *testing.T) {
 	changed := []string{"TODO", "newlink", "src/helper.go", "src/main.go"}
 	beforeDigest := pathsDigest(t, base, changed)
 
-	res, err := tx.Commit(ctx, SettleOptions{})
+	res, err := tx.Commit(ctx, CommitOptions{})
 	if err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -698,7 +502,7 @@ func TestCommitRoundTrip(t *testing.T) {
 
 	// Commit again: the first outcome, nothing changed.
 	snapBefore := pathsDigest(t, base, []string{"TODO", "keep", "link", "newlink", "src", "src/helper.go", "src/main.go"})
-	again, err := tx.Commit(ctx, SettleOptions{})
+	again, err := tx.Commit(ctx, CommitOptions{})
 	if err != nil {
 		t.Fatalf("second Commit: %v", err)
 	}
@@ -714,7 +518,7 @@ func TestCommitRoundTrip(t *testing.T) {
 	// Loaded afresh, as another process would.
 	tx2, err := s.Tx("round-trip")
 	must(t, err)
-	third, err := tx2.Commit(ctx, SettleOptions{})
+	third, err := tx2.Commit(ctx, CommitOptions{})
 	if err != nil || !third.Repeat || third.Outcome != Committed {
 		t.Fatalf("Commit from a reloaded tx: %+v, %v", third, err)
 	}
@@ -763,7 +567,7 @@ func TestCommitRefusedThenApproved(t *testing.T) {
 	tx, err := s.Open(ctx, OpenOptions{Base: base, Backend: "auto"})
 	must(t, err)
 	writeTree(t, tx.Path(), map[string]string{".envrc": "export X=1\n", "b": "b"})
-	res, err := tx.Commit(ctx, SettleOptions{})
+	res, err := tx.Commit(ctx, CommitOptions{})
 	var r *Refusal
 	if !errors.As(err, &r) || r.Kind != ProtectedPathNotApproved || !slices.Equal(r.Paths, []string{".envrc"}) {
 		t.Fatalf("Commit error %v, want a ProtectedPathNotApproved refusal naming .envrc", err)
@@ -782,7 +586,7 @@ func TestCommitRefusedThenApproved(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tx.Path(), ".envrc")); err != nil {
 		t.Errorf("the refused transaction's staged workspace is gone: %v", err)
 	}
-	res, err = tx.Commit(ctx, SettleOptions{Approve: true})
+	res, err = tx.Commit(ctx, CommitOptions{Approve: true})
 	if err != nil || res.Outcome != Committed || !res.Receipt.Approved {
 		t.Fatalf("approved Commit: %+v, %v", res, err)
 	}

@@ -8,14 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
-	"github.com/airlockdev/airlock/internal/config"
-	"github.com/airlockdev/airlock/internal/gitbase"
 	"github.com/airlockdev/airlock/internal/manifest"
-	"github.com/airlockdev/airlock/internal/selector"
-	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
@@ -128,13 +123,6 @@ type OpenOptions struct {
 	ID       string   // "" generates one
 	Command  []string // recorded in the transaction and its receipt
 	Progress func(done, total int)
-
-	// validate is the project validate a NoConfig open records.
-	validate string
-	// project, when set, is where the base lies in its project, as the
-	// transaction an undo reverts recorded it (a NoConfig open reads no
-	// config, even to find the project).
-	project *project
 }
 
 // Record is a transaction's immutable open record.
@@ -251,208 +239,6 @@ const (
 	eventStagedRemove = "staged_removed"
 	eventStagedPooled = "staged_pooled"
 )
-
-// Open opens a transaction: it checks the preconditions, measures the base
-// and stages the workspace. On any failure nothing is left behind and the
-// base is untouched.
-func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
-	defer exported(&err)
-	base, err := resolveBase(o.Base)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkBase(base); err != nil {
-		return nil, err
-	}
-	bid, err := identity(base)
-	if err != nil {
-		return nil, err
-	}
-	b, err := s.st.Base(base)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.checkNotInterrupted(ctx, b, bid); err != nil {
-		return nil, err
-	}
-	// The project config comes from the base, never from a staged tree,
-	// and is recorded: later changes to it do not alter this transaction.
-	// It is the project's: the nearest .airlock.toml at or above the base
-	// (see project), whose selectors are matched relative to its root.
-	proj := o.project
-	if proj == nil {
-		if proj, err = findProject(base); err != nil {
-			return nil, err
-		}
-	}
-	cfg := proj.Cfg
-	if o.NoConfig {
-		cfg = config.Default()
-		cfg.Validate = o.validate
-	}
-	excl := slices.Concat(cfg.Exclude, o.Exclude)
-	var noise []string
-	if !o.NoDefaultExclude && cfg.DefaultExcludes {
-		noise = DefaultExclude
-		excl = append(slices.Clone(DefaultExclude), excl...)
-	}
-	exclude, err := newProjectSelector(excl, proj.Under)
-	if err != nil {
-		return nil, fmt.Errorf("--exclude: %w", err)
-	}
-	prot := protectOf(cfg, o.Protect, o.NoDefaultProtect)
-	if _, err := selector.New(prot); err != nil {
-		return nil, fmt.Errorf("--protect: %w", err)
-	}
-	from := ""
-	if o.Backend == "" || o.Backend == stage.Auto {
-		o.Backend = cfg.Backend
-		if o.Backend != stage.Auto {
-			from = " (from " + cfg.Path + ")"
-		}
-	}
-	backend, err := stage.Choose(o.Backend, s.Dir(), base)
-	if err != nil {
-		return nil, fmt.Errorf("%w%s", err, from)
-	}
-	hosted := false
-	if ok, why := backend.Supported(s.Dir()); !ok {
-		h, canHost := backend.(stage.Hoster)
-		if !o.ForRun || !canHost {
-			return nil, fmt.Errorf("backend %s%s is not supported here: %s", backend.Name(), from, why)
-		}
-		if ok, hwhy := h.SupportedHosted(s.Dir()); !ok {
-			return nil, fmt.Errorf("backend %s%s is not supported here: %s", backend.Name(), from, hwhy)
-		}
-		hosted = true
-	}
-	id := o.ID
-	if id == "" {
-		id = state.NewID(time.Now())
-	}
-	if err := state.ValidID(id); err != nil {
-		return nil, fmt.Errorf("--id: %w", err)
-	}
-	st, err := s.st.Create(id)
-	if err != nil {
-		return nil, err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			s.st.RemoveTx(id)
-		}
-	}()
-	staged := st.Path(stagedDir)
-	// What git knows of the base (HEAD, the tracked paths that were dirty)
-	// is read while the workspace is staged: it costs one git status,
-	// which then hides behind the copy.
-	type gitResult struct {
-		snap *gitbase.Snapshot
-		err  error
-	}
-	gitDone := make(chan gitResult, 1)
-	go func() {
-		snap, err := gitbase.Take(ctx, base)
-		gitDone <- gitResult{snap, err}
-	}()
-	// Agent noise is where the agent writes it: relative to the base, in
-	// which it works (as the diff ignores it), and the other excludes are
-	// the project's, relative to its root.
-	noiseSel, err := selector.New(noise)
-	if err != nil {
-		return nil, err
-	}
-	skip := func(rel string, isDir bool) bool {
-		return exclude.MatchSelf(rel, isDir) || noiseSel.MatchSelf(rel, isDir)
-	}
-	// Staging digests what stat cannot prove later, by the timestamp
-	// clocks of the file systems involved (see stage.Result).
-	stateClock, baseClock := s.clocks(base)
-	req := stage.Request{Base: base, Dir: staged, Skip: skip, Hosted: hosted, Progress: o.Progress, StateClock: stateClock, BaseClock: baseClock}
-	staging := &Staging{}
-	var res *stage.Result
-	if backend.Name() == stage.Copy && !o.Fresh {
-		res, staging.Recycled, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req)
-	}
-	if res == nil {
-		res, err = backend.Stage(ctx, req)
-	}
-	g := <-gitDone
-	if err != nil {
-		// A backend the project config chose (worktree over a base that is
-		// not a git repository) is refused naming the config.
-		return nil, fmt.Errorf("%w%s", err, from)
-	}
-	if g.err != nil {
-		return nil, g.err
-	}
-	if g.snap != nil {
-		if err := st.WriteOnce(gitFile, g.snap); err != nil {
-			return nil, err
-		}
-	}
-	// The base's manifest is written while the staged one is finished.
-	baseSaved := make(chan error, 1)
-	go func() { baseSaved <- res.Base.Save(st.Path(baseManifestFile)) }()
-	defer func() {
-		if baseSaved != nil {
-			<-baseSaved
-		}
-	}()
-	// The base's symlinks, kept apart so that every commit's protection
-	// check (linkAliases) need not read the whole base manifest.
-	if err := st.Write(baseLinksFile, baseLinks(res.Base)); err != nil {
-		return nil, err
-	}
-	if err := res.Staged.Save(st.Path(stagedOpenFile)); err != nil {
-		return nil, err
-	}
-	err = <-baseSaved
-	baseSaved = nil
-	if err != nil {
-		return nil, err
-	}
-	port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)
-	if err != nil {
-		return nil, err
-	}
-	rec := Record{
-		ID: id, Base: Bytes(base), BaseDevice: bid.Dev, BaseInode: bid.Ino, BaseFS: bid.FS,
-		Backend: backend.Name(), Staged: Bytes(staged),
-		Exclude: excl, Noise: noise, Protect: prot, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
-		PortBase: port, Warnings: res.Warnings,
-		Config: cfg.Path, Validate: cfg.Validate, StopHook: string(cfg.Hooks.Stop),
-		Staging: staging, Session: o.Session,
-	}
-	staging.WalkNs = res.WalkNs
-	// The staged root's identity: settling pools only this very
-	// directory, never what a command may have put at its path.
-	if root, err := manifest.Lstat(staged); err == nil && root.Kind == manifest.KindDir {
-		staging.RootDevice, staging.RootInode = root.Dev, root.Ino
-	}
-	if proj.Under != "" {
-		rec.Project, rec.Under = manifest.Bytes(proj.Root), manifest.Bytes(proj.Under)
-	}
-	for _, a := range o.Command {
-		rec.Command = append(rec.Command, Bytes(a))
-	}
-	if rec.Digest, err = rec.seal(); err != nil {
-		return nil, err
-	}
-	if err := st.WriteOnce(recordFile, rec); err != nil {
-		return nil, err
-	}
-	if err := st.Append(state.Event{Time: time.Now().UTC(), Event: eventOpened, Detail: map[string]any{"entries": len(res.Base.Entries)}}); err != nil {
-		return nil, err
-	}
-	tx := &Tx{store: s, st: st, rec: rec, opened: map[string]*manifest.Manifest{baseManifestFile: res.Base, stagedOpenFile: res.Staged}}
-	if err := tx.guardRepo(ctx); err != nil {
-		return nil, err
-	}
-	ok = true
-	return tx, nil
-}
 
 // portsTaken lists the port bases of transactions still open.
 func (s *Store) portsTaken() ([]int, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sort"
 
+	"github.com/airlockdev/airlock/internal/basecheck"
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -81,7 +82,7 @@ func (t *Tx) touchedDigest(set *changeset.Set) (string, error) {
 		if safefs.CheckRel(c.Path) != nil {
 			continue // never read a path the boundary check refuses
 		}
-		e, err := measureBase(root, c.Path)
+		e, err := basecheck.Measure(root, c.Path)
 		if err != nil {
 			// Unreachable (behind a symlink) or unreadable: not part of
 			// what this transaction can vouch for.

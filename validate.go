@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/launch"
+	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/stage"
 )
@@ -35,7 +37,7 @@ const (
 // now says another, that one too: a person who changes the config while a
 // transaction is open does not lower that transaction's gate, and an edit
 // of the transaction's state does not either.
-func (t *Tx) validators(o SettleOptions, gate *project) []string {
+func (t *Tx) validators(o CommitOptions, gate *project.Project) []string {
 	var v []string
 	for _, cmd := range []string{t.rec.Validate, gate.Cfg.Validate, strings.TrimSpace(o.Validate)} {
 		// Running a command twice would prove nothing more.
@@ -48,7 +50,7 @@ func (t *Tx) validators(o SettleOptions, gate *project) []string {
 
 // projectValidators are the project's validators, the first that
 // validators returns.
-func (t *Tx) projectValidators(gate *project) []string {
+func (t *Tx) projectValidators(gate *project.Project) []string {
 	var v []string
 	for _, cmd := range []string{t.rec.Validate, gate.Cfg.Validate} {
 		if cmd != "" && !slices.Contains(v, cmd) {
@@ -70,7 +72,7 @@ func (t *Tx) projectValidators(gate *project) []string {
 //
 // SIGINT and SIGTERM stop it (see interruptible): no verdict, and the
 // commit returns a *CancelledError.
-func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []journal.Op, o SettleOptions, gate *project) (*Refusal, []string, error) {
+func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []journal.Op, o CommitOptions, gate *project.Project) (*Refusal, []string, error) {
 	cmds := t.validators(o, gate)
 	if len(cmds) == 0 {
 		return nil, nil, nil
@@ -81,7 +83,7 @@ func (t *Tx) validate(ctx context.Context, w *workspace, from string, ops []jour
 }
 
 // validateIn is validate with SIGINT and SIGTERM caught.
-func (t *Tx) validateIn(ctx context.Context, w *workspace, from string, ops []journal.Op, cmds []string, gate *project) (*Refusal, []string, error) {
+func (t *Tx) validateIn(ctx context.Context, w *workspace, from string, ops []journal.Op, cmds []string, gate *project.Project) (*Refusal, []string, error) {
 	dir := w.path(candidateDir)
 	copier, err := stage.Get(stage.Copy)
 	if err != nil {
@@ -145,7 +147,7 @@ type candidateRun struct {
 // runValidators runs cmds in order in one candidate tree, as validate
 // describes; the first that fails refuses. It returns the commands that
 // ran.
-func (t *Tx) runValidators(ctx context.Context, cmds []string, gate *project, at candidateRun) (*Refusal, []string, error) {
+func (t *Tx) runValidators(ctx context.Context, cmds []string, gate *project.Project, at candidateRun) (*Refusal, []string, error) {
 	logPath := at.log
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
@@ -231,3 +233,56 @@ func tail(path string) string {
 	}
 	return buf.String()
 }
+
+// validateEnv is the environment the project's validator runs with: not the committing process's whole environment, which an agent
+// that runs `airlock commit` controls (MAKEFLAGS=n turns `make test` into
+// a dry run, GOFLAGS=-run=^$ runs no Go test), but the variables a shell
+// and its tools need to find themselves (validateBaseEnv), the locale
+// (LC_*), and the variables the project config lists in validate_env.
+func validateEnv(environ []string, allow []string) []string {
+	keep := map[string]bool{}
+	for _, k := range validateBaseEnv {
+		keep[k] = true
+	}
+	for _, k := range allow {
+		keep[k] = true
+	}
+	var out []string
+	for _, kv := range environ {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && (keep[k] || strings.HasPrefix(k, "LC_")) {
+			out = append(out, kv)
+		}
+	}
+	// Where programs are found, and the home their configuration is read
+	// from, are the committer's to choose only if the project says so:
+	// otherwise a PATH with a fake `make` or `sh` first, or a HOME with a
+	// ~/.npmrc or ~/.gitconfig of the committer's making, would decide the
+	// validator's verdict.
+	set := map[string]bool{}
+	for _, k := range allow {
+		set[k] = true
+	}
+	if !set["PATH"] {
+		out = append(out, "PATH="+validatePath)
+	}
+	if !set["HOME"] {
+		if u, err := user.Current(); err == nil && u.HomeDir != "" {
+			out = append(out, "HOME="+u.HomeDir)
+		}
+	}
+	if !set["SHELL"] {
+		out = append(out, "SHELL=/bin/sh")
+	}
+	return out
+}
+
+// validatePath is the PATH of the project's validator unless its config
+// lists PATH in validate_env: the system's directories, the Go toolchain's
+// usual place, nothing the committer chose.
+const validatePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/go/bin:/opt/homebrew/bin"
+
+// validateBaseEnv are the variables every validator gets from the
+// committing process's environment (PATH, HOME and SHELL only where the
+// project's validate_env lists them; see validateEnv).
+var validateBaseEnv = []string{"USER", "LOGNAME", "LANG", "TERM", "TMPDIR", "TZ"}

@@ -85,9 +85,9 @@ func TestWorktreeConcurrentOpens(t *testing.T) {
 	for i, tx := range txs {
 		wg.Go(func() {
 			if i%2 == 0 {
-				_, errs[i] = tx.Commit(ctx, SettleOptions{})
+				_, errs[i] = tx.Commit(ctx, CommitOptions{})
 			} else {
-				_, errs[i] = tx.Discard(ctx, SettleOptions{})
+				_, errs[i] = tx.Discard(ctx, DiscardOptions{})
 			}
 		})
 	}
@@ -132,7 +132,7 @@ func TestWorktreeGCSweepsLeftovers(t *testing.T) {
 	// Another transaction over the same base tells gc where to look.
 	other, err := s.Open(ctx, OpenOptions{Base: base, ID: "other"})
 	must(t, err)
-	_, err = other.Discard(ctx, SettleOptions{})
+	_, err = other.Discard(ctx, DiscardOptions{})
 	must(t, err)
 	items, _, err := s.GC(ctx, GCOptions{})
 	must(t, err)

@@ -51,6 +51,6 @@ func runCommit(ctx context.Context, io IO, o commitOptions) error {
 		return fmt.Errorf("--expect-digest %q: want the change set's diff_digest as `airlock show ID --json` prints it (sha256:...)", o.expect)
 	}
 	return settle(ctx, io, o.id, o.quiet, o.json, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-		return tx.Commit(ctx, airlock.SettleOptions{Approve: o.approve, ReceiptCopy: rpath, Validate: o.validate, ExpectDiffDigest: o.expect})
+		return tx.Commit(ctx, airlock.CommitOptions{Approve: o.approve, ReceiptCopy: rpath, Validate: o.validate, ExpectDiffDigest: o.expect})
 	})
 }

@@ -80,7 +80,7 @@ func TestCompletionTxIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := done.Discard(ctx, airlock.SettleOptions{}); err != nil {
+	if _, err := done.Discard(ctx, airlock.DiscardOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

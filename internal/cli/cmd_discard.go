@@ -33,6 +33,6 @@ func newDiscardCmd(io IO) *cobra.Command {
 
 func runDiscard(ctx context.Context, io IO, o discardOptions) error {
 	return settle(ctx, io, o.id, o.quiet, o.json, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-		return tx.Discard(ctx, airlock.SettleOptions{DropCommits: o.dropCommits})
+		return tx.Discard(ctx, airlock.DiscardOptions{DropCommits: o.dropCommits})
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/airlockdev/airlock"
 	"github.com/airlockdev/airlock/internal/commandline"
 	"github.com/airlockdev/airlock/internal/jsonout"
+	"github.com/airlockdev/airlock/internal/landing"
 )
 
 // landOptions are land's arguments and flags.
@@ -76,10 +77,10 @@ func runLand(ctx context.Context, io IO, o landOptions) error {
 	}
 	if o.remote != "" {
 		return landRemote(ctx, io, st, o.ids, airlock.RemoteOptions{Remote: o.remote, Branch: o.branch, Attempts: o.retries + 1,
-			SettleOptions: airlock.SettleOptions{Validate: o.validate, Approve: o.approve}}, o.quiet, o.json)
+			CommitOptions: airlock.CommitOptions{Validate: o.validate, Approve: o.approve}}, o.quiet, o.json)
 	}
 	var results []airlock.RemoteLanded
-	for _, l := range st.Land(context.WithoutCancel(ctx), o.ids, airlock.SettleOptions{Validate: o.validate, Approve: o.approve}) {
+	for _, l := range st.Land(context.WithoutCancel(ctx), o.ids, airlock.CommitOptions{Validate: o.validate, Approve: o.approve}) {
 		results = append(results, airlock.RemoteLanded{ID: l.ID, Result: l.Result, Err: l.Err})
 	}
 	refused, failed, err := reportLandings(io, results, o.quiet, o.json, jsonout.Land{})
@@ -102,7 +103,7 @@ func runLand(ctx context.Context, io IO, o landOptions) error {
 // already (on the branch before: nothing pushed), refused or failed.
 func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o airlock.RemoteOptions, quiet, asJSON bool) error {
 	results := st.LandRemote(context.WithoutCancel(ctx), ids, o)
-	refused, failed, err := reportLandings(io, results, quiet, asJSON, jsonout.Land{Branch: o.Branch, Remote: airlock.RedactRemote(o.Remote)})
+	refused, failed, err := reportLandings(io, results, quiet, asJSON, jsonout.Land{Branch: o.Branch, Remote: landing.Redact(o.Remote)})
 	if err != nil {
 		return err
 	}

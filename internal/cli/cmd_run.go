@@ -81,7 +81,7 @@ func runRun(ctx context.Context, io IO, o runOptions) error {
 	res, err := tx.Run(ctx, airlock.RunOptions{
 		Argv: argv, SamePath: !noSamePath,
 		Stdin: io.In, Stdout: cmdOut, Stderr: io.Err,
-		Settle: airlock.SettleOptions{Approve: f.approve, ReceiptCopy: rpath, Validate: f.validate},
+		Settle: airlock.CommitOptions{Approve: f.approve, ReceiptCopy: rpath, Validate: f.validate},
 		Ended: func(r *airlock.RunResult) {
 			if r.Fallback != "" {
 				fmt.Fprintf(io.Err, "airlock: same-path mode unavailable (%s); running at %s\n", r.Fallback, tx.Path())

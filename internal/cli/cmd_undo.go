@@ -45,7 +45,7 @@ func runUndo(ctx context.Context, io IO, o undoOptions) error {
 	if err != nil {
 		return err
 	}
-	uo := airlock.UndoOptions{ID: o.id, Base: o.workdir, SettleOptions: airlock.SettleOptions{Approve: o.approve, ReceiptCopy: rpath}}
+	uo := airlock.UndoOptions{ID: o.id, Base: o.workdir, CommitOptions: airlock.CommitOptions{Approve: o.approve, ReceiptCopy: rpath}}
 	res, err := st.Undo(context.WithoutCancel(ctx), uo)
 	if res != nil && !o.quiet {
 		writeBlock(io.Err, res)

@@ -57,7 +57,7 @@ func (r *Runner) sessionEnd(ctx context.Context, in *Input) error {
 		return nil
 	}
 	if cs.Empty() {
-		res, err := tx.Discard(ctx, airlock.SettleOptions{})
+		res, err := tx.Discard(ctx, airlock.DiscardOptions{})
 		if err != nil {
 			return err
 		}
@@ -67,7 +67,7 @@ func (r *Runner) sessionEnd(ctx context.Context, in *Input) error {
 	}
 	a, m, d := cs.Counts()
 	if tx.Record().StopHook == "commit" {
-		res, err := tx.Commit(ctx, airlock.SettleOptions{})
+		res, err := tx.Commit(ctx, airlock.CommitOptions{})
 		if ref, ok := asRefusal(err); ok {
 			fmt.Fprintf(r.Err, "airlock: parked transaction %s at the session's end: its commit was refused (%s): %s\n", tx.ID(), ref.Kind, commandline.Explain(ref))
 			return nil

@@ -47,7 +47,7 @@ func (r *Runner) stop(ctx context.Context, in *Input, subagent bool) Decision {
 	underRun := r.getenv("AIRLOCK_TX") == tx.ID()
 	prev := lastFinding(tx)
 	if mode == "commit" && !underRun && !subagent {
-		res, err := tx.Commit(ctx, airlock.SettleOptions{})
+		res, err := tx.Commit(ctx, airlock.CommitOptions{})
 		if r, ok := asRefusal(err); ok {
 			return refused(tx, r, prev, lastFinding(tx), in)
 		}
@@ -62,7 +62,7 @@ func (r *Runner) stop(ctx context.Context, in *Input, subagent bool) Decision {
 		fmt.Fprintln(r.Err, msg)
 		return Decision{Message: msg}
 	}
-	ref, err := tx.Check(ctx, airlock.SettleOptions{})
+	ref, err := tx.Check(ctx, airlock.CommitOptions{})
 	if interrupted(err) {
 		return Decision{Stopped: err}
 	}

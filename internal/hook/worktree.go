@@ -133,7 +133,7 @@ func (r *Runner) worktreeRemove(ctx context.Context, in *Input) error {
 	}
 	a, m, d := cs.Counts()
 	if cs.Empty() {
-		res, err := tx.Discard(ctx, airlock.SettleOptions{})
+		res, err := tx.Discard(ctx, airlock.DiscardOptions{})
 		if err != nil {
 			return err
 		}

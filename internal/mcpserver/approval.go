@@ -99,7 +99,7 @@ func (a *asked) take(token string) (question, bool) {
 // it returns the question, or commits at once where nothing needs the
 // user (no protected change, a project whose agents approve, a change set
 // that is not the one expect_digest names).
-func (h *handlers) ask(ctx context.Context, in CommitInput, o airlock.SettleOptions) (*mcp.CallToolResult, SettleOutput, error) {
+func (h *handlers) ask(ctx context.Context, in CommitInput, o airlock.CommitOptions) (*mcp.CallToolResult, SettleOutput, error) {
 	tx, err := h.store.Tx(in.ID)
 	if err != nil {
 		return nil, SettleOutput{}, err
@@ -134,7 +134,7 @@ func (h *handlers) ask(ctx context.Context, in CommitInput, o airlock.SettleOpti
 // answered is the commit call again, with the user's answer: an accept
 // lands the change set the user was shown, and only that one; a decline
 // or a dismissal refuses it.
-func (h *handlers) answered(ctx context.Context, req *mcp.CallToolRequest, in CommitInput, o airlock.SettleOptions) (*mcp.CallToolResult, SettleOutput, error) {
+func (h *handlers) answered(ctx context.Context, req *mcp.CallToolRequest, in CommitInput, o airlock.CommitOptions) (*mcp.CallToolResult, SettleOutput, error) {
 	q, ok := h.asked.take(req.Params.RequestState)
 	if !ok || q.tx != in.ID {
 		return nil, SettleOutput{}, fmt.Errorf("transaction %s: this answer is to no approval this server asked for (or one answered already); call commit again", in.ID)

@@ -27,12 +27,12 @@
 // patch; an input request the commit call returns, which the SDK turns
 // into elicitation/create for clients before 2026-07-28) and lands them
 // only if the user accepts, bound to the change set the question was made
-// from (SettleOptions.ExpectDiffDigest: a change set changed meanwhile is
+// from (CommitOptions.ExpectDiffDigest: a change set changed meanwhile is
 // refused ReviewStale). A declined or dismissed question, or a client that
 // does not offer elicitation, refuses ProtectedPathNotApproved with the
 // user's ways to approve (`airlock review ID`, `airlock commit ID
 // --approve`). A project whose .airlock.toml sets agents_approve = true
-// lets approve: true stand without asking (SettleOptions.AgentApproval).
+// lets approve: true stand without asking (CommitOptions.AgentApproval).
 // The diff text travels as the text content only, unescaped; the
 // structured result stays small, because a client may hand the model the
 // structured result rather than the text.

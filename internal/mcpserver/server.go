@@ -251,7 +251,7 @@ func (h *handlers) commit(ctx context.Context, req *mcp.CallToolRequest, in Comm
 	// Every commit here is an agent's: an approval it gives itself stands
 	// only where the project lets agents approve (Tx.Commit decides, with
 	// the config as the base holds it at the commit).
-	o := airlock.SettleOptions{Validate: in.Validate, ExpectDiffDigest: in.ExpectDigest, AgentApproval: true}
+	o := airlock.CommitOptions{Validate: in.Validate, ExpectDiffDigest: in.ExpectDigest, AgentApproval: true}
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
 		return h.answered(ctx, req, in, o)
 	}
@@ -270,7 +270,7 @@ func (h *handlers) commit(ctx context.Context, req *mcp.CallToolRequest, in Comm
 }
 
 // commitWith is a commit with o.
-func commitWith(ctx context.Context, o airlock.SettleOptions) func(*airlock.Tx) (*airlock.Result, error) {
+func commitWith(ctx context.Context, o airlock.CommitOptions) func(*airlock.Tx) (*airlock.Result, error) {
 	return func(tx *airlock.Tx) (*airlock.Result, error) { return tx.Commit(ctx, o) }
 }
 
@@ -278,7 +278,7 @@ func commitWith(ctx context.Context, o airlock.SettleOptions) func(*airlock.Tx) 
 // discard half done would leave a transaction neither open nor settled.
 func (h *handlers) discard(ctx context.Context, _ *mcp.CallToolRequest, in DiscardInput) (*mcp.CallToolResult, SettleOutput, error) {
 	return h.settle(ctx, in.ID, func(tx *airlock.Tx) (*airlock.Result, error) {
-		return tx.Discard(context.WithoutCancel(ctx), airlock.SettleOptions{DropCommits: in.DropCommits})
+		return tx.Discard(context.WithoutCancel(ctx), airlock.DiscardOptions{DropCommits: in.DropCommits})
 	}, "")
 }
 

@@ -173,11 +173,11 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action string) {
 	reviewed := r.PostFormValue("diff_digest")
 	switch {
 	case action == "discard":
-		res, err = s.tx.Discard(ctx, airlock.SettleOptions{})
+		res, err = s.tx.Discard(ctx, airlock.DiscardOptions{})
 	case reviewed == "":
 		err = errors.New("this commit does not say which change set it approves (the page's diff_digest is missing); reload the review page, review the change set and commit from the page")
 	default:
-		res, err = s.tx.Commit(ctx, airlock.SettleOptions{Approve: action == "approve", Validate: s.o.Validate, ExpectDiffDigest: reviewed})
+		res, err = s.tx.Commit(ctx, airlock.CommitOptions{Approve: action == "approve", Validate: s.o.Validate, ExpectDiffDigest: reviewed})
 	}
 	s.outcome = Outcome{Result: res, Err: err}
 	if res != nil && (res.Outcome == airlock.Committed || res.Outcome == airlock.Discarded || res.Outcome == airlock.NoChanges) {

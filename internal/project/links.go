@@ -1,8 +1,6 @@
-package airlock
+package project
 
 import (
-	"errors"
-	"io/fs"
 	"path"
 	"strings"
 
@@ -10,7 +8,7 @@ import (
 	"github.com/airlockdev/airlock/internal/manifest"
 )
 
-// linkAliases finds the protected paths a change set reaches through
+// LinkAliases finds the protected paths a change set reaches through
 // symlinks: after the commit, a path beneath a symlink P that resolves to a
 // directory T inside the base shows T's content, so a change at T/x is also
 // a change at P/x. For every symlink in the result tree (the base at open,
@@ -19,7 +17,7 @@ import (
 // target at all, is tested as the alias P/x against match. It returns the
 // change set's paths to refuse: the changed path (or the new link) whose
 // alias is protected. Targets outside the base are the boundary check's.
-func linkAliases(set *changeset.Set, baseDir string, baseLinks map[string]string, loadBase func() (*manifest.Manifest, error), match func(rel string, isDir bool) bool) ([]string, error) {
+func LinkAliases(set *changeset.Set, baseDir string, baseLinks map[string]string, loadBase func() (*manifest.Manifest, error), match func(rel string, isDir bool) bool) ([]string, error) {
 	links := map[string]string{} // link path -> target, in the result tree
 	for p, t := range baseLinks {
 		links[p] = t
@@ -110,12 +108,8 @@ func linkAliases(set *changeset.Set, baseDir string, baseLinks map[string]string
 	return out, nil
 }
 
-// baseLinksFile, in a transaction's state, maps each symlink of the base
-// at open to its target (see linkAliases).
-const baseLinksFile = "base.links.json"
-
-// baseLinks are the symlinks of a manifest, path to target.
-func baseLinks(m *manifest.Manifest) map[string]string {
+// BaseLinks are the symlinks of a manifest, path to target.
+func BaseLinks(m *manifest.Manifest) map[string]string {
 	links := map[string]string{}
 	for _, e := range m.Entries {
 		if e.Kind == manifest.KindSymlink {
@@ -123,21 +117,6 @@ func baseLinks(m *manifest.Manifest) map[string]string {
 		}
 	}
 	return links
-}
-
-// links reads the base's symlinks at open: from their own small file, or,
-// for a transaction an earlier airlock opened, from the base manifest.
-func (t *Tx) links() (map[string]string, error) {
-	var links map[string]string
-	err := t.st.Read(baseLinksFile, &links)
-	if errors.Is(err, fs.ErrNotExist) {
-		base, err := t.loadManifest(baseManifestFile)
-		if err != nil {
-			return nil, err
-		}
-		return baseLinks(base), nil
-	}
-	return links, err
 }
 
 // resolveLink resolves the symlink at p with target to the base-relative

@@ -1,4 +1,4 @@
-package airlock
+package recovery
 
 import (
 	"context"
@@ -11,32 +11,59 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/journal"
+	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
-// recoverOrphan clears an in-flight marker that names a transaction whose
+// committedOutcome is a committed receipt's outcome.
+const committedOutcome = "committed"
+
+// OrphanOf names an interrupted apply whose transaction's state is gone
+// or cannot be read.
+type OrphanOf struct {
+	ID, Base string
+	Cause    error  // why the transaction's state cannot be used
+	Journal  string // where its journal would be
+	// CheckJournal gives the journal the checks every state file gets
+	// (owner, mode, no symlink).
+	CheckJournal func() error
+}
+
+// Found is what a recovery found and did: the caller's result says it.
+type Found struct {
+	// RolledForward: the base's receipt chain records the commit, so the
+	// base holds its result.
+	RolledForward bool
+	Digest        string   // of the rollback, where there was one
+	Displaced     []string // content saved before a path was restored
+	Notes         []string // what it found and did, one sentence each
+}
+
+// Orphan clears an in-flight marker that names a transaction whose
 // state is gone or cannot be read: the journal that would roll the base
 // back went with it. What can still be known is checked and said — whether
 // the base's receipt chain records the commit, what the apply left behind
 // under its temporary names (removed) — and the marker is cleared, so that
 // open, commit and gc work again. Called with the base's lock held.
-func (s *Store) recoverOrphan(ctx context.Context, b *state.Base, out *RecoverResult, cause error) (*RecoverResult, error) {
-	id, base := out.TxID, out.Base
+//
+// o says which transaction, over which base, and how to check its
+// journal's state files before one byte of it is trusted.
+func Orphan(ctx context.Context, b *state.Base, o OrphanOf) (*Found, error) {
+	id, base, cause := o.ID, o.Base, o.Cause
+	out := &Found{}
 	var unsafe *state.UnsafeError
 	if errors.As(cause, &unsafe) {
 		// State someone else could have written is never read.
 		return nil, fmt.Errorf("base %s has an interrupted apply of transaction %s, whose state is unsafe: %w", base, id, cause)
 	}
-	out.Orphaned = true
 	committed, err := chainRecords(b, id)
 	if err != nil {
 		return nil, fmt.Errorf("recover %s: %w; nothing was done", base, err)
 	}
-	jdir := filepath.Join(s.dir, "tx", id, journalDir)
-	if journal.Exists(jdir) {
-		return s.recoverOrphanJournal(ctx, b, out, cause, jdir, committed)
+	if journal.Exists(o.Journal) {
+		return orphanJournal(ctx, b, o, out, committed)
 	}
 	out.Notes = append(out.Notes, fmt.Sprintf("the base was marked with an apply of transaction %s in flight, but that transaction's state cannot be used (%v): its journal is gone, so the base cannot be rolled back from it", id, cause))
 	if committed {
@@ -86,12 +113,16 @@ func chainRecords(b *state.Base, id string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("the receipt %s at the head of the chain does not verify: %w", head, err)
 	}
-	return rc.TxID == id && rc.Outcome == string(Committed), nil
+	return rc.TxID == id && rc.Outcome == committedOutcome, nil
 }
 
 // keptOriginals counts the originals the store recorded for id.
 func keptOriginals(b *state.Base, id string) int {
-	store, err := openOriginals(b)
+	dir, err := b.OriginalsDir()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return 0
+	}
+	store, err := originals.Open(dir)
 	if err != nil {
 		return 0
 	}
@@ -152,19 +183,16 @@ func removeLeftovers(ctx context.Context, root *safefs.Root, id string) ([]strin
 	return removed, nil
 }
 
-// recoverOrphanJournal resolves the marker from the journal that survives
+// orphanJournal resolves the marker from the journal that survives
 // in a transaction whose other state cannot be read. The journal vouches
 // for itself (its digest, paths beneath the base, its transaction and
 // base); one that does not is not acted on and the marker stays.
-func (s *Store) recoverOrphanJournal(ctx context.Context, b *state.Base, out *RecoverResult, cause error, jdir string, committed bool) (*RecoverResult, error) {
-	id, base := out.TxID, out.Base
+func orphanJournal(ctx context.Context, b *state.Base, o OrphanOf, out *Found, committed bool) (*Found, error) {
+	id, base, cause, jdir := o.ID, o.Base, o.Cause, o.Journal
 	// The journal gets the checks every state file gets (owner, mode, no
 	// symlink) before one byte of it is trusted.
 	var j *journal.Journal
-	st, err := s.st.Tx(id)
-	if err == nil {
-		err = st.CheckTree(journalDir, journalKept)
-	}
+	err := o.CheckJournal()
 	if err == nil {
 		j, err = journal.Load(jdir)
 	}
@@ -212,4 +240,13 @@ func (s *Store) recoverOrphanJournal(ctx context.Context, b *state.Base, out *Re
 	}
 	out.Notes = append(out.Notes, fmt.Sprintf("cleared the in-flight marker of %s: open and commit over %s work again; the transaction's unreadable state is left for you (airlock gc %s removes it)", id, base, id))
 	return out, nil
+}
+
+// parentOf is the parent directory of a slash path, "" at the top.
+func parentOf(rel string) string {
+	d := filepath.Dir(rel)
+	if d == "." {
+		return ""
+	}
+	return filepath.ToSlash(d)
 }

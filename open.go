@@ -1,0 +1,296 @@
+package airlock
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/config"
+	"github.com/airlockdev/airlock/internal/gitbase"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/project"
+	"github.com/airlockdev/airlock/internal/selector"
+	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/state"
+)
+
+// Open opens a transaction: it checks the preconditions, measures the base
+// and stages the workspace. On any failure nothing is left behind and the
+// base is untouched.
+func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
+	defer exported(&err)
+	return s.open(ctx, o, nil)
+}
+
+// replay is what undo opens its transaction with besides OpenOptions: a
+// NoConfig open reads no config, even to find the project, so the project
+// comes from the transaction it reverts, as that one recorded it, and the
+// project's validate from undoGate.
+type replay struct {
+	project  *project.Project
+	validate string
+}
+
+// open is Open, with the project an undo replays (rp, nil for any other
+// open). Its steps: the base and its state; the rules the project's config
+// and o give; the backend; the transaction's state; the staged workspace
+// with the base's manifest; the open record.
+func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error) {
+	base, err := resolveBase(o.Base)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkBase(base); err != nil {
+		return nil, err
+	}
+	bid, err := identity(base)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.st.Base(base)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkNotInterrupted(ctx, b, bid); err != nil {
+		return nil, err
+	}
+	r, err := openRules(base, o, rp)
+	if err != nil {
+		return nil, err
+	}
+	backend, hosted, err := s.chooseBackend(base, o, r)
+	if err != nil {
+		return nil, err
+	}
+	id := o.ID
+	if id == "" {
+		id = state.NewID(time.Now())
+	}
+	if err := state.ValidID(id); err != nil {
+		return nil, fmt.Errorf("--id: %w", err)
+	}
+	st, err := s.st.Create(id)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.st.RemoveTx(id)
+		}
+	}()
+	res, staging, err := s.stageOpen(ctx, b, st, base, backend, hosted, o, r)
+	if err != nil {
+		return nil, err
+	}
+	port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)
+	if err != nil {
+		return nil, err
+	}
+	rec := Record{
+		ID: id, Base: Bytes(base), BaseDevice: bid.Dev, BaseInode: bid.Ino, BaseFS: bid.FS,
+		Backend: backend.Name(), Staged: Bytes(st.Path(stagedDir)),
+		Exclude: r.exclude, Noise: r.noise, Protect: r.protect, CreatedAt: time.Now().UTC(), PID: os.Getpid(),
+		PortBase: port, Warnings: res.Warnings,
+		Config: r.cfg.Path, Validate: r.cfg.Validate, StopHook: string(r.cfg.Hooks.Stop),
+		Staging: staging, Session: o.Session,
+	}
+	if r.proj.Under != "" {
+		rec.Project, rec.Under = manifest.Bytes(r.proj.Root), manifest.Bytes(r.proj.Under)
+	}
+	for _, a := range o.Command {
+		rec.Command = append(rec.Command, Bytes(a))
+	}
+	if rec.Digest, err = rec.seal(); err != nil {
+		return nil, err
+	}
+	if err := st.WriteOnce(recordFile, rec); err != nil {
+		return nil, err
+	}
+	if err := st.Append(state.Event{Time: time.Now().UTC(), Event: eventOpened, Detail: map[string]any{"entries": len(res.Base.Entries)}}); err != nil {
+		return nil, err
+	}
+	tx := &Tx{store: s, st: st, rec: rec, opened: map[string]*manifest.Manifest{baseManifestFile: res.Base, stagedOpenFile: res.Staged}}
+	if err := tx.guardRepo(ctx); err != nil {
+		return nil, err
+	}
+	ok = true
+	return tx, nil
+}
+
+// rules are what a transaction is opened under: the project and its
+// config, and the selectors the config and the options give.
+type rules struct {
+	proj *project.Project
+	cfg  *config.Config
+	// exclude are the excludes recorded (noise included), excludeSel
+	// matches them relative to the project's root; noise are the default
+	// excludes for agent noise in effect, relative to the base.
+	exclude    []string
+	excludeSel *project.Selector
+	noise      []string
+	protect    []string
+}
+
+// openRules reads the project config and gathers the selectors. The
+// config comes from the base, never from a staged tree, and is recorded:
+// later changes to it do not alter this transaction. It is the project's:
+// the nearest .airlock.toml at or above the base (see project), whose
+// selectors are matched relative to its root.
+func openRules(base string, o OpenOptions, rp *replay) (*rules, error) {
+	r := &rules{}
+	if rp != nil {
+		r.proj = rp.project
+	} else {
+		p, err := project.Find(base)
+		if err != nil {
+			return nil, err
+		}
+		r.proj = p
+	}
+	r.cfg = r.proj.Cfg
+	if o.NoConfig {
+		r.cfg = config.Default()
+		if rp != nil {
+			r.cfg.Validate = rp.validate
+		}
+	}
+	r.exclude = slices.Concat(r.cfg.Exclude, o.Exclude)
+	if !o.NoDefaultExclude && r.cfg.DefaultExcludes {
+		r.noise = DefaultExclude
+		r.exclude = append(slices.Clone(DefaultExclude), r.exclude...)
+	}
+	sel, err := project.NewSelector(r.exclude, r.proj.Under)
+	if err != nil {
+		return nil, fmt.Errorf("--exclude: %w", err)
+	}
+	r.excludeSel = sel
+	r.protect = protectOf(r.cfg, o.Protect, o.NoDefaultProtect)
+	if _, err := selector.New(r.protect); err != nil {
+		return nil, fmt.Errorf("--protect: %w", err)
+	}
+	return r, nil
+}
+
+// chooseBackend picks the backend o or the project config names, and says
+// whether it stages hosted: only in the command's namespace (see
+// OpenOptions.ForRun). An error names the config where the config chose.
+func (s *Store) chooseBackend(base string, o OpenOptions, r *rules) (stage.Backend, bool, error) {
+	name, from := o.Backend, ""
+	if name == "" || name == stage.Auto {
+		name = r.cfg.Backend
+		if name != stage.Auto {
+			from = " (from " + r.cfg.Path + ")"
+		}
+	}
+	backend, err := stage.Choose(name, s.Dir(), base)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w%s", err, from)
+	}
+	ok, why := backend.Supported(s.Dir())
+	if ok {
+		return backend, false, nil
+	}
+	h, canHost := backend.(stage.Hoster)
+	if !o.ForRun || !canHost {
+		return nil, false, fmt.Errorf("backend %s%s is not supported here: %s", backend.Name(), from, why)
+	}
+	if ok, hwhy := h.SupportedHosted(s.Dir()); !ok {
+		return nil, false, fmt.Errorf("backend %s%s is not supported here: %s", backend.Name(), from, hwhy)
+	}
+	return backend, true, nil
+}
+
+// backendFrom is the " (from <config>)" a staging error names when the
+// project config chose the backend.
+func backendFrom(o OpenOptions, r *rules) string {
+	if (o.Backend == "" || o.Backend == stage.Auto) && r.cfg.Backend != stage.Auto {
+		return " (from " + r.cfg.Path + ")"
+	}
+	return ""
+}
+
+// stageOpen stages the workspace (a recycled tree where one fits, else
+// the backend's fresh copy) and saves what open measured into st: git's
+// snapshot of the base, the base's manifest and symlinks, the staged
+// manifest.
+func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base string, backend stage.Backend, hosted bool, o OpenOptions, r *rules) (*stage.Result, *Staging, error) {
+	staged := st.Path(stagedDir)
+	// What git knows of the base (HEAD, the tracked paths that were dirty)
+	// is read while the workspace is staged: it costs one git status,
+	// which then hides behind the copy.
+	type gitResult struct {
+		snap *gitbase.Snapshot
+		err  error
+	}
+	gitDone := make(chan gitResult, 1)
+	go func() {
+		snap, err := gitbase.Take(ctx, base)
+		gitDone <- gitResult{snap, err}
+	}()
+	// Agent noise is where the agent writes it: relative to the base, in
+	// which it works (as the diff ignores it), and the other excludes are
+	// the project's, relative to its root.
+	noiseSel, err := selector.New(r.noise)
+	if err != nil {
+		return nil, nil, err
+	}
+	skip := func(rel string, isDir bool) bool {
+		return r.excludeSel.MatchSelf(rel, isDir) || noiseSel.MatchSelf(rel, isDir)
+	}
+	// Staging digests what stat cannot prove later, by the timestamp
+	// clocks of the file systems involved (see stage.Result).
+	stateClock, baseClock := s.clocks(base)
+	req := stage.Request{Base: base, Dir: staged, Skip: skip, Hosted: hosted, Progress: o.Progress, StateClock: stateClock, BaseClock: baseClock}
+	staging := &Staging{}
+	var res *stage.Result
+	if backend.Name() == stage.Copy && !o.Fresh {
+		res, staging.Recycled, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req)
+	}
+	if res == nil {
+		res, err = backend.Stage(ctx, req)
+	}
+	g := <-gitDone
+	if err != nil {
+		// A backend the project config chose (worktree over a base that is
+		// not a git repository) is refused naming the config.
+		return nil, nil, fmt.Errorf("%w%s", err, backendFrom(o, r))
+	}
+	if g.err != nil {
+		return nil, nil, g.err
+	}
+	if g.snap != nil {
+		if err := st.WriteOnce(gitFile, g.snap); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := saveOpened(st, res); err != nil {
+		return nil, nil, err
+	}
+	staging.WalkNs = res.WalkNs
+	// The staged root's identity: settling pools only this very
+	// directory, never what a command may have put at its path.
+	if root, err := manifest.Lstat(staged); err == nil && root.Kind == manifest.KindDir {
+		staging.RootDevice, staging.RootInode = root.Dev, root.Ino
+	}
+	return res, staging, nil
+}
+
+// saveOpened saves the manifests open measured: the base's (written
+// while the staged one is), its symlinks, kept apart so that every
+// commit's protection check (project.LinkAliases) need not read the whole base
+// manifest, and the staged workspace's.
+func saveOpened(st *state.Tx, res *stage.Result) error {
+	baseSaved := make(chan error, 1)
+	go func() { baseSaved <- res.Base.Save(st.Path(baseManifestFile)) }()
+	err := st.Write(baseLinksFile, project.BaseLinks(res.Base))
+	if err == nil {
+		err = res.Staged.Save(st.Path(stagedOpenFile))
+	}
+	if berr := <-baseSaved; err == nil {
+		err = berr
+	}
+	return err
+}
