@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -62,6 +63,14 @@ func Init() {
 		os.Unsetenv(helperEnv)
 		return
 	}
+	// Capabilities are each thread's own. In a user namespace every
+	// thread of the helper holds the CAP_SYS_ADMIN it mounts with, and
+	// dropAmbientCaps can take it back from one thread only: the mounts,
+	// the drop and the fork or exec of the command must all happen on
+	// that thread, or the command starts from a thread that still holds
+	// it and can unmount the staged tree from over the base. Never
+	// unlocked: the helper ends by exec or exit.
+	runtime.LockOSThread()
 	helperMain()
 }
 
