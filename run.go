@@ -155,7 +155,12 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 		// none outlives the run, and the change set is read when none is
 		// left to write it.
 		Contain: !fault.Off("contain"),
-		Stdin:   o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
+		// The state root is airlock's: the command may write its own
+		// transaction's directory (its tree; the hooks of an agent run
+		// inside it), and nothing else there, so it cannot forge what a
+		// later transaction trusts (pool records, clock facts, journals).
+		ReadOnly: t.store.Dir(), Writable: t.st.Dir(),
+		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 	}
 	if fsType, data, ok := stage.HostedMount(t.Base(), t.Path()); ok {
 		// The workspace exists only in the command's namespace: the

@@ -185,6 +185,8 @@ func (t *Tx) runValidators(ctx context.Context, cmds []string, gate *project.Pro
 		res, runErr := launch.Run(ctx, launch.Spec{
 			Argv: []string{shell, "-c", cmd}, Staged: at.dir, Base: at.base, Dir: at.sub, Env: env,
 			SamePath: true, Stdout: logf, Stderr: logf, EndGroup: true, Contain: !fault.Off("contain"),
+			// The state root is read-only to it but for its candidate.
+			ReadOnly: t.store.Dir(), Writable: at.dir,
 		})
 		logf.Sync()
 		if res.Interrupted != 0 {

@@ -266,3 +266,55 @@ func TestE2ERootlessOverlayOpenRefuses(t *testing.T) {
 		t.Error("the refused open left a transaction directory")
 	}
 }
+
+// TestE2ERootlessCommandHasNoCapabilities: without root, the command runs
+// in a user namespace whose helper held CAP_SYS_ADMIN there to mount; the
+// command holds no capability at all (effective, permitted, inheritable,
+// ambient), so it cannot unmount the staged tree shown at the base's path
+// and write the real base behind it. Each of the helper's threads held the
+// capabilities: dropping them on one thread while another forks or execs
+// the command left it CAP_SYS_ADMIN. The copy and overlay backends, and a
+// validator, which runs the same way.
+func TestE2ERootlessCommandHasNoCapabilities(t *testing.T) {
+	w := newRootlessWorld(t, map[string]string{"a": "a\n"})
+	if r := w.airlock("doctor"); !doctorSupports(r.Stdout, "contain") {
+		testbin.Missing(t, "no PID namespace without root here (airlock doctor: contain unsupported)")
+	}
+	// What the command would do with CAP_SYS_ADMIN: uncover the base and
+	// write it directly, then fail so nothing is committed.
+	escape := `grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status > "$OUT/$1"; umount -l "$BASE" 2>/dev/null; echo direct > "$BASE/direct-$1" 2>/dev/null; exit 1`
+	backends := []string{"copy"}
+	if r := w.airlock("doctor"); doctorSupports(r.Stdout, "overlay-rootless") {
+		backends = append(backends, "overlay")
+	}
+	for _, b := range backends {
+		r := w.airlock("run", "--backend", b, "--", "sh", "-c", escape, "sh", b)
+		if r.Code != 1 {
+			t.Fatalf("run --backend %s: exit %d, want the command's 1\n%s", b, r.Code, r)
+		}
+	}
+	// A validator's environment is the project's, not the caller's: the
+	// paths are spelled out.
+	v := strings.NewReplacer(`"$OUT/$1"`, filepath.Join(w.out, "validator"), `"$BASE/direct-$1"`, filepath.Join(w.base, "direct-validator"), `"$BASE"`, w.base).Replace(escape)
+	must(t, os.WriteFile(filepath.Join(w.base, ".airlock.toml"), []byte("validate = "+fmt.Sprintf("%q", `sh -c '`+strings.ReplaceAll(v, `'`, `'"'"'`)+`'`)+"\n"), 0o644))
+	must(t, os.Lchown(filepath.Join(w.base, ".airlock.toml"), nobody, nobody))
+	r := w.airlock("run", "--approve", "--", "sh", "-c", "echo b > b")
+	if r.Code == 0 {
+		t.Fatalf("run with a validator that fails: exit 0\n%s", r)
+	}
+	for _, name := range append(backends, "validator") {
+		caps, err := os.ReadFile(filepath.Join(w.out, name))
+		if err != nil {
+			t.Errorf("%s: the command did not run: %v\n%s", name, err, r)
+			continue
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(caps)), "\n") {
+			if f := strings.Fields(l); len(f) != 2 || strings.Trim(f[1], "0") != "" {
+				t.Errorf("%s: the command holds capabilities: %s", name, l)
+			}
+		}
+		if testbin.Exists(filepath.Join(w.base, "direct-"+name)) {
+			t.Errorf("%s: the command wrote the real base outside the transaction", name)
+		}
+	}
+}

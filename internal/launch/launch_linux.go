@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -62,6 +63,14 @@ func Init() {
 		os.Unsetenv(helperEnv)
 		return
 	}
+	// Capabilities are each thread's own. In a user namespace every
+	// thread of the helper holds the CAP_SYS_ADMIN it mounts with, and
+	// dropAmbientCaps can take it back from one thread only: the mounts,
+	// the drop and the fork or exec of the command must all happen on
+	// that thread, or the command starts from a thread that still holds
+	// it and can unmount the staged tree from over the base. Never
+	// unlocked: the helper ends by exec or exit.
+	runtime.LockOSThread()
 	helperMain()
 }
 
@@ -72,11 +81,12 @@ func helperMain() {
 	os.Unsetenv(helperEnv)
 	unix.CloseOnExec(errFD)
 	a := os.Args
-	if len(a) < 10 || a[9] != "--" {
+	if len(a) < 12 || a[11] != "--" {
 		fmt.Fprintln(os.Stderr, "airlock: same-path helper: malformed arguments (is this binary's launch.Init call out of date?)")
 		os.Exit(125)
 	}
-	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[10:]
+	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[12:]
+	readOnly, writable := a[9], a[10]
 	fsType, source, data := a[5], a[6], a[7]
 	grace, pidNS := strings.CutPrefix(a[8], "pid:")
 	if pidNS {
@@ -108,6 +118,11 @@ func helperMain() {
 	if base != "" {
 		if err := unix.Mount(staged, base, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			helperFail(msgSetup, err, fmt.Sprintf("bind-mount %s over %s: %v", staged, base, err))
+		}
+	}
+	if readOnly != "" {
+		if err := readOnlyExcept(readOnly, writable); err != nil {
+			helperFail(msgSetup, err, err.Error())
 		}
 	}
 	if err := dropAmbientCaps(); err != nil {
@@ -164,6 +179,45 @@ func mountErr(err error) string {
 		return err.Error() + " (the kernel refused the options; overlayfs in a user namespace needs Linux 5.11 or later, and the state directory's file system must take user.* extended attributes)"
 	}
 	return err.Error()
+}
+
+// readOnlyExcept makes dir read-only in this mount namespace, all of it
+// but keep (a directory beneath it, or ""), which stays as it was: keep is
+// bound onto itself first, so the recursive bind of dir carries it as a
+// mount of its own that the read-only remount of dir's top mount leaves
+// alone. Mounts already inside dir (an overlay at the staged path) are
+// carried the same way. The remount keeps the flags the mount already has
+// (nosuid, nodev, noexec, atime): in a user namespace those are locked,
+// and a remount that drops one is refused. Made before the capabilities
+// are dropped, and inherited by a namespace the command could make
+// itself, these mounts are locked there: the command cannot unmount or
+// remount them.
+func readOnlyExcept(dir, keep string) error {
+	if keep != "" {
+		if err := unix.Mount(keep, keep, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s onto itself, to keep it writable in a read-only %s: %v", keep, dir, err)
+		}
+	}
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind %s onto itself, to show it read-only: %v", dir, err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("read the mount flags of %s: %v", dir, err)
+	}
+	flags := uintptr(unix.MS_REMOUNT | unix.MS_BIND | unix.MS_RDONLY)
+	for _, f := range [][2]int64{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st.Flags&f[0] != 0 {
+			flags |= uintptr(f[1])
+		}
+	}
+	if err := unix.Mount("", dir, "", flags, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %v", dir, err)
+	}
+	return nil
 }
 
 // dropAmbientCaps takes back the capabilities that a helper in a user
@@ -281,7 +335,9 @@ func nsAttempts(mount, contain, needNS bool) []nsAttempt {
 type helperJob struct {
 	mode, staged, base, dir string
 	mount                   *Mount
-	argv                    []string
+	// readOnly and writable: see Spec.ReadOnly.
+	readOnly, writable string
+	argv               []string
 }
 
 func (j helperJob) args(pidNS bool) []string {
@@ -294,7 +350,7 @@ func (j helperJob) args(pidNS bool) []string {
 		// The grace travels with the job: the init is another process.
 		pid = "pid:" + strconv.FormatInt(leftoverGrace.Milliseconds(), 10)
 	}
-	return append([]string{helperArg0, j.mode, j.staged, j.base, j.dir, m.FSType, m.Source, m.Data, pid, "--"}, j.argv...)
+	return append([]string{helperArg0, j.mode, j.staged, j.base, j.dir, m.FSType, m.Source, m.Data, pid, j.readOnly, j.writable, "--"}, j.argv...)
 }
 
 // startHelper starts the helper in the first of attempts that can be had;
@@ -384,7 +440,8 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 	if !initCalled.Load() {
 		return Result{}, reasonNoInit, nil
 	}
-	job := helperJob{mode: modeRun, staged: spec.Staged, base: spec.Base, dir: spec.relDir(), mount: spec.Mount, argv: spec.Argv}
+	job := helperJob{mode: modeRun, staged: spec.Staged, base: spec.Base, dir: spec.relDir(), mount: spec.Mount,
+		readOnly: spec.ReadOnly, writable: spec.Writable, argv: spec.Argv}
 	if !spec.SamePath {
 		// Only the mount (or the PID namespace) is wanted.
 		job.base = ""
