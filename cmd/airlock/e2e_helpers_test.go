@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	statepkg "github.com/airlockdev/airlock/internal/state"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
@@ -522,4 +523,20 @@ func ended(t *testing.T, pidfd int, d time.Duration) bool {
 		}
 		return n > 0
 	}
+}
+
+// waitPastClock returns once airlock, measuring the base's timestamps the
+// way a transaction on state root state does (its cached clock, measured
+// now if need be), proves the named base files unchanged by stat alone.
+func waitPastClock(t *testing.T, state, base string, rels ...string) {
+	t.Helper()
+	st, err := statepkg.Open(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := make([]string, len(rels))
+	for i, r := range rels {
+		paths[i] = filepath.Join(base, r)
+	}
+	testbin.PastWindow(t, base, st.Clock().WindowNs(), paths...)
 }

@@ -58,21 +58,38 @@ func (s *Store) syncObjectsOnce() error {
 
 const indexFile = "index.jsonl"
 
-// Open opens (creating if needed) the store in dir. The store is airlock
-// state: its directories must be the user's own and not writable by
-// others (state.CheckDir), and every file in it is opened with
-// state.OpenFile, so a symlink, FIFO or device planted there is refused,
-// naming it, never followed or waited on.
+// Open opens the store in dir, which is created by the first write (Add,
+// Prune): a reader (a merge looking for an ancestor, undo, a check made
+// inside `airlock run`, where the state root is read-only) finds a store
+// that was never written empty, and creates nothing. The store is airlock
+// state: its directories must be the user's own and not writable by others
+// (state.CheckDir), and every file in it is opened with state.OpenFile, so
+// a symlink, FIFO or device planted there is refused, naming it, never
+// followed or waited on.
 func Open(dir string) (*Store, error) {
-	if err := mkdirDurable(filepath.Join(dir, "objects")); err != nil {
-		return nil, fmt.Errorf("originals store %s: %w", dir, err)
-	}
 	for _, d := range []string{dir, filepath.Join(dir, "objects")} {
+		if _, err := os.Lstat(d); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
 		if err := state.CheckDir(d); err != nil {
 			return nil, err
 		}
 	}
 	return &Store{dir: dir}, nil
+}
+
+// ensure makes the store's directories before its first write, durably,
+// and checks them as Open does.
+func (s *Store) ensure() error {
+	if err := mkdirDurable(filepath.Join(s.dir, "objects")); err != nil {
+		return fmt.Errorf("originals store %s: %w", s.dir, err)
+	}
+	for _, d := range []string{s.dir, filepath.Join(s.dir, "objects")} {
+		if err := state.CheckDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // mkdirDurable creates p and its missing parents (0700) and fsyncs the
@@ -135,6 +152,9 @@ func (s *Store) Open(d string) (*os.File, error) {
 func (s *Store) Add(txID string, e manifest.Entry, src string) error {
 	if !validDigest(e.Digest) {
 		return fmt.Errorf("originals: %s has no digest", e.Path)
+	}
+	if err := s.ensure(); err != nil {
+		return err
 	}
 	dst := s.ObjectPath(e.Digest)
 	_, err := os.Lstat(dst)
@@ -273,6 +293,9 @@ func (s *Store) load() error {
 // Prune keeps only the records for which keep returns true and removes the
 // objects no kept record names. It returns the bytes freed.
 func (s *Store) Prune(keep func(Record) bool) (int64, error) {
+	if err := s.ensure(); err != nil {
+		return 0, err
+	}
 	recs, err := s.Records()
 	if err != nil {
 		return 0, err

@@ -177,6 +177,9 @@ func TestOpenRefusesIrregularObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := s.ensure(); err != nil {
+		t.Fatal(err)
+	}
 	for name, plant := range map[string]func(p string) error{
 		"symlink": func(p string) error { return os.Symlink("/etc/passwd", p) },
 		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o600) },
@@ -244,5 +247,25 @@ func TestAddAcrossFileSystemsKeepsHoles(t *testing.T) {
 	}
 	if kept.Blocks*512 > 1<<20 {
 		t.Errorf("the kept original of a 16 MiB file with 18 bytes of data takes %d KiB: its holes were filled", kept.Blocks/2)
+	}
+}
+
+// TestOpenCreatesNothing: a store that was never written opens empty and
+// stays absent until its first Add, so a reader where the state root is
+// read-only (inside `airlock run`) finds it empty instead of failing.
+func TestOpenCreatesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "originals")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Has(manifest.HashBytes([]byte("x"))) {
+		t.Error("an unwritten store has an object")
+	}
+	if recs, err := s.Records(); err != nil || len(recs) != 0 {
+		t.Errorf("Records of an unwritten store: %v, %v", recs, err)
+	}
+	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+		t.Errorf("Open created the store: %v", err)
 	}
 }

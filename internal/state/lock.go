@@ -34,7 +34,10 @@ func tryLockFile(path string) (func(), error) {
 // flockFile opens and checks the lock file and takes its lock, waiting
 // for it (until ctx is done) only if wait is set.
 func flockFile(ctx context.Context, path string, wait bool) (func(), error) {
-	f, err := openChecked(path, os.O_RDWR|os.O_CREATE, 0o600)
+	// Read-only: flock needs no more, and a lock file that exists opens
+	// where the state root is mounted read-only (a check made by an agent's
+	// hook inside `airlock run`).
+	f, err := openChecked(path, os.O_RDONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, stateErr("lock", path, err)
 	}
