@@ -29,6 +29,8 @@ const (
 
 	modeRun   = "run"
 	modeProbe = "probe"
+	// modeGuard proves the terminal guard (see probeGuard).
+	modeGuard = "guard"
 
 	// Records on the error pipe. The helper writes msgExec just before
 	// execve; a successful execve closes the pipe, a failed one is
@@ -41,6 +43,9 @@ const (
 	// msgContain is a setup failure of the PID namespace alone (its /proc
 	// could not be mounted): the caller tries the next way.
 	msgContain = "contain"
+	// msgGuard is a failure to install the terminal guard
+	// (seccomp_linux.go): the command must not start without it.
+	msgGuard = "guard"
 	// msgStarted, a line of its own, is what an init writes once the
 	// command is running (the pipe stays open: see initMain).
 	msgStarted = "started"
@@ -128,6 +133,9 @@ func helperMain() {
 		}
 		os.Exit(0)
 	}
+	if mode == modeGuard {
+		probeGuard()
+	}
 	root := base
 	if root == "" {
 		root = staged
@@ -141,6 +149,9 @@ func helperMain() {
 	}
 	env := os.Environ()
 	prog, errno := lookPath(argv[0], envPath(env), cwd)
+	// Last before the command starts: the init it inherits the guard
+	// from does no more than wait for it.
+	helperGuard()
 	if pidNS {
 		initMain(prog, errno, argv, env)
 	}
@@ -583,7 +594,7 @@ func notStarted(ctx context.Context, name string, job helperJob, h *helper, rep 
 		return Result{ExitCode: -1}, fmt.Errorf("run %s: read the same-path helper's report: %w", name, readErr)
 	case rep.kind == msgSetup, rep.kind == msgContain:
 		return Result{}, nil
-	case rep.kind == msgChdir:
+	case rep.kind == msgChdir, rep.kind == msgGuard:
 		return Result{ExitCode: -1}, fmt.Errorf("run %s: %s", name, rep.text)
 	case rep.kind == msgExec:
 		ee := execError(name, rep.errno)
