@@ -169,8 +169,14 @@ func guardTerminal() error {
 	return nil
 }
 
+// setFilter is prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p), called
+// through Syscall itself: only there does a pointer passed as a uintptr
+// stay valid (and p stay put) until the kernel has read it.
 func setFilter(p *unix.SockFprog) error {
-	return unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(p)), 0, 0)
+	if _, _, e := unix.Syscall(unix.SYS_PRCTL, unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(p))); e != 0 {
+		return e
+	}
+	return nil
 }
 
 // helperGuard installs the guard in the helper just before it starts the
