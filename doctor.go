@@ -23,8 +23,9 @@ type Check struct {
 
 // Doctor reports what this machine supports for transactions over base
 // with their state in this store: same-path mode (mount namespaces), the
-// containment of run's command and its terminal guard, the overlay backend (and overlay without root, for run), the reflink and
-// worktree backends, the backend auto picks, and git.
+// containment of run's command and its terminal guard, the overlay
+// backend (and overlay without root, for run), the reflink and worktree
+// backends, the backend auto picks, and git.
 func (s *Store) Doctor(base string) []Check {
 	var out []Check
 	// The probes run in the state directory, which the first open would

@@ -149,8 +149,9 @@ func helperMain() {
 	}
 	env := os.Environ()
 	prog, errno := lookPath(argv[0], envPath(env), cwd)
-	// Last before the command starts: the init it inherits the guard
-	// from does no more than wait for it.
+	// Last before the command starts, so that nothing the helper still
+	// does runs under it: the command gets the filter with the exec, or
+	// with the fork of the init of its PID namespace.
 	helperGuard()
 	if pidNS {
 		initMain(prog, errno, argv, env)
