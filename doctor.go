@@ -23,8 +23,9 @@ type Check struct {
 
 // Doctor reports what this machine supports for transactions over base
 // with their state in this store: same-path mode (mount namespaces), the
-// overlay backend (and overlay without root, for run), the reflink and
-// worktree backends, the backend auto picks, and git.
+// containment of run's command and its terminal guard, the overlay
+// backend (and overlay without root, for run), the reflink and worktree
+// backends, the backend auto picks, and git.
 func (s *Store) Doctor(base string) []Check {
 	var out []Check
 	// The probes run in the state directory, which the first open would
@@ -33,6 +34,7 @@ func (s *Store) Doctor(base string) []Check {
 	ok, why := launch.SamePathSupport()
 	out = append(out, Check{"namespaces", ok, why})
 	out = append(out, containCheck())
+	out = append(out, terminalCheck())
 	for _, name := range []string{stage.Overlay, stage.Reflink, stage.Worktree} {
 		b, err := stage.Get(name)
 		if err != nil {
@@ -96,6 +98,16 @@ func containCheck() Check {
 		return Check{"contain", true, "run's command runs in " + why + ": whatever it leaves running is ended before the transaction settles, and a recycled tree's last writer is known to be gone"}
 	}
 	return Check{"contain", false, "no PID namespace can be had (" + why + "): run's command runs uncontained, what it leaves running is not ended, and recycling falls back to looking through /proc for processes that hold a pooled tree"}
+}
+
+// terminalCheck reports whether run's command (and a validator) is kept
+// from typing into the terminal airlock was started from.
+func terminalCheck() Check {
+	ok, why := launch.TerminalSupport()
+	if ok {
+		return Check{"terminal", true, "TIOCSTI is blocked for run's command and validators: " + why}
+	}
+	return Check{"terminal", false, "TIOCSTI is not blocked (" + why + "): a command under run, or a validator, that has your terminal can type a command into it, which your shell runs after airlock returns, outside any transaction"}
 }
 
 // clockChecks report the timestamp clocks of the state's and the base's

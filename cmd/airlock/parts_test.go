@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,6 +28,8 @@ func playPart(part string, args []string) {
 	switch part {
 	case "inotify-writer":
 		inotifyWriter(args)
+	case "tiocsti":
+		tiocsti(args)
 	}
 	fmt.Fprintf(os.Stderr, "unknown part %q\n", part)
 	os.Exit(2)
@@ -69,6 +72,54 @@ func inotifyWriter(args []string) {
 	dirs, _ := filepath.Glob(filepath.Join(state, "tx", "*", "staged"))
 	for _, d := range dirs {
 		os.WriteFile(filepath.Join(d, "leak.txt"), []byte("leak\n"), 0o644)
+	}
+	os.Exit(0)
+}
+
+// tiocsti 0|tty OUT tries to type a command into its terminal (stdin, or
+// /dev/tty opened) with ioctl(TIOCSTI), for a shell to run once airlock
+// returns; asks that terminal for its window size (an ioctl nothing may
+// refuse); writes what each got to OUT ("-": stdout), as
+// "tiocsti=RESULT\nwinsz=RESULT\n"; and changes the file "changed", so
+// that the run has something to commit (and validate).
+func tiocsti(args []string) {
+	if len(args) != 2 {
+		os.Exit(2)
+	}
+	f := os.Stdin
+	if args[0] == "tty" {
+		var err error
+		if f, err = os.OpenFile("/dev/tty", os.O_RDWR, 0); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+	}
+	fd := f.Fd()
+	sti := "ok"
+	for _, c := range []byte("touch INJECTED\n") {
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, fd, unix.TIOCSTI, uintptr(unsafe.Pointer(&c))); e != 0 {
+			sti = e.Error()
+			break
+		}
+	}
+	winsz := "ok"
+	if _, err := unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ); err != nil {
+		winsz = err.Error()
+	}
+	report := []byte("tiocsti=" + sti + "\nwinsz=" + winsz + "\n")
+	out := os.Stdout
+	if args[1] != "-" {
+		var err error
+		if out, err = os.Create(args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(4)
+		}
+	}
+	if _, err := out.Write(report); err != nil {
+		os.Exit(5)
+	}
+	if err := os.WriteFile("changed", []byte("x\n"), 0o644); err != nil {
+		os.Exit(6)
 	}
 	os.Exit(0)
 }

@@ -41,4 +41,16 @@
 // command's namespace, before the bind over the base. The mount then
 // lives exactly as long as the command and whatever it leaves running;
 // without a namespace there is nothing to fall back to, and Run fails.
+//
+// # The terminal
+//
+// A command the helper starts (contained, in same-path mode, or with a
+// Mount) cannot type into a terminal: a seccomp filter, installed just
+// before it starts and inherited by everything it starts, makes
+// ioctl(TIOCSTI) and ioctl(TIOCLINUX) fail with EPERM, so that it cannot
+// leave a line in the user's terminal for the shell to run once airlock
+// returns. Every other system call is let through. Where the kernel has
+// seccomp filters but refuses this one, Run does not start the command;
+// where it has none, the command runs without it ([TerminalSupport] says
+// which). A command run directly (no helper) has no filter.
 package launch

@@ -30,6 +30,8 @@ const (
 
 	modeRun   = "run"
 	modeProbe = "probe"
+	// modeGuard proves the terminal guard (see probeGuard).
+	modeGuard = "guard"
 
 	// Records on the error pipe. The helper writes msgExec just before
 	// execve; a successful execve closes the pipe, a failed one is
@@ -42,6 +44,9 @@ const (
 	// msgContain is a setup failure of the PID namespace alone (its /proc
 	// could not be mounted): the caller tries the next way.
 	msgContain = "contain"
+	// msgGuard is a failure to install the terminal guard
+	// (seccomp_linux.go): the command must not start without it.
+	msgGuard = "guard"
 	// msgStarted, a line of its own, is what an init writes once the
 	// command is running (the pipe stays open: see initMain).
 	msgStarted = "started"
@@ -143,6 +148,9 @@ func helperMain() {
 		}
 		os.Exit(0)
 	}
+	if mode == modeGuard {
+		probeGuard()
+	}
 	root := base
 	if root == "" {
 		root = staged
@@ -156,6 +164,10 @@ func helperMain() {
 	}
 	env := os.Environ()
 	prog, errno := lookPath(argv[0], envPath(env), cwd)
+	// Last before the command starts, so that nothing the helper still
+	// does runs under it: the command gets the filter with the exec, or
+	// with the fork of the init of its PID namespace.
+	helperGuard()
 	if pidNS {
 		initMain(prog, errno, argv, env)
 	}
@@ -640,7 +652,7 @@ func notStarted(ctx context.Context, name string, job helperJob, h *helper, rep 
 		return Result{ExitCode: -1}, fmt.Errorf("run %s: read the same-path helper's report: %w", name, readErr)
 	case rep.kind == msgSetup, rep.kind == msgContain:
 		return Result{}, nil
-	case rep.kind == msgChdir:
+	case rep.kind == msgChdir, rep.kind == msgGuard:
 		return Result{ExitCode: -1}, fmt.Errorf("run %s: %s", name, rep.text)
 	case rep.kind == msgExec:
 		ee := execError(name, rep.errno)

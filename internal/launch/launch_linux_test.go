@@ -232,8 +232,13 @@ func TestTerminalSIGINTNotDoubled(t *testing.T) {
 }
 
 func playPart() {
-	if os.Getenv(testMode) == "sharedmount" {
+	switch os.Getenv(testMode) {
+	case "sharedmount":
 		sharedMount()
+	case "runguard":
+		guardRunner()
+	case "tiocsti":
+		tiocstiCommand()
 	}
 }
 

@@ -1,0 +1,241 @@
+package launch
+
+// The terminal guard. A process whose controlling terminal is the user's
+// (or, with CAP_SYS_ADMIN, any terminal it can open) can push bytes into
+// the terminal's input queue with ioctl(TIOCSTI), and on a virtual console
+// paste into it with ioctl(TIOCLINUX): the user's shell reads them once
+// airlock returns and runs them as the user's own command, outside any
+// transaction. bubblewrap and flatpak close this the same way: a seccomp
+// filter, installed just before exec and inherited by every process the
+// command starts, makes both requests fail with EPERM and lets every other
+// system call through.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The two requests the guard refuses. They have these values on every
+// architecture in ioctlABIs (mips and sparc number them otherwise, and are
+// not there).
+const (
+	tiocsti   = 0x5412
+	tioclinux = 0x541c
+)
+
+// x32Bit marks an x32 system call, which seccomp sees under
+// AUDIT_ARCH_X86_64.
+const x32Bit = 0x40000000
+
+// ioctlABI is the number ioctl(2) has in one system call ABI, as seccomp
+// names the ABI (seccomp_data.arch).
+type ioctlABI struct {
+	arch uint32
+	nrs  []uint32
+}
+
+// ioctlABIs are the ABIs of the architectures Go builds airlock for, each
+// with its compat ABIs: a process may switch to any ABI its kernel offers
+// (an i386 binary on amd64), and must find the guard there too. A process
+// under an ABI not listed here (mips) is let through unfiltered rather
+// than broken; doctor's `terminal` check then says TIOCSTI is not blocked.
+var ioctlABIs = []ioctlABI{
+	// x32's ioctl is 514; 16 is 64-bit only, and refused for x32 anyway.
+	{unix.AUDIT_ARCH_X86_64, []uint32{16, x32Bit | 16, x32Bit | 514}},
+	{unix.AUDIT_ARCH_I386, []uint32{54}},
+	{unix.AUDIT_ARCH_AARCH64, []uint32{29}},
+	{unix.AUDIT_ARCH_ARM, []uint32{54}},
+	{unix.AUDIT_ARCH_RISCV64, []uint32{29}},
+	{unix.AUDIT_ARCH_LOONGARCH64, []uint32{29}},
+	{unix.AUDIT_ARCH_PPC64LE, []uint32{54}},
+	{unix.AUDIT_ARCH_PPC64, []uint32{54}},
+	{unix.AUDIT_ARCH_PPC, []uint32{54}},
+	{unix.AUDIT_ARCH_S390X, []uint32{54}},
+	{unix.AUDIT_ARCH_S390, []uint32{54}},
+}
+
+// Offsets in struct seccomp_data: nr, arch, then args[6] as 64-bit words
+// in the kernel's byte order.
+const (
+	offNr   = 0
+	offArch = 4
+	offArg1 = 16 + 8
+)
+
+// requestOffset is where the low 32 bits of args[1] (the ioctl request)
+// are. The kernel takes the request as an unsigned int and ignores the
+// high half, so the filter must too: a request with junk above bit 31 is
+// still TIOCSTI.
+func requestOffset() uint32 {
+	var b [2]byte
+	binary.NativeEndian.PutUint16(b[:], 1)
+	if b[0] == 1 {
+		return offArg1
+	}
+	return offArg1 + 4
+}
+
+// terminalFilter is the guard as classic BPF. It reads the ABI first, so
+// that a number is only ever compared with the numbering it belongs to,
+// then the system call, then the request:
+//
+//	ld arch; jeq each ABI -> its block; ret ALLOW (an unknown ABI)
+//	block: ld nr; jeq each ioctl -> req; ret ALLOW
+//	req: ld request; jeq TIOCSTI -> deny; jeq TIOCLINUX -> deny; ret ALLOW
+//	deny: ret ERRNO(EPERM)
+func terminalFilter() []unix.SockFilter {
+	n := len(ioctlABIs)
+	start := make([]int, n+1) // where each ABI's block begins; start[n] is req
+	start[0] = 1 + n + 1
+	for i, a := range ioctlABIs {
+		start[i+1] = start[i] + 2 + len(a.nrs)
+	}
+	p := []unix.SockFilter{load(offArch)}
+	for i, a := range ioctlABIs {
+		p = append(p, jumpIfEqual(a.arch, start[i]-len(p)-1))
+	}
+	p = append(p, ret(unix.SECCOMP_RET_ALLOW))
+	for _, a := range ioctlABIs {
+		p = append(p, load(offNr))
+		for _, nr := range a.nrs {
+			p = append(p, jumpIfEqual(nr, start[n]-len(p)-1))
+		}
+		p = append(p, ret(unix.SECCOMP_RET_ALLOW))
+	}
+	return append(p, load(requestOffset()),
+		jumpIfEqual(tiocsti, 2), jumpIfEqual(tioclinux, 1),
+		ret(unix.SECCOMP_RET_ALLOW),
+		ret(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)))
+}
+
+func load(off uint32) unix.SockFilter {
+	return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
+}
+
+// jumpIfEqual skips skip instructions when the accumulator is k, and
+// falls through otherwise.
+func jumpIfEqual(k uint32, skip int) unix.SockFilter {
+	if skip < 0 || skip > 255 {
+		panic("launch: terminal filter jump out of range") // the table above grew too large
+	}
+	return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: uint8(skip), K: k}
+}
+
+func ret(k uint32) unix.SockFilter {
+	return unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k}
+}
+
+// errNoSeccomp means the kernel has no seccomp filters at all: the command
+// then runs unguarded (doctor says so), as it would anywhere else on such
+// a kernel, rather than not at all.
+var errNoSeccomp = errors.New("this kernel has no seccomp filters")
+
+// guardTerminal installs the guard on the calling thread, which stays
+// locked to this goroutine so that the command is forked or exec'd from
+// it: a filter belongs to the thread that installed it (and to the
+// processes it starts from then on), not to the whole process.
+//
+// no_new_privs is set only when the kernel asks for it: without
+// CAP_SYS_ADMIN in the current user namespace it takes a filter only from
+// a thread that can gain no privileges through execve. The helper has
+// CAP_SYS_ADMIN where it runs (as root, or in its own user namespace), so
+// as root the command keeps setuid programs (sudo) working; a non-root
+// user's command runs in a user namespace, where a setuid program gains
+// nothing anyway.
+func guardTerminal() error {
+	prog := terminalFilter()
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	runtime.LockOSThread()
+	err := setFilter(&fprog)
+	if errors.Is(err, unix.EACCES) {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("set no_new_privs: %w", err)
+		}
+		err = setFilter(&fprog)
+	}
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("%w (prctl(PR_SET_SECCOMP): %v)", errNoSeccomp, err)
+	}
+	if err != nil {
+		return fmt.Errorf("prctl(PR_SET_SECCOMP): %w", err)
+	}
+	return nil
+}
+
+// setFilter is prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, p), called
+// through Syscall itself: only there does a pointer passed as a uintptr
+// stay valid (and p stay put) until the kernel has read it.
+func setFilter(p *unix.SockFprog) error {
+	if _, _, e := unix.Syscall(unix.SYS_PRCTL, unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(p))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// helperGuard installs the guard in the helper just before it starts the
+// command, and refuses to start it (fail closed) when the kernel has
+// seccomp filters but would not take this one.
+func helperGuard() {
+	err := guardTerminal()
+	if err == nil || errors.Is(err, errNoSeccomp) {
+		return
+	}
+	helperFail(msgGuard, err, "the command was not started: airlock could not install the seccomp filter that keeps it from typing into your terminal (ioctl TIOCSTI and TIOCLINUX): "+err.Error()+
+		". If airlock runs inside a sandbox or container that forbids prctl(PR_SET_SECCOMP), run it outside that, or allow it there; `airlock doctor` reports this as its terminal check")
+}
+
+// probeGuard is the helper in modeGuard: it installs the guard as a run
+// would, proves that TIOCSTI is then refused (on a descriptor that is no
+// terminal, so nothing is typed anywhere: unguarded, that is EBADF), and
+// exits. It never returns.
+func probeGuard() {
+	if err := guardTerminal(); err != nil {
+		helperFail(msgSetup, err, err.Error())
+	}
+	const noFD = ^uintptr(0)
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, noFD, tiocsti, 0); e != unix.EPERM {
+		helperFail(msgSetup, e, fmt.Sprintf("the filter was installed, but ioctl(TIOCSTI) still gets %q, not EPERM: this architecture (%s) is not one the filter knows", e.Error(), runtime.GOARCH))
+	}
+	if _, _, e := unix.Syscall(unix.SYS_IOCTL, noFD, unix.TIOCGWINSZ, 0); e != unix.EBADF {
+		helperFail(msgSetup, e, fmt.Sprintf("the filter refuses more than it should: ioctl(TIOCGWINSZ) gets %q, not EBADF", e.Error()))
+	}
+	os.Exit(0)
+}
+
+// TerminalSupport reports whether the command of a run (and a validator)
+// is kept from typing into a terminal here, by installing the guard in a
+// throw-away helper, the way a run does, and trying it; reason says how,
+// or why not.
+func TerminalSupport() (ok bool, reason string) {
+	if !initCalled.Load() {
+		return false, reasonNoInit
+	}
+	d, err := os.MkdirTemp("", "airlock-probe-")
+	if err != nil {
+		return false, "probe directory: " + err.Error()
+	}
+	defer os.Remove(d)
+	how, err := probe(helperJob{mode: modeGuard, staged: d}, nsAttempts(false, true, true))
+	if err != nil {
+		return false, err.Error() + legacyTIOCSTI()
+	}
+	return true, "a seccomp filter, set up in a private " + how + ", makes ioctl TIOCSTI and TIOCLINUX fail with EPERM for the command and everything it starts"
+}
+
+// legacyTIOCSTI says, for a machine where the guard cannot be had, whether
+// the kernel refuses TIOCSTI to unprivileged processes by itself
+// (dev.tty.legacy_tiocsti = 0, Linux 6.2 and later).
+func legacyTIOCSTI() string {
+	b, err := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti")
+	if err != nil {
+		return ""
+	}
+	return "; dev.tty.legacy_tiocsti = " + strings.TrimSpace(string(b)) + " (0: the kernel refuses TIOCSTI to a process without CAP_SYS_ADMIN by itself)"
+}

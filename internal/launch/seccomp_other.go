@@ -1,0 +1,9 @@
+//go:build !linux
+
+package launch
+
+// TerminalSupport reports that the terminal guard is Linux-only: a seccomp
+// filter, installed by the same-path helper.
+func TerminalSupport() (ok bool, reason string) {
+	return false, "the guard is a seccomp filter, which is Linux-only"
+}
