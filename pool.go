@@ -54,7 +54,7 @@ type Recycled struct {
 // state root (internal/running): a pooled tree is reused only after a
 // moment at which none ran.
 func (s *Store) commands() *running.Registry {
-	return running.New(filepath.Join(s.st.Dir(), "running"))
+	return running.New(filepath.Join(s.Dir(), "running"))
 }
 
 // launchRegistered runs a transaction's command (a run's, a validator) as

@@ -135,6 +135,27 @@ func (r *Registry) QuietSince(mark uint64) bool {
 	return err == nil && g > mark
 }
 
+// UncontainedThisBoot reports whether a command ran uncontained in this
+// boot (Entry.Uncontained): the registry is not quiet again before the
+// machine restarts. It only looks, and takes no lock.
+func (r *Registry) UncontainedThisBoot() bool {
+	ents, err := os.ReadDir(r.dir)
+	if err != nil {
+		return false
+	}
+	now, _ := bootID()
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), uncontainedPrefix) || strings.HasSuffix(e.Name(), ".tmp") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(r.dir, e.Name()))
+		if err != nil || now == "" || strings.TrimSpace(string(data)) == now || strings.TrimSpace(string(data)) == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // lock takes the registry's lock, waiting up to lockWait.
 func (r *Registry) lock() (func(), error) {
 	path := filepath.Join(r.dir, lockFile)
