@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 
-	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/pool"
@@ -101,7 +100,7 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 	}
 	return pool.Put(ctx, dir, pool.Settled{
 		Tx: t.ID(), Dir: t.Path(), Base: manifest.Bytes(t.rec.Base), Opened: t.rec.CreatedAt, Noise: t.rec.Noise,
-		Root:   holders.FileID{Dev: t.rec.Staging.RootDevice, Ino: t.rec.Staging.RootInode},
+		Root:   pool.FileID{Dev: t.rec.Staging.RootDevice, Ino: t.rec.Staging.RootInode},
 		Walked: t.walked, WalkNs: t.walkedNs, WalkedRoot: t.walkedRoot,
 		Source: t.poolSrc, SourceWalkNs: t.rec.Staging.WalkNs,
 		Contained: t.contained && t.registered, Running: t.store.commands(),

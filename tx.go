@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
-	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/pool"
 	"github.com/airlockdev/airlock/internal/receipt"
@@ -27,7 +26,7 @@ type Tx struct {
 	// and walkedNs when that walk began: settling pools the tree with it.
 	walked     *manifest.Manifest
 	walkedNs   int64
-	walkedRoot holders.FileID // the directory that walk measured
+	walkedRoot pool.FileID // the directory that walk measured
 	// leftovers are processes the command left running (see Run): a
 	// contained run ended them before it settled. (An uncontained run's
 	// are not known, and its tree is never pooled.)
@@ -229,9 +228,9 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
 	t.walked, t.walkedNs = now, start
-	t.walkedRoot = holders.FileID{}
+	t.walkedRoot = pool.FileID{}
 	if rootAfter, err := manifest.Lstat(t.Path()); rerr == nil && err == nil && rootBefore.Kind == manifest.KindDir && manifest.SameStat(rootBefore, rootAfter) {
-		t.walkedRoot = holders.FileID{Dev: rootAfter.Dev, Ino: rootAfter.Ino}
+		t.walkedRoot = pool.FileID{Dev: rootAfter.Dev, Ino: rootAfter.Ino}
 	}
 	set, err := changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
 	if err != nil {

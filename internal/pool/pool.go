@@ -16,7 +16,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/running"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -48,6 +47,9 @@ const (
 // command is contained (a PID namespace) only on Linux; elsewhere nothing
 // is pooled.
 func Supported() bool { return runtime.GOOS == "linux" }
+
+// FileID names an inode: a staged tree's root directory.
+type FileID struct{ Dev, Ino uint64 }
 
 // Record is pool.json, beside a pooled tree.
 type Record struct {
@@ -87,12 +89,12 @@ type Settled struct {
 	Opened time.Time
 	Noise  []string // the agent-noise selectors the settling walk skipped
 	// Root is the staged tree's root directory as staging made it.
-	Root holders.FileID
+	Root FileID
 	// Walked is the settling diff's walk of the tree, begun at WalkNs,
 	// over the directory WalkedRoot.
 	Walked     *manifest.Manifest
 	WalkNs     int64
-	WalkedRoot holders.FileID
+	WalkedRoot FileID
 	// Source is the settling's Source; SourceWalkNs is when open measured
 	// the base.
 	Source       *manifest.Manifest
@@ -122,7 +124,7 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 		return false
 	}
 	// The settling walk must have measured that directory too.
-	if s.WalkedRoot != (holders.FileID{Dev: root.Dev, Ino: root.Ino}) {
+	if s.WalkedRoot != (FileID{Dev: root.Dev, Ino: root.Ino}) {
 		return false
 	}
 	if !s.Contained || s.Running == nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
-	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/running"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -29,7 +28,7 @@ func settled(t *testing.T, base, id string) Settled {
 	must(t, err)
 	root, err := manifest.Lstat(dir)
 	must(t, err)
-	rootID := holders.FileID{Dev: root.Dev, Ino: root.Ino}
+	rootID := FileID{Dev: root.Dev, Ino: root.Ino}
 	return Settled{
 		Tx: id, Dir: dir, Base: manifest.Bytes(base), Opened: time.Now(),
 		Root: rootID, Walked: walked, WalkNs: walkNs, WalkedRoot: rootID,
