@@ -426,3 +426,27 @@ func TestE2ERecycleNeverLeaksThroughAConcurrentRun(t *testing.T) {
 		t.Errorf("with nothing running, the next run did not recycle: not_recycled %q", s.NotRecycled)
 	}
 }
+
+// TestE2ERecycleOffAfterAnUncontainedRun: one run that falls back to
+// running uncontained (AIRLOCK_TEST_OFF=contain for it alone) may leave
+// processes no one bounds, which a later contained command could hand any
+// tree: under that state directory no tree is reused again in this boot,
+// and doctor's recycle check says why.
+func TestE2ERecycleOffAfterAnUncontainedRun(t *testing.T) {
+	x := newH(t)
+	x.needContain()
+	build(t, x.base, tree{"f": F(0o644, "f\n")})
+	backdate(t, x.base, time.Hour)
+	off := x.exec(run{env: []string{"AIRLOCK_TEST_OFF=contain"}, args: []string{"run", "--workdir", x.base, "--", "true"}})
+	wantBlock(t, off, map[string]string{"outcome": "no_changes"})
+	for i := range 2 {
+		r := x.airlock("run", "--workdir", x.base, "--", "true")
+		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+		if s := x.showRecycle(r.Settle["tx"]); s.Recycled != nil {
+			t.Errorf("contained run %d after an uncontained one recycled %+v", i+1, s.Recycled)
+		}
+	}
+	if d := x.airlock("doctor"); !strings.Contains(d.Stdout, "ran uncontained in this boot") {
+		t.Errorf("doctor does not say why nothing is recycled:\n%s", d.Stdout)
+	}
+}
