@@ -33,7 +33,8 @@ func (s *Store) Doctor(base string) []Check {
 	os.MkdirAll(s.Dir(), 0o700)
 	ok, why := launch.SamePathSupport()
 	out = append(out, Check{"namespaces", ok, why})
-	out = append(out, containCheck())
+	contain := containCheck()
+	out = append(out, contain)
 	out = append(out, terminalCheck())
 	for _, name := range []string{stage.Overlay, stage.Reflink, stage.Worktree} {
 		b, err := stage.Get(name)
@@ -63,7 +64,7 @@ func (s *Store) Doctor(base string) []Check {
 		}
 		out = append(out, Check{"auto", true, "picks " + b.Name() + " for " + base + ": " + detail})
 	}
-	out = append(out, s.recycleCheck(base))
+	out = append(out, s.recycleCheck(base, contain.Supported))
 	out = append(out, s.clockChecks(base)...)
 	gitOK, gitWhy := gitVersion()
 	out = append(out, Check{"git", gitOK, gitWhy})
@@ -71,12 +72,18 @@ func (s *Store) Doctor(base string) []Check {
 }
 
 // recycleCheck reports whether copy-backend trees are recycled here, and
-// what the base's pool holds.
-func (s *Store) recycleCheck(base string) Check {
+// what the base's pool holds. contained is the contain check's verdict.
+func (s *Store) recycleCheck(base string, contained bool) Check {
 	if !recycles() {
-		return Check{"recycle", false, "staged trees are not recycled on this system: proving that no process still holds a pooled tree needs Linux's /proc"}
+		return Check{"recycle", false, "staged trees are not recycled on this system: proving that no process still holds a pooled tree needs a PID namespace for every command, which only Linux has"}
 	}
-	why := "the tree a copy-backend run settles is kept (newest " + strconv.Itoa(poolMax) + " per base) and refreshed by the next open instead of copied afresh"
+	if !contained {
+		return Check{"recycle", false, "staged trees are not recycled here: a pooled tree is reused only after a moment when no command of this state directory runs, which airlock knows only of commands it contains, and run's command cannot be contained here (see contain)"}
+	}
+	if s.commands().UncontainedThisBoot() {
+		return Check{"recycle", false, "staged trees are not recycled until this machine restarts: a command of this state directory ran uncontained in this boot, and what it left running could hold any pooled tree"}
+	}
+	why := "the tree a copy-backend run settles is kept (newest " + strconv.Itoa(poolMax) + " per base) and refreshed by the next open instead of copied afresh, once a moment has come since it settled when no command of this state directory ran (concurrent runs copy)"
 	if abs, err := resolveBase(base); err == nil {
 		if id, err := identity(abs); err == nil {
 			// Only look: doctor creates no state for a base.
@@ -97,7 +104,7 @@ func containCheck() Check {
 	if ok {
 		return Check{"contain", true, "run's command runs in " + why + ": whatever it leaves running is ended before the transaction settles, and a recycled tree's last writer is known to be gone"}
 	}
-	return Check{"contain", false, "no PID namespace can be had (" + why + "): run's command runs uncontained, what it leaves running is not ended, and recycling falls back to looking through /proc for processes that hold a pooled tree"}
+	return Check{"contain", false, "no PID namespace can be had (" + why + "): run's command runs uncontained, what it leaves running is not ended, and no staged tree is recycled"}
 }
 
 // terminalCheck reports whether run's command (and a validator) is kept

@@ -2,10 +2,12 @@ package airlock
 
 import (
 	"context"
+	"path/filepath"
 
-	"github.com/airlockdev/airlock/internal/holders"
+	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/pool"
+	"github.com/airlockdev/airlock/internal/running"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
 )
@@ -47,8 +49,37 @@ type Recycled struct {
 	Removed int    `json:"removed"` // entries removed
 }
 
+// commands is the registry of the contained commands running under the
+// state root (internal/running): a pooled tree is reused only after a
+// moment at which none ran.
+func (s *Store) commands() *running.Registry {
+	return running.New(filepath.Join(s.Dir(), "running"))
+}
+
+// launchRegistered runs a transaction's command (a run's, a validator) as
+// launch.Run does, registered as running under the state root for its
+// whole life, until every process of it has ended; registered says it
+// was. One that ran without a PID namespace marks the registry (what it
+// left running is unbounded): no tree is reused in this boot after it.
+func (s *Store) launchRegistered(ctx context.Context, txID string, spec launch.Spec) (lr launch.Result, registered bool, err error) {
+	e, regErr := s.commands().Start(txID)
+	lr, err = launch.Run(ctx, spec)
+	if regErr != nil {
+		return lr, false, err
+	}
+	if !lr.Contained && (lr.Uncontained != "" || !spec.Contain) && e.Uncontained() != nil {
+		// Unmarked, the registry could be found quiet while what the
+		// command left runs: keep the entry held until this process
+		// exits rather than release it.
+		return lr, false, err
+	}
+	e.Done()
+	return lr, true, err
+}
+
 // recycles reports whether this system can prove a pooled tree free
-// (pool.Supported).
+// (pool.Supported). Where a command cannot be contained, no tree is pooled
+// (pool.Put), and doctor says so.
 func recycles() bool { return pool.Supported() }
 
 // poolTree puts the settled transaction's staged tree into its base's pool,
@@ -69,10 +100,10 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 	}
 	return pool.Put(ctx, dir, pool.Settled{
 		Tx: t.ID(), Dir: t.Path(), Base: manifest.Bytes(t.rec.Base), Opened: t.rec.CreatedAt, Noise: t.rec.Noise,
-		Root:   holders.FileID{Dev: t.rec.Staging.RootDevice, Ino: t.rec.Staging.RootInode},
+		Root:   pool.FileID{Dev: t.rec.Staging.RootDevice, Ino: t.rec.Staging.RootInode},
 		Walked: t.walked, WalkNs: t.walkedNs, WalkedRoot: t.walkedRoot,
 		Source: t.poolSrc, SourceWalkNs: t.rec.Staging.WalkNs,
-		Contained: t.contained, Scanned: t.scanned,
+		Contained: t.contained && t.registered, Running: t.store.commands(),
 	})
 }
 
@@ -87,7 +118,7 @@ func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req st
 	if err != nil {
 		return nil, nil, ""
 	}
-	res, used, why := pool.Take(ctx, dir, txDir, req)
+	res, used, why := pool.Take(ctx, dir, txDir, req, s.commands())
 	if res == nil {
 		return nil, nil, why
 	}

@@ -169,11 +169,11 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 		spec.Mount = &launch.Mount{FSType: fsType, Source: fsType, Data: data}
 	}
 	started := time.Now()
-	lr, runErr := launch.Run(ctx, spec)
+	lr, registered, runErr := t.store.launchRegistered(ctx, t.ID(), spec)
 	// What the command left running, and whether its tree can be pooled:
 	// see pool.Account.
-	acc := pool.Account(lr, runErr, "AIRLOCK_TX="+t.ID(), t.rec.Backend == stage.Copy)
-	t.contained, t.scanned, t.leftovers = acc.Contained, acc.Scanned, acc.Leftovers
+	acc := pool.Account(lr)
+	t.contained, t.registered, t.leftovers = acc.Contained, registered, acc.Leftovers
 	res := &RunResult{Tx: t, ExitCode: lr.ExitCode, Signal: lr.Signal,
 		Succeeded: runErr == nil && lr.ExitCode == 0, SamePath: lr.SamePath, Fallback: lr.Fallback,
 		Contained: lr.Contained, Uncontained: lr.Uncontained, Ended: lr.Ended}

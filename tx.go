@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
-	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/pool"
 	"github.com/airlockdev/airlock/internal/receipt"
@@ -27,18 +26,17 @@ type Tx struct {
 	// and walkedNs when that walk began: settling pools the tree with it.
 	walked     *manifest.Manifest
 	walkedNs   int64
-	walkedRoot holders.FileID // the directory that walk measured
-	// leftovers are processes the command left running (see Run). A
-	// contained run ended them before it settled; an uncontained run's
-	// tree is then never pooled.
+	walkedRoot pool.FileID // the directory that walk measured
+	// leftovers are processes the command left running (see Run): a
+	// contained run ended them before it settled. (An uncontained run's
+	// are not known, and its tree is never pooled.)
 	leftovers []string
 	// contained says this process ran the transaction's command in a PID
-	// namespace of its own (see Run), and every process of it has ended:
-	// its tree can be pooled with nothing left that could write it.
-	// scanned says the command ran uncontained (no PID namespace here)
-	// and the look for processes it left found none: its tree can be
-	// pooled, for a refresh that looks for holders again.
-	contained, scanned bool
+	// namespace of its own (see Run), and every process of it has ended;
+	// registered says the command was registered as running under the
+	// state root for its whole life (Store.launchRegistered). Only then
+	// can its tree be pooled.
+	contained, registered bool
 	// pooling asks diff to keep what pooling the tree needs (poolSrc,
 	// from the open manifests, which are then let go): set by the
 	// settling calls.
@@ -230,9 +228,9 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
 	t.walked, t.walkedNs = now, start
-	t.walkedRoot = holders.FileID{}
+	t.walkedRoot = pool.FileID{}
 	if rootAfter, err := manifest.Lstat(t.Path()); rerr == nil && err == nil && rootBefore.Kind == manifest.KindDir && manifest.SameStat(rootBefore, rootAfter) {
-		t.walkedRoot = holders.FileID{Dev: rootAfter.Dev, Ino: rootAfter.Ino}
+		t.walkedRoot = pool.FileID{Dev: rootAfter.Dev, Ino: rootAfter.Ino}
 	}
 	set, err := changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
 	if err != nil {

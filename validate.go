@@ -182,7 +182,9 @@ func (t *Tx) runValidators(ctx context.Context, cmds []string, gate *project.Pro
 		// leave nothing running, nor should any it leaves behind (however
 		// it detached) outlive the candidate. The group is what ends it
 		// where no PID namespace can be had.
-		res, runErr := launch.Run(ctx, launch.Spec{
+		// Registered as running under the state root, as a run's command
+		// is: a pooled tree is reused only after a moment none ran.
+		res, _, runErr := t.store.launchRegistered(ctx, t.ID(), launch.Spec{
 			Argv: []string{shell, "-c", cmd}, Staged: at.dir, Base: at.base, Dir: at.sub, Env: env,
 			SamePath: true, Stdout: logf, Stderr: logf, EndGroup: true, Contain: !fault.Off("contain"),
 			// The state root is read-only to it but for its candidate.

@@ -191,19 +191,15 @@ func TestE2ERecycleNeverLeaksALeftoverProcess(t *testing.T) {
 	}
 }
 
-// TestE2ERecycleUncontainedLooksForHolders: where no PID namespace can be
-// had (AIRLOCK_TEST_OFF=contain stands in for such a machine), the command
-// runs uncontained and a leftover keeps running; the settle or the next
-// open must see it (by airlock's marked environment, or by what it holds),
-// and the next run must not recycle the tree it could write.
-func TestE2ERecycleUncontainedLooksForHolders(t *testing.T) {
+// TestE2ERecycleUncontainedNeverPools: where no PID namespace can be had
+// (AIRLOCK_TEST_OFF=contain stands in for such a machine), the command
+// runs uncontained and a leftover keeps running, however it hides (an
+// inotify watch alone, its environment dropped, in a session of its own:
+// nothing /proc shows would name it); its tree is never pooled, and the
+// next runs copy afresh with nothing written into them.
+func TestE2ERecycleUncontainedNeverPools(t *testing.T) {
 	samePath := exec.Command("unshare", "--mount", "true").Run() == nil
 	for i, c := range leftoverCases {
-		if strings.HasPrefix(c.name, "only an inotify watch") {
-			// Nothing in /proc shows what a watch is on: this is what the
-			// look cannot see (docs/backends.md, Recycled staging).
-			continue
-		}
 		t.Run(c.name, func(t *testing.T) {
 			if c.samePath && !samePath {
 				testbin.Missing(t, "same-path mode needs a mount namespace, and `unshare --mount true` failed here")
@@ -216,7 +212,10 @@ func TestE2ERecycleUncontainedLooksForHolders(t *testing.T) {
 			build(t, x.base, tree{"f": F(0o644, "f\n")})
 			backdate(t, x.base, time.Hour)
 			args := []string{"run", "--workdir", x.base}
-			if c.noSamePath {
+			// Without a namespace of any kind where same-path mode is not
+			// the point, as on a machine that has none: the leftover then
+			// holds no mount of the tree either.
+			if !c.samePath {
 				args = append(args, "--no-same-path")
 			}
 			r1 := x.leftoverRun(args, i, out, tag)
@@ -376,5 +375,78 @@ func TestE2ERecycleAsAnotherUser(t *testing.T) {
 	}
 	if s.Recycled == nil || s.Recycled.From != r1.Settle["tx"] {
 		t.Errorf("the second run as another user did not recycle the first's tree: recycled %+v, not_recycled %q", s.Recycled, s.NotRecycled)
+	}
+}
+
+// TestE2ERecycleNeverLeaksThroughAConcurrentRun: a command of another
+// transaction that runs across a tree's settle may hold that tree (here a
+// directory descriptor the settling run's command handed it over an
+// abstract unix socket, naming no path), so the tree is not reused while
+// it runs: the next run copies afresh and commits nothing, however the
+// holder times its write. Once it has ended, the machine is quiet, and the
+// next run recycles again.
+func TestE2ERecycleNeverLeaksThroughAConcurrentRun(t *testing.T) {
+	x := newH(t)
+	x.needContain()
+	out := testbin.RealDir(t)
+	tag := fmt.Sprintf("airlock-fd-holder-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { killAll(tag) })
+	build(t, x.base, tree{"f": F(0o644, "f\n")})
+	backdate(t, x.base, time.Hour)
+	ready, goFile, stop := filepath.Join(out, "ready"), filepath.Join(out, "go"), filepath.Join(out, "stop")
+	holder := x.start(run{args: append([]string{"run", "--workdir", x.base, "--"}, partCommand("fd-holder", tag, ready, goFile, stop, tag)...)})
+	waitForFile(t, ready, holder)
+	// Another transaction's command hands it its workspace and settles,
+	// having changed nothing: its tree is pooled.
+	giver := x.airlock(append([]string{"run", "--workdir", x.base, "--"}, partCommand("fd-giver", tag)...)...)
+	wantBlock(t, giver, map[string]string{"outcome": "no_changes"})
+	if dry := x.airlock("gc", "--dry-run", "--drop-pool"); !strings.Contains(dry.Stdout, "pooled tree of "+giver.Settle["tx"]) {
+		t.Fatalf("the giver's tree was not pooled, so this test proves nothing:\n%s", dry.Stdout)
+	}
+	// From now on the holder writes the moment a walk has read that tree.
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	next := x.airlock("run", "--workdir", x.base, "--", "true")
+	wantBlock(t, next, map[string]string{"outcome": "no_changes"})
+	if s := x.showRecycle(next.Settle["tx"]); s.Recycled != nil {
+		t.Errorf("a run recycled the tree a running command of another transaction holds: %+v", s.Recycled)
+	}
+	if testbin.Exists(filepath.Join(x.base, "leak.txt")) {
+		t.Fatal("the holder's write reached the base")
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantBlock(t, holder.WaitSettled(), map[string]string{"outcome": "no_changes"})
+	// Nothing runs now: the next run recycles, and nothing is written.
+	last := x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "test ! -e leak.txt")
+	wantBlock(t, last, map[string]string{"outcome": "no_changes"})
+	if s := x.showRecycle(last.Settle["tx"]); s.Recycled == nil {
+		t.Errorf("with nothing running, the next run did not recycle: not_recycled %q", s.NotRecycled)
+	}
+}
+
+// TestE2ERecycleOffAfterAnUncontainedRun: one run that falls back to
+// running uncontained (AIRLOCK_TEST_OFF=contain for it alone) may leave
+// processes no one bounds, which a later contained command could hand any
+// tree: under that state directory no tree is reused again in this boot,
+// and doctor's recycle check says why.
+func TestE2ERecycleOffAfterAnUncontainedRun(t *testing.T) {
+	x := newH(t)
+	x.needContain()
+	build(t, x.base, tree{"f": F(0o644, "f\n")})
+	backdate(t, x.base, time.Hour)
+	off := x.exec(run{env: []string{"AIRLOCK_TEST_OFF=contain"}, args: []string{"run", "--workdir", x.base, "--", "true"}})
+	wantBlock(t, off, map[string]string{"outcome": "no_changes"})
+	for i := range 2 {
+		r := x.airlock("run", "--workdir", x.base, "--", "true")
+		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+		if s := x.showRecycle(r.Settle["tx"]); s.Recycled != nil {
+			t.Errorf("contained run %d after an uncontained one recycled %+v", i+1, s.Recycled)
+		}
+	}
+	if d := x.airlock("doctor"); !strings.Contains(d.Stdout, "ran uncontained in this boot") {
+		t.Errorf("doctor does not say why nothing is recycled:\n%s", d.Stdout)
 	}
 }

@@ -30,6 +30,10 @@ func playPart(part string, args []string) {
 		inotifyWriter(args)
 	case "tiocsti":
 		tiocsti(args)
+	case "fd-giver":
+		fdGiver(args)
+	case "fd-holder":
+		fdHolder(args)
 	}
 	fmt.Fprintf(os.Stderr, "unknown part %q\n", part)
 	os.Exit(2)
@@ -122,4 +126,108 @@ func tiocsti(args []string) {
 		os.Exit(6)
 	}
 	os.Exit(0)
+}
+
+// fdGiver SOCK connects to the abstract unix socket SOCK and hands a
+// descriptor of its working directory (its staged workspace, as the
+// command sees it: no state path named) to whoever listens there, then
+// exits once it is told the descriptor arrived.
+func fdGiver(args []string) {
+	if len(args) != 1 {
+		os.Exit(2)
+	}
+	dir, err := unix.Open(".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		os.Exit(3)
+	}
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		os.Exit(4)
+	}
+	if err := unix.Connect(s, &unix.SockaddrUnix{Name: "@" + args[0]}); err != nil {
+		os.Exit(5)
+	}
+	if err := unix.Sendmsg(s, []byte("d"), unix.UnixRights(dir), nil, 0); err != nil {
+		os.Exit(6)
+	}
+	if _, _, err := unix.Recvfrom(s, make([]byte, 1), 0); err != nil {
+		os.Exit(7)
+	}
+	os.Exit(0)
+}
+
+// fdHolder SOCK READY GO STOP [TAG] is a command of a transaction that
+// keeps running while others settle: it listens on the abstract unix
+// socket SOCK, says so (the file READY), takes the one directory
+// descriptor a command of another transaction hands it (fdGiver), and
+// holds it. Once the file GO exists, at the first time a walk has read
+// that directory (it is closed after a read), it writes leak.txt through
+// the descriptor and exits; it exits without writing once STOP exists.
+// TAG, unread, names it in its argument list.
+func fdHolder(args []string) {
+	if len(args) != 4 && len(args) != 5 {
+		os.Exit(2)
+	}
+	sock, ready, goFile, stop := args[0], args[1], args[2], args[3]
+	l, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		os.Exit(3)
+	}
+	if err := unix.Bind(l, &unix.SockaddrUnix{Name: "@" + sock}); err != nil {
+		os.Exit(4)
+	}
+	if err := unix.Listen(l, 1); err != nil {
+		os.Exit(5)
+	}
+	if err := os.WriteFile(ready, nil, 0o644); err != nil {
+		os.Exit(6)
+	}
+	c, _, err := unix.Accept(l)
+	if err != nil {
+		os.Exit(7)
+	}
+	oob := make([]byte, unix.CmsgSpace(4))
+	_, oobn, _, _, err := unix.Recvmsg(c, make([]byte, 1), oob, 0)
+	if err != nil {
+		os.Exit(8)
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		os.Exit(9)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		os.Exit(10)
+	}
+	unix.Write(c, []byte("k"))
+	unix.Close(c)
+	in, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		os.Exit(11)
+	}
+	if _, err := unix.InotifyAddWatch(in, fmt.Sprintf("/proc/self/fd/%d", fds[0]), unix.IN_CLOSE_NOWRITE|unix.IN_ONLYDIR); err != nil {
+		os.Exit(12)
+	}
+	buf := make([]byte, 4096)
+	for {
+		if _, err := os.Stat(stop); err == nil {
+			os.Exit(0)
+		}
+		pfd := []unix.PollFd{{Fd: int32(in), Events: unix.POLLIN}}
+		if n, _ := unix.Poll(pfd, 20); n <= 0 {
+			continue
+		}
+		if _, err := unix.Read(in, buf); err != nil {
+			continue
+		}
+		if _, err := os.Stat(goFile); err != nil {
+			continue
+		}
+		w, err := unix.Openat(fds[0], "leak.txt", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+		if err == nil {
+			unix.Write(w, []byte("written by another transaction's process\n"))
+			unix.Close(w)
+		}
+		os.Exit(0)
+	}
 }

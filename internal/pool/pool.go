@@ -16,8 +16,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/running"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -43,9 +43,13 @@ const (
 	claimDir = "recycle"
 )
 
-// Supported reports whether this system can prove a pooled tree free
-// (holders.Find needs /proc): elsewhere nothing is pooled.
+// Supported reports whether this system can prove a pooled tree free: a
+// command is contained (a PID namespace) only on Linux; elsewhere nothing
+// is pooled.
 func Supported() bool { return runtime.GOOS == "linux" }
+
+// FileID names an inode: a staged tree's root directory.
+type FileID struct{ Dev, Ino uint64 }
 
 // Record is pool.json, beside a pooled tree.
 type Record struct {
@@ -64,9 +68,15 @@ type Record struct {
 	RootDevice uint64 `json:"root_device"`
 	RootInode  uint64 `json:"root_inode"`
 	// Contained says every process of the tree's transaction had ended
-	// when it was pooled (a contained run): a refresh need not look for
-	// processes that hold it. Otherwise it must.
+	// when it was pooled (a contained run). A tree without it (pooled by
+	// an older airlock, after an uncontained run) is never reused.
 	Contained bool `json:"contained,omitempty"`
+	// Quiet is the state root's quiet generation (running.Registry.Mark)
+	// once every process of the tree's transaction had ended: the tree is
+	// reused only after a later moment at which no command of the state
+	// root ran (running.Registry.QuietSince). Nil (an older airlock's
+	// record): never reused.
+	Quiet *uint64 `json:"quiet,omitempty"`
 }
 
 // Settled is a copy-backend transaction's staged tree as its settling
@@ -79,28 +89,30 @@ type Settled struct {
 	Opened time.Time
 	Noise  []string // the agent-noise selectors the settling walk skipped
 	// Root is the staged tree's root directory as staging made it.
-	Root holders.FileID
+	Root FileID
 	// Walked is the settling diff's walk of the tree, begun at WalkNs,
 	// over the directory WalkedRoot.
 	Walked     *manifest.Manifest
 	WalkNs     int64
-	WalkedRoot holders.FileID
+	WalkedRoot FileID
 	// Source is the settling's Source; SourceWalkNs is when open measured
 	// the base.
 	Source       *manifest.Manifest
 	SourceWalkNs int64
 	// Contained says every process of the transaction ended with its
-	// container; Scanned says it ran uncontained and a look through /proc
-	// found nothing it left running.
-	Contained, Scanned bool
+	// container, and its command was registered in Running for its whole
+	// life.
+	Contained bool
+	// Running is the registry of the commands running under the state
+	// root: Put marks its quiet generation in the pooled record.
+	Running *running.Registry
 }
 
 // Put moves a settled tree into the pool at dir and trims the pool, and
 // reports whether it pooled the tree. Only the directory staging made,
 // measured by the settling walk, whose processes have all ended (a
-// contained run's) or were looked for and found gone (an uncontained one's,
-// which a refresh looks for again) qualifies: a transaction airlock did
-// not run the command of has processes it cannot account for.
+// contained run's) qualifies: a transaction airlock did not run the
+// command of, or ran uncontained, has processes it cannot account for.
 func Put(ctx context.Context, dir string, s Settled) bool {
 	if !Supported() || s.Walked == nil || s.Root.Ino == 0 {
 		return false
@@ -112,10 +124,18 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 		return false
 	}
 	// The settling walk must have measured that directory too.
-	if s.WalkedRoot != (holders.FileID{Dev: root.Dev, Ino: root.Ino}) {
+	if s.WalkedRoot != (FileID{Dev: root.Dev, Ino: root.Ino}) {
 		return false
 	}
-	if !s.Contained && !s.Scanned {
+	if !s.Contained || s.Running == nil {
+		return false
+	}
+	// Marked now, once every process of the transaction has ended (its
+	// command's entry in the registry was released after its namespace
+	// ended): a quiet moment after this mark had none of them, nor any
+	// process they could have handed the tree to.
+	quiet, err := s.Running.Mark()
+	if err != nil {
 		return false
 	}
 	slot := filepath.Join(dir, s.Tx)
@@ -136,7 +156,7 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 		Tx: s.Tx, Base: s.Base, Opened: s.Opened, PooledAt: time.Now().UTC(),
 		TreeWalkNs: s.WalkNs, SourceWalkNs: s.SourceWalkNs, Noise: asBytes(s.Noise),
 		Entries: len(s.Walked.Entries), RootDevice: root.Dev, RootInode: root.Ino,
-		Contained: s.Contained,
+		Contained: s.Contained, Quiet: &quiet,
 	}
 	for i := range s.Walked.Entries {
 		rec.Bytes += s.Walked.Entries[i].Size
@@ -268,17 +288,36 @@ type Reused struct {
 
 // Take makes req.Dir from one of the pooled trees at dir, refreshed to the
 // base (Refresh), claiming it into txDir first: a rename succeeds for one
-// open only. It returns nil (and why, when there was a tree to try) when
-// no tree could be used: the caller stages afresh. A tree that fails is
-// deleted, never reused.
-func Take(ctx context.Context, dir, txDir string, req stage.Request) (*stage.Result, *Reused, string) {
-	if !Supported() {
+// open only. A tree is taken only once no process of any transaction of
+// the state root can hold it: commands registers them, and there must have
+// been a moment after the tree settled at which none ran. It returns nil
+// (and why, when there was a tree to try) when no tree could be used: the
+// caller stages afresh. A tree that fails a proof of its own is deleted,
+// never reused; one that waits for a quiet moment stays pooled.
+func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *running.Registry) (*stage.Result, *Reused, string) {
+	if !Supported() || commands == nil {
 		return nil, nil, ""
 	}
 	why := ""
 	for _, sl := range Slots(dir) {
-		if sl.Err != nil {
+		if sl.Err != nil || !sl.Record.Contained || sl.Record.Quiet == nil {
+			// Unreadable, or pooled by an airlock that did not mark the
+			// quiet generation (nor, maybe, contain its command).
 			Drop(ctx, sl.Dir)
+			continue
+		}
+		// Every process of any transaction is contained and registered,
+		// and a process that holds the tree got it from one alive when it
+		// settled (running's doc): a quiet moment since, when none ran,
+		// means none can hold it now. The look is one instant (no command
+		// registers while it looks), and it need not be held until the
+		// claim below: a command that starts after that instant starts
+		// from nothing that held the tree, so nothing it does can reach
+		// the tree but by its path under the state root, as any process of
+		// the user can (docs/reliability.md). The open's own command
+		// starts after the claim, in the tree: it is its workspace.
+		if !commands.QuietSince(*sl.Record.Quiet) {
+			why = "commands of this state directory have run without a pause since the pooled tree settled (one could hold it): it is reused only after a moment when none runs"
 			continue
 		}
 		// Claim it: a rename succeeds for one open only.
@@ -334,7 +373,7 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 		Tree:       func() (*manifest.Manifest, error) { return load(treeFile) },
 		Source:     func() (*manifest.Manifest, error) { return load(sourceFile) },
 		TreeWalkNs: rec.TreeWalkNs, SourceWalkNs: rec.SourceWalkNs,
-		Ignore: noise.MatchSelf, Since: rec.Opened, Contained: rec.Contained,
+		Ignore: noise.MatchSelf,
 	})
 }
 

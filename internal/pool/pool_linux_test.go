@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
-	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/running"
 	"github.com/airlockdev/airlock/internal/stage"
 )
 
@@ -28,7 +28,7 @@ func settled(t *testing.T, base, id string) Settled {
 	must(t, err)
 	root, err := manifest.Lstat(dir)
 	must(t, err)
-	rootID := holders.FileID{Dev: root.Dev, Ino: root.Ino}
+	rootID := FileID{Dev: root.Dev, Ino: root.Ino}
 	return Settled{
 		Tx: id, Dir: dir, Base: manifest.Bytes(base), Opened: time.Now(),
 		Root: rootID, Walked: walked, WalkNs: walkNs, WalkedRoot: rootID,
@@ -37,15 +37,18 @@ func settled(t *testing.T, base, id string) Settled {
 }
 
 // TestPutPoolsOnlyAccountedTrees: a tree whose transaction's processes
-// are not accounted for (neither contained nor looked for) is never
-// pooled; one that is, is pooled, listed, and made the next workspace by
-// Take, which empties the pool.
+// are not accounted for (not contained) is never pooled; one that is, is
+// pooled, listed, kept pooled while a command runs that started before a
+// quiet moment, and made the next workspace by Take once none runs, which
+// empties the pool.
 func TestPutPoolsOnlyAccountedTrees(t *testing.T) {
 	base := t.TempDir()
 	writeAll(t, filepath.Join(base, "f"), "base\n")
 	dir := t.TempDir()
+	commands := running.New(filepath.Join(t.TempDir(), "running"))
 
 	s := settled(t, base, "unaccounted")
+	s.Running = commands
 	if Put(t.Context(), dir, s) {
 		t.Fatal("Put pooled a tree whose processes nobody accounted for")
 	}
@@ -56,23 +59,34 @@ func TestPutPoolsOnlyAccountedTrees(t *testing.T) {
 		t.Fatalf("the pool holds %d trees after a refusal", n)
 	}
 
-	s = settled(t, base, "scanned")
-	s.Scanned = true
+	// A command of another transaction runs across the settle: it could
+	// hold the tree.
+	other, err := commands.Start("other")
+	must(t, err)
+	s = settled(t, base, "contained")
+	s.Contained, s.Running = true, commands
 	if !Put(t.Context(), dir, s) {
-		t.Fatal("Put refused a tree whose command left nothing running")
+		t.Fatal("Put refused a contained tree")
 	}
 	slots := Slots(dir)
-	if len(slots) != 1 || slots[0].Err != nil || slots[0].Record.Tx != "scanned" || slots[0].Record.Contained {
-		t.Fatalf("the pool lists %+v, want the one uncontained tree", slots)
+	if len(slots) != 1 || slots[0].Err != nil || slots[0].Record.Tx != "contained" || !slots[0].Record.Contained || slots[0].Record.Quiet == nil {
+		t.Fatalf("the pool lists %+v, want the one contained tree, marked", slots)
 	}
 
 	txDir := t.TempDir()
 	req := clocked(stage.Request{Base: base, Dir: filepath.Join(txDir, "staged")})
-	res, used, why := Take(t.Context(), dir, txDir, req)
+	if res, _, why := Take(t.Context(), dir, txDir, req, commands); res != nil || why == "" {
+		t.Fatalf("Take reused a tree while a command that ran across its settle still runs (why %q)", why)
+	}
+	if n, _ := Usage(dir); n != 1 {
+		t.Fatalf("the pool holds %d trees after a Take that waits for a quiet moment, want the tree kept", n)
+	}
+	other.Done()
+	res, used, why := Take(t.Context(), dir, txDir, req, commands)
 	if res == nil {
 		t.Fatalf("Take made nothing: %s", why)
 	}
-	if used.From != "scanned" || used.Kept == 0 {
+	if used.From != "contained" || used.Kept == 0 {
 		t.Errorf("Take reused %+v, want the pooled tree with its entries kept", used)
 	}
 	if got, err := os.ReadFile(filepath.Join(req.Dir, "f")); err != nil || string(got) != "base\n" {

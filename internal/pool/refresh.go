@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/airlockdev/airlock/internal/holders"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/stage"
 )
@@ -41,16 +39,6 @@ type Pooled struct {
 	// cover (agent noise the settling diff skipped): they are refreshed
 	// like any other path, but their stat is no evidence of a late writer.
 	Ignore func(rel string, isDir bool) bool
-	// Since is when the tree's transaction opened: a process that cannot
-	// be inspected and started later could be its command's (holders.Find).
-	Since time.Time
-	// Contained says every process of the tree's transaction had ended
-	// when it was pooled, by construction (its command ran in a PID
-	// namespace that ended with it): no process of it can reach the tree,
-	// and Refresh does not look. Otherwise Refresh looks for holders
-	// (holders.Find) before anything else, so that its proof that nothing
-	// wrote the tree is taken when no holder was left.
-	Contained bool
 }
 
 // Source makes Pooled.Source for a settled tree: for each entry the
@@ -86,19 +74,13 @@ func Source(base, open, walked *manifest.Manifest) *manifest.Manifest {
 // written after it was pooled: it must be deleted, never reused.
 var ErrTouched = errors.New("the pooled tree was written after its transaction ended")
 
-// ErrHeld is wrapped by Refresh's error when a process can still reach
-// the pooled tree (a dev server the last command left running).
-var ErrHeld = errors.New("a process can still reach the pooled tree")
-
 // Refresh makes req.Dir, which holds a pooled tree, exactly what staging
-// req.Base afresh would make it (stage.Refresh), once it has proved, in
-// this order, that no process can reach the tree (for an uncontained
-// transaction's tree: holders.Find over the inodes the pooled record
-// names, failing with ErrHeld) and that nothing wrote it since it was
-// pooled (a walk compared with the pooled record, failing with
-// ErrTouched). The order is what makes the second proof hold: the walk is
-// taken when no writer is left. On any error the tree is in an unknown
-// state: the caller deletes it.
+// req.Base afresh would make it (stage.Refresh), once it has proved that
+// nothing wrote it since it was pooled (a walk compared with the pooled
+// record, failing with ErrTouched). That no process can reach the tree is
+// the caller's to have proved first (Take: a quiet moment after it
+// settled), so that the walk is taken when no writer is left. On any error
+// the tree is in an unknown state: the caller deletes it.
 func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *stage.Refreshed, error) {
 	tree, untouched, err := prove(ctx, req.Dir, p)
 	if err != nil {
@@ -110,29 +92,17 @@ func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *
 	})
 }
 
-// prove walks the pooled tree at dir and proves it free and untouched (see
+// prove walks the pooled tree at dir and proves it untouched (see
 // Refresh). It returns the walk and which of its entries the pooled record
 // covered.
 func prove(ctx context.Context, dir string, p Pooled) (*manifest.Manifest, []bool, error) {
-	// The pooled record is decoded beside the walk, unless the holders
-	// must be looked for first (over its inodes); either way, it is
-	// dropped before the caller walks the base, which bounds the memory a
-	// large tree takes.
+	// The pooled record is decoded beside the walk; it is dropped before
+	// the caller walks the base, which bounds the memory a large tree
+	// takes.
 	recDone := make(chan struct{})
 	var rec *manifest.Manifest
 	var recErr error
 	go func() { defer close(recDone); rec, recErr = p.Tree() }()
-	if !p.Contained {
-		// Holders first: the walk below then proves the tree untouched
-		// when no process that held it was left to write it after.
-		<-recDone
-		if recErr != nil {
-			return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrTouched, recErr)
-		}
-		if err := free(dir, rec, p.Since); err != nil {
-			return nil, nil, err
-		}
-	}
 	tree, err := manifest.Walk(ctx, dir, manifest.WalkOptions{})
 	<-recDone
 	if err != nil {
@@ -146,28 +116,6 @@ func prove(ctx context.Context, dir string, p Pooled) (*manifest.Manifest, []boo
 		return nil, nil, err
 	}
 	return tree, covered, nil
-}
-
-// free proves that no process can reach the tree any more (see
-// holders.Find): its root, and every inode tree (the pooled record) names.
-func free(dir string, tree *manifest.Manifest, since time.Time) error {
-	list := make([]holders.FileID, 0, len(tree.Entries)+1)
-	root, err := manifest.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("measure pooled tree: %w", err)
-	}
-	list = append(list, holders.FileID{Dev: root.Dev, Ino: root.Ino})
-	for i := range tree.Entries {
-		list = append(list, holders.FileID{Dev: tree.Entries[i].Dev, Ino: tree.Entries[i].Ino})
-	}
-	hs, err := holders.Find(dir, holders.NewFileIDs(list), since)
-	if err != nil {
-		return err
-	}
-	if len(hs) > 0 {
-		return fmt.Errorf("%w: %s", ErrHeld, hs[0])
-	}
-	return nil
 }
 
 // untouched proves that nothing wrote the tree since it was pooled: every

@@ -3,15 +3,10 @@ package pool
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -58,7 +53,6 @@ func clocked(req stage.Request) stage.Request {
 func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 	t.Helper()
 	dir := stageDir(t)
-	opened := time.Now()
 	res, err := copyStage(t, clocked(stage.Request{Base: base, Dir: dir, Skip: skipExcluded}))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +72,7 @@ func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 	return dir, Pooled{
 		Tree: func() (*manifest.Manifest, error) { return walked, nil }, TreeWalkNs: walkNs,
 		Source: func() (*manifest.Manifest, error) { return src, nil }, SourceWalkNs: res.WalkNs,
-		Ignore: noiseSkip, Since: opened,
+		Ignore: noiseSkip,
 	}
 }
 
@@ -249,197 +243,6 @@ func TestRefreshRefusesWrittenTree(t *testing.T) {
 	}
 }
 
-// TestRefreshRefusesHeldTree: a process that can still reach the pooled
-// tree (a dev server left running) keeps it from being reused, until it
-// is gone.
-func TestRefreshRefusesHeldTree(t *testing.T) {
-	for name, start := range map[string]func(dir string) *exec.Cmd{
-		"cwd": func(dir string) *exec.Cmd {
-			c := exec.Command("sleep", "30")
-			c.Dir = filepath.Join(dir, "a")
-			return c
-		},
-		"open descriptor": func(dir string) *exec.Cmd {
-			c := exec.Command("sh", "-c", `exec 3<"$1"; exec sleep 30`, "sh", filepath.Join(dir, "one"))
-			c.Dir = "/"
-			return c
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			base := buildTree(t)
-			dir, p := pool(t, base, nil)
-			c := start(dir)
-			must(t, c.Start())
-			defer c.Process.Kill()
-			// The descriptor is open once sh has exec'd sleep: a state
-			// to wait for, however long a busy machine takes to get there.
-			for deadline := time.Now().Add(time.Minute); ; {
-				if b, _ := os.ReadFile("/proc/" + strconv.Itoa(c.Process.Pid) + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the holder did not exec sleep within a minute")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			_, _, err := Refresh(t.Context(), stage.Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
-			if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "sleep") {
-				t.Fatalf("Refresh with a holder: %v, want ErrHeld naming sleep", err)
-			}
-			c.Process.Signal(syscall.SIGKILL)
-			c.Wait()
-			if _, _, err := Refresh(t.Context(), stage.Request{Base: base, Dir: dir, Skip: skipExcluded}, p); err != nil {
-				t.Fatalf("Refresh once the holder is gone: %v", err)
-			}
-		})
-	}
-}
-
-// threadHolder, started as a separate process by
-// TestRefreshRefusesThreadHolder, keeps a handle on the tree only in a
-// thread of its own: a working directory (CLONE_FS) or a descriptor table
-// (CLONE_FILES) the thread unshared, so the process's own /proc entries
-// show nothing.
-func threadHolder(mode, dir string) {
-	// The main goroutine keeps the leader thread, so that the one below
-	// runs on another.
-	runtime.LockOSThread()
-	done := make(chan error)
-	go func() {
-		runtime.LockOSThread() // the thread keeps what it unshares: never hand it back
-		switch mode {
-		case "cwd":
-			if err := unix.Unshare(unix.CLONE_FS); err != nil {
-				done <- err
-				return
-			}
-			if err := unix.Chdir(dir); err != nil {
-				done <- err
-				return
-			}
-		case "thread-mount-namespace":
-			// The thread alone is in a namespace with a bind of the tree;
-			// the leader's namespace has none.
-			err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS)
-			if err == nil {
-				err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
-			}
-			if err == nil {
-				err = unix.Mount(dir, "/mnt", "", unix.MS_BIND, "")
-			}
-			if err == nil {
-				err = unix.Chdir("/")
-			}
-			if err != nil {
-				done <- err
-				return
-			}
-		case "orphan-mount-namespace":
-			// A namespace with a bind of the tree, which no process is in,
-			// kept alive by a descriptor alone.
-			orig, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-			if err == nil {
-				err = unix.Unshare(unix.CLONE_NEWNS)
-			}
-			if err == nil {
-				err = unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
-			}
-			if err == nil {
-				err = unix.Mount(dir, "/mnt", "", unix.MS_BIND, "")
-			}
-			if err == nil {
-				_, err = unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-			}
-			if err == nil {
-				err = unix.Setns(orig, unix.CLONE_NEWNS)
-			}
-			if err != nil {
-				done <- err
-				return
-			}
-		case "fd":
-			if err := unix.Unshare(unix.CLONE_FILES); err != nil {
-				done <- err
-				return
-			}
-			if _, err := unix.Open(filepath.Join(dir, "one"), unix.O_RDWR, 0); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-		select {}
-	}()
-	if err := <-done; err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Println("ready")
-	select {}
-}
-
-func TestMain(m *testing.M) {
-	if mode := os.Getenv("AIRLOCK_TEST_THREAD_HOLDER"); mode != "" {
-		threadHolder(mode, os.Getenv("AIRLOCK_TEST_THREAD_DIR"))
-	}
-	os.Exit(m.Run())
-}
-
-// TestRefreshRefusesThreadHolder: a handle only one thread of a process
-// holds is a handle all the same; and so is a mount namespace that no
-// process is in, with a bind of the tree in it, kept alive by a
-// descriptor (its mounts cannot be inspected).
-func TestRefreshRefusesThreadHolder(t *testing.T) {
-	for _, mode := range []string{"cwd", "fd", "thread-mount-namespace", "orphan-mount-namespace"} {
-		t.Run(mode, func(t *testing.T) {
-			if strings.HasSuffix(mode, "mount-namespace") && os.Geteuid() != 0 {
-				t.Skip("making a mount namespace and leaving it needs root")
-			}
-			base := buildTree(t)
-			dir, p := pool(t, base, nil)
-			c := exec.Command(os.Args[0], "-test.run=^$")
-			c.Env = append(os.Environ(), "AIRLOCK_TEST_THREAD_HOLDER="+mode, "AIRLOCK_TEST_THREAD_DIR="+dir)
-			c.Dir = "/"
-			out, err := c.StdoutPipe()
-			must(t, err)
-			c.Stderr = os.Stderr
-			must(t, c.Start())
-			defer func() { c.Process.Kill(); c.Wait() }()
-			line := make([]byte, 6)
-			if _, err := io.ReadFull(out, line); err != nil || string(line) != "ready\n" {
-				t.Fatalf("thread holder did not start: %q %v", line, err)
-			}
-			_, _, err = Refresh(t.Context(), stage.Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
-			if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "thread") {
-				t.Fatalf("Refresh with a thread holding the tree (%s): %v, want ErrHeld naming the thread", mode, err)
-			}
-		})
-	}
-}
-
-// TestRefreshRefusesLoopBackedTree: a loop device backed by a file of the
-// tree keeps it open with no process's descriptor to show for it.
-func TestRefreshRefusesLoopBackedTree(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("setting up a loop device needs root")
-	}
-	if _, err := exec.LookPath("losetup"); err != nil {
-		testbin.Missing(t, "losetup (util-linux) is not installed")
-	}
-	base := buildTree(t)
-	dir, p := pool(t, base, nil)
-	out, err := exec.Command("losetup", "-f", "--show", filepath.Join(dir, "big.bin")).Output()
-	if err != nil {
-		testbin.Missing(t, "no loop device here (losetup -f: %v)", err)
-	}
-	dev := strings.TrimSpace(string(out))
-	defer exec.Command("losetup", "-d", dev).Run()
-	_, _, err = Refresh(t.Context(), stage.Request{Base: base, Dir: dir, Skip: skipExcluded}, p)
-	if !errors.Is(err, ErrHeld) || !strings.Contains(err.Error(), "loop device") {
-		t.Fatalf("Refresh of a tree backing a loop device: %v, want ErrHeld naming it", err)
-	}
-}
-
 // TestRefreshOnASecondsFS: on a file system that keeps whole seconds, a
 // pooled tree changed after its pooled walk, in the second it was staged,
 // shows every stat fact as that walk saw it. The refresh must still not
@@ -482,7 +285,6 @@ func TestRefreshOnASecondsFS(t *testing.T) {
 		p := Pooled{
 			Tree: func() (*manifest.Manifest, error) { return walked, nil }, TreeWalkNs: walkNs,
 			Source: func() (*manifest.Manifest, error) { return src, nil }, SourceWalkNs: res.WalkNs,
-			Since: time.Now(),
 		}
 		// After the pooled walk, in the same second.
 		must(t, unix.Setxattr(filepath.Join(dir, "a"), "user.airlock-test", []byte("planted"), 0))
