@@ -1,10 +1,18 @@
 package airlock
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/state"
 )
 
 // eventChecked records a Check and what it found.
@@ -39,13 +47,24 @@ func (t *Tx) Check(ctx context.Context, o CommitOptions) (_ *Refusal, err error)
 	if status.Settled() {
 		return nil, fmt.Errorf("transaction %s is %s: there is nothing to check", t.ID(), status)
 	}
-	dir, err := os.MkdirTemp(t.StateDir(), "check-")
+	// A check's log outlives the check: its refusal names it.
+	scratch, log := t.StateDir(), t.st.Path("check."+validateLog)
+	dir, err := os.MkdirTemp(scratch, "check-")
+	inRun := errors.Is(err, syscall.EROFS)
+	if inRun {
+		// An agent's hook inside the transaction's own `airlock run`, where
+		// the state root is read-only but for the hook scratch directory:
+		// the check is the hook's advice (the run's own commit checks
+		// again), so it works there, and nothing outside a hook reads it.
+		scratch = t.st.Path(hookDir)
+		log = filepath.Join(scratch, "check."+validateLog)
+		dir, err = os.MkdirTemp(scratch, "check-")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("check transaction %s: %w", t.ID(), err)
 	}
 	defer os.RemoveAll(dir)
-	// A check's log outlives the check: its refusal names it.
-	w := &workspace{dir: dir, log: t.st.Path("check." + validateLog), base: t.Base()}
+	w := &workspace{dir: dir, log: log, base: t.Base()}
 	if t.checkIdentity() != nil && t.inStagedView() {
 		// Seen from inside the same-path view the base's path names the
 		// staged workspace; the real base is reached through the owner.
@@ -60,13 +79,13 @@ func (t *Tx) Check(ctx context.Context, o CommitOptions) (_ *Refusal, err error)
 	if errors.As(err, &r) {
 		// This transaction's own apply was interrupted: there is no
 		// change set, and nothing was looked at.
-		return t.checked(r, "", false)
+		return t.checked(r, "", false, inRun)
 	}
 	if err != nil {
 		return nil, err
 	}
 	p.release()
-	return t.checked(p.refusal, p.set.Digest(), w.limited)
+	return t.checked(p.refusal, p.set.Digest(), w.limited, inRun)
 }
 
 // inStagedView reports whether this process sees the staged workspace at
@@ -84,7 +103,7 @@ func (t *Tx) inStagedView() bool {
 const limitedNote = "the base is hidden by the same-path view and cannot be reached from here; drift, merges and shared inodes were not checked, and validation ran on the staged tree"
 
 // checked records a check's finding in the event log.
-func (t *Tx) checked(r *Refusal, digest string, limited bool) (*Refusal, error) {
+func (t *Tx) checked(r *Refusal, digest string, limited, inRun bool) (*Refusal, error) {
 	detail := map[string]any{"diff_digest": digest, "refusal": ""}
 	if limited {
 		detail["limited"] = limitedNote
@@ -94,8 +113,60 @@ func (t *Tx) checked(r *Refusal, digest string, limited bool) (*Refusal, error) 
 		detail["paths"] = rawPaths(r.Paths)
 		detail["reason"] = r.Reason
 	}
+	if inRun {
+		return r, t.hookEvent(eventChecked, detail)
+	}
 	if err := t.event(eventChecked, detail); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// hookDir, in a transaction's state directory, is the one place besides
+// its staged tree that the command of its `airlock run` may write: where
+// the hooks of an agent run inside it check (Check) and record what they
+// found. Nothing that decides a commit, a recovery, gc or a later
+// transaction reads it; Events adds the checks recorded there.
+const hookDir = "hook"
+
+// hookScratch makes the hook scratch directory before the command starts.
+func (t *Tx) hookScratch() (string, error) {
+	p := t.st.Path(hookDir)
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("hook scratch directory of transaction %s: %w", t.ID(), err)
+	}
+	return p, state.CheckDir(p)
+}
+
+// hookEvent records a hook's check in the hook scratch directory.
+func (t *Tx) hookEvent(name string, detail map[string]any) error {
+	line, err := json.Marshal(state.Event{Time: time.Now().UTC(), Event: name, Detail: detail})
+	if err != nil {
+		return err
+	}
+	f, err := state.OpenFile(filepath.Join(t.st.Path(hookDir), "events.jsonl"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("record the check of transaction %s: %w", t.ID(), err)
+	}
+	defer f.Close()
+	_, err = f.Write(append(line, '\n'))
+	return err
+}
+
+// hookEvents are the checks the hooks inside the transaction's run
+// recorded (hookEvent): only checks, which decide nothing but what a hook
+// says next.
+func (t *Tx) hookEvents() []Event {
+	data, err := state.ReadFile(filepath.Join(t.st.Path(hookDir), "events.jsonl"))
+	if err != nil {
+		return nil
+	}
+	var out []Event
+	for _, line := range bytes.Split(data, []byte{'\n'}) {
+		var e Event
+		if json.Unmarshal(line, &e) == nil && e.Event == eventChecked && !e.Time.IsZero() {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package airlock
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/airlockdev/airlock/internal/launch"
@@ -63,10 +65,19 @@ func (s *Store) commands() *running.Registry {
 // left running is unbounded): no tree is reused in this boot after it.
 func (s *Store) launchRegistered(ctx context.Context, txID string, spec launch.Spec) (lr launch.Result, registered bool, err error) {
 	e, regErr := s.commands().Start(txID)
-	lr, err = launch.Run(ctx, spec)
 	if regErr != nil {
+		if os.Getenv("AIRLOCK_TX") == "" {
+			// Unregistered, the command could hold another run's tree
+			// while the registry looks quiet: it does not run.
+			return launch.Result{ExitCode: -1}, false, fmt.Errorf("register the command of transaction %s among the running ones (%s): %w; nothing was run: remove whatever holds that directory's lock, or retry", txID, s.commands().Dir(), regErr)
+		}
+		// Inside an `airlock run` (a hook's validator), where the registry
+		// is hidden: the run's own entry, held until its namespace has
+		// ended, covers every process in it.
+		lr, err = launch.Run(ctx, spec)
 		return lr, false, err
 	}
+	lr, err = launch.Run(ctx, spec)
 	if !lr.Contained && (lr.Uncontained != "" || !spec.Contain) && e.Uncontained() != nil {
 		// Unmarked, the registry could be found quiet while what the
 		// command left runs: keep the entry held until this process

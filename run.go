@@ -148,6 +148,13 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 	env = append(env[:len(env):len(env)],
 		"AIRLOCK_TX="+t.ID(),
 		"AIRLOCK_PORT_BASE="+strconv.Itoa(t.rec.PortBase))
+	// The one place in the state root besides its tree that the command
+	// may write: where the hooks of an agent run inside it check (Check).
+	// Nothing outside a hook's check reads it.
+	hooks, err := t.hookScratch()
+	if err != nil {
+		return nil, err
+	}
 	spec := launch.Spec{
 		Argv: o.Argv, Staged: t.Path(), Base: t.Base(), Dir: startDir(t.Base(), o.Dir),
 		Env: env, SamePath: o.SamePath && t.SamePathOff() == "",
@@ -159,7 +166,7 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 		// transaction's directory (its tree; the hooks of an agent run
 		// inside it), and nothing else there, so it cannot forge what a
 		// later transaction trusts (pool records, clock facts, journals).
-		ReadOnly: t.store.Dir(), Writable: t.st.Dir(),
+		ReadOnly: t.store.Dir(), Writable: []string{t.Path(), hooks}, Hidden: []string{t.store.commands().Dir()},
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 	}
 	if fsType, data, ok := stage.HostedMount(t.Base(), t.Path()); ok {

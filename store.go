@@ -296,6 +296,13 @@ func (s *Store) loadTx(st *state.Tx) (*Tx, error) {
 	if d, err := rec.seal(); err != nil || d != rec.Digest {
 		return nil, &state.CorruptError{Path: st.Path(recordFile), Err: errors.New("the open record does not match its digest (it was edited)")}
 	}
+	// Every backend stages at the same place in the transaction's state;
+	// a record naming any other path (the base, a user's directory) was
+	// written by someone else, and gc or a discard would remove that
+	// directory as the staged tree.
+	if string(rec.Staged) != st.Path(stagedDir) {
+		return nil, &state.UnsafeError{Path: st.Path(recordFile), Reason: fmt.Sprintf("names %s as its staged workspace, not %s, where airlock stages: the record was altered, and nothing of it is used", rec.Staged, st.Path(stagedDir))}
+	}
 	return &Tx{store: s, st: st, rec: rec}, nil
 }
 

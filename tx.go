@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -125,6 +126,10 @@ func (t *Tx) Events() (_ []Event, err error) {
 	out := make([]Event, len(evs))
 	for i, e := range evs {
 		out[i] = Event(e)
+	}
+	if hook := t.hookEvents(); len(hook) > 0 {
+		out = append(out, hook...)
+		slices.SortStableFunc(out, func(a, b Event) int { return a.Time.Compare(b.Time) })
 	}
 	return out, nil
 }

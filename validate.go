@@ -188,7 +188,7 @@ func (t *Tx) runValidators(ctx context.Context, cmds []string, gate *project.Pro
 			Argv: []string{shell, "-c", cmd}, Staged: at.dir, Base: at.base, Dir: at.sub, Env: env,
 			SamePath: true, Stdout: logf, Stderr: logf, EndGroup: true, Contain: !fault.Off("contain"),
 			// The state root is read-only to it but for its candidate.
-			ReadOnly: t.store.Dir(), Writable: at.dir,
+			ReadOnly: t.store.Dir(), Writable: []string{at.dir}, Hidden: []string{t.store.commands().Dir()},
 		})
 		logf.Sync()
 		if res.Interrupted != 0 {

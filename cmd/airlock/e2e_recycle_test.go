@@ -296,12 +296,18 @@ func TestE2ERecycleNeverFollowsASwappedStagedDir(t *testing.T) {
 			} else {
 				swap += `cp -a "$s/staged.old" "$s/staged"`
 			}
-			r1 := x.exec(run{env: []string{"TARGET=" + target}, args: []string{"run", "--no-same-path", "--workdir", x.base, "--", "sh", "-c", swap + "; exit 1"}})
+			// Where the command's namespace shows the state root read-only
+			// the swap itself fails; the staged path is then still the tree
+			// staging made, which may be recycled.
+			marks := testbin.RealDir(t)
+			swap += ` && touch "$MARKS/swapped"`
+			r1 := x.exec(run{env: []string{"TARGET=" + target, "MARKS=" + marks}, args: []string{"run", "--no-same-path", "--workdir", x.base, "--", "sh", "-c", swap + "; exit 1"}})
 			wantCode(t, r1, 1)
+			swapped := testbin.Exists(filepath.Join(marks, "swapped"))
 			r2 := x.airlock("open", "--workdir", x.base)
 			wantCode(t, r2, 0)
 			id := strings.TrimSpace(strings.SplitN(r2.Stdout, "\n", 2)[0])
-			if s := x.showRecycle(id); s.Recycled != nil {
+			if s := x.showRecycle(id); swapped && s.Recycled != nil {
 				t.Errorf("the next open recycled what the command put at its staged path: %+v", s.Recycled)
 			}
 			if got := testbin.ReadFile(t, filepath.Join(victim, "thesis/chapter1.tex")); got != "years of work\n" {

@@ -10,8 +10,10 @@ import (
 // forgeState is what a command that wants a later transaction to trust
 // its bytes tries: rewrite the cached clock facts, plant a tree in a
 // base's pool, leave a file in the state root; and what it may do: write
-// its own tree and its own transaction's directory (the hooks of an agent
-// run inside it do).
+// its own tree and its transaction's hook scratch directory (the hooks of
+// an agent run inside it check there). Its own transaction's record,
+// manifests and fingerprints are airlock's: a forged record's staged path
+// once made gc remove the real base.
 const forgeState = `s=$AIRLOCK_STATE_DIR
 for f in "$s/fsclock.json" "$s/planted"; do
   echo x >> "$f" 2>/dev/null && echo "wrote $f"
@@ -22,11 +24,14 @@ done
 for d in "$s"/tx/*; do
   [ "$d" = "$s/tx/$AIRLOCK_TX" ] || { echo x > "$d/planted" 2>/dev/null && echo "wrote $d/planted"; }
 done
-echo x > "$s/tx/$AIRLOCK_TX/own" && echo own-ok
+for f in open.json open.manifest base.links.json git.json repoguard.json planted; do
+  echo x >> "$s/tx/$AIRLOCK_TX/$f" 2>/dev/null && echo "wrote own $f"
+done
+echo x > "$s/tx/$AIRLOCK_TX/hook/own" && echo own-ok
 echo mine > mine`
 
 // TestE2ECommandCannotForgeState: under airlock run the state root is
-// read-only to the command, all but its own transaction's directory:
+// read-only to the command, all but its tree and hook scratch directory:
 // nothing it writes can make a later transaction trust bytes the base does
 // not hold (a forged pool record, a clock claimed finer than it is), or
 // make recover replay a journal it wrote. As root (the accident) and as a
@@ -41,7 +46,7 @@ func TestE2ECommandCannotForgeState(t *testing.T) {
 			t.Errorf("the command wrote airlock's state outside its own transaction:\n%s", stdout)
 		}
 		if !strings.Contains(stdout, "own-ok") {
-			t.Errorf("the command could not write its own transaction's directory:\n%s\n%s", stdout, stderr)
+			t.Errorf("the command could not write its transaction's hook scratch directory:\n%s\n%s", stdout, stderr)
 		}
 		if !strings.Contains(stderr, "airlock.added=1") {
 			t.Errorf("the command's own change did not commit:\n%s", stderr)

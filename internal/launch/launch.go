@@ -63,14 +63,18 @@ type Spec struct {
 	// Result.Uncontained says why.
 	Contain bool
 	// ReadOnly, when set, is a directory the command sees read-only
-	// (airlock's state root), all of it but Writable (the transaction's
-	// own directory, where the command's tree and the hooks of an agent
-	// run inside it write). Pool records, cached clock facts, journals and
-	// other transactions' state are then not the command's to forge. It
-	// holds wherever the command runs in a namespace of its own: contained,
-	// in same-path mode, or with a Mount; a command run directly sees the
-	// state as its user does.
-	ReadOnly, Writable string
+	// (airlock's state root), all of it but the directories beneath it in
+	// Writable (the transaction's staged tree, and the scratch directory
+	// the hooks of an agent run inside it check in), and with each of
+	// Hidden beneath it shown empty (the registry of running commands,
+	// whose lock a command could otherwise hold). Records, manifests, pool
+	// records, cached clock facts, journals and other transactions' state
+	// are then not the command's to forge. It holds wherever the command
+	// runs in a namespace of its own: contained, in same-path mode, or
+	// with a Mount; a command run directly sees the state as its user
+	// does.
+	ReadOnly         string
+	Writable, Hidden []string
 }
 
 // Mount is a file system as mount(2) takes it.

@@ -86,12 +86,12 @@ func helperMain() {
 	os.Unsetenv(helperEnv)
 	unix.CloseOnExec(errFD)
 	a := os.Args
-	if len(a) < 12 || a[11] != "--" {
+	if len(a) < 13 || a[12] != "--" {
 		fmt.Fprintln(os.Stderr, "airlock: same-path helper: malformed arguments (is this binary's launch.Init call out of date?)")
 		os.Exit(125)
 	}
-	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[12:]
-	readOnly, writable := a[9], a[10]
+	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[13:]
+	readOnly, writable, hidden := a[9], splitList(a[10]), splitList(a[11])
 	fsType, source, data := a[5], a[6], a[7]
 	grace, pidNS := strings.CutPrefix(a[8], "pid:")
 	if pidNS {
@@ -126,7 +126,7 @@ func helperMain() {
 		}
 	}
 	if readOnly != "" {
-		if err := readOnlyExcept(readOnly, writable); err != nil {
+		if err := readOnlyExcept(readOnly, writable, hidden); err != nil {
 			helperFail(msgSetup, err, err.Error())
 		}
 	}
@@ -194,20 +194,20 @@ func mountErr(err error) string {
 }
 
 // readOnlyExcept makes dir read-only in this mount namespace, all of it
-// but keep (a directory beneath it, or ""), which stays as it was: keep is
-// bound onto itself first, so the recursive bind of dir carries it as a
-// mount of its own that the read-only remount of dir's top mount leaves
-// alone. Mounts already inside dir (an overlay at the staged path) are
-// carried the same way. The remount keeps the flags the mount already has
-// (nosuid, nodev, noexec, atime): in a user namespace those are locked,
-// and a remount that drops one is refused. Made before the capabilities
-// are dropped, and inherited by a namespace the command could make
-// itself, these mounts are locked there: the command cannot unmount or
-// remount them.
-func readOnlyExcept(dir, keep string) error {
-	if keep != "" {
-		if err := unix.Mount(keep, keep, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind %s onto itself, to keep it writable in a read-only %s: %v", keep, dir, err)
+// but keep (directories beneath it), which stay as they were, and shows
+// each of hide empty. Each kept directory is bound onto itself first, so
+// the recursive bind of dir carries it as a mount of its own that the
+// read-only remount of dir's top mount leaves alone. Mounts already inside
+// dir (an overlay at the staged path) are carried the same way. The
+// remount keeps the flags the mount already has (nosuid, nodev, noexec,
+// atime): in a user namespace those are locked, and a remount that drops
+// one is refused. Made before the capabilities are dropped, and inherited
+// by a namespace the command could make itself, these mounts are locked
+// there: the command cannot unmount or remount them.
+func readOnlyExcept(dir string, keep, hide []string) error {
+	for _, k := range keep {
+		if err := unix.Mount(k, k, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind %s onto itself, to keep it writable in a read-only %s: %v", k, dir, err)
 		}
 	}
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -229,7 +229,24 @@ func readOnlyExcept(dir, keep string) error {
 	if err := unix.Mount("", dir, "", flags, ""); err != nil {
 		return fmt.Errorf("remount %s read-only: %v", dir, err)
 	}
+	for _, h := range hide {
+		if _, err := os.Lstat(h); err != nil {
+			continue // nothing there to hide, nor can the command make it
+		}
+		if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0500"); err != nil {
+			return fmt.Errorf("hide %s: %v", h, err)
+		}
+	}
 	return nil
+}
+
+// splitList is the helper's argument for a list of paths: one per line
+// ("" is none). Paths with a newline are refused by Run beforehand.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
 }
 
 // dropAmbientCaps takes back the capabilities that a helper in a user
@@ -347,9 +364,10 @@ func nsAttempts(mount, contain, needNS bool) []nsAttempt {
 type helperJob struct {
 	mode, staged, base, dir string
 	mount                   *Mount
-	// readOnly and writable: see Spec.ReadOnly.
-	readOnly, writable string
-	argv               []string
+	// readOnly, writable and hidden: see Spec.ReadOnly.
+	readOnly         string
+	writable, hidden []string
+	argv             []string
 }
 
 func (j helperJob) args(pidNS bool) []string {
@@ -362,7 +380,7 @@ func (j helperJob) args(pidNS bool) []string {
 		// The grace travels with the job: the init is another process.
 		pid = "pid:" + strconv.FormatInt(leftoverGrace.Milliseconds(), 10)
 	}
-	return append([]string{helperArg0, j.mode, j.staged, j.base, j.dir, m.FSType, m.Source, m.Data, pid, j.readOnly, j.writable, "--"}, j.argv...)
+	return append([]string{helperArg0, j.mode, j.staged, j.base, j.dir, m.FSType, m.Source, m.Data, pid, j.readOnly, strings.Join(j.writable, "\n"), strings.Join(j.hidden, "\n"), "--"}, j.argv...)
 }
 
 // startHelper starts the helper in the first of attempts that can be had;
@@ -452,8 +470,13 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 	if !initCalled.Load() {
 		return Result{}, reasonNoInit, nil
 	}
+	for _, p := range append(append([]string{spec.ReadOnly}, spec.Writable...), spec.Hidden...) {
+		if strings.Contains(p, "\n") {
+			return Result{ExitCode: -1}, "", fmt.Errorf("the path %q holds a newline, which the namespace's helper cannot be given: move airlock's state (AIRLOCK_STATE_DIR) to a path without one", p)
+		}
+	}
 	job := helperJob{mode: modeRun, staged: spec.Staged, base: spec.Base, dir: spec.relDir(), mount: spec.Mount,
-		readOnly: spec.ReadOnly, writable: spec.Writable, argv: spec.Argv}
+		readOnly: spec.ReadOnly, writable: spec.Writable, hidden: spec.Hidden, argv: spec.Argv}
 	if !spec.SamePath {
 		// Only the mount (or the PID namespace) is wanted.
 		job.base = ""

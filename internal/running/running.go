@@ -39,6 +39,9 @@ type Registry struct{ dir string }
 // New is the registry in dir (the state root's "running").
 func New(dir string) *Registry { return &Registry{dir: dir} }
 
+// Dir is the registry's directory.
+func (r *Registry) Dir() string { return r.dir }
+
 // Entry is one registered command: running until Done.
 type Entry struct {
 	reg  *Registry
