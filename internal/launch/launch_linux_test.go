@@ -410,12 +410,14 @@ echo ready`
 				if err != nil || res.ExitCode != 0 {
 					t.Fatalf("Run = %+v, %v", res, err)
 				}
+				// Everything that held the pipe is gone once Run returned:
+				// read to its end before asking what it said.
+				<-done
 				select {
 				case <-ready:
 				default:
 					t.Fatal("the command never saw its leftover running")
 				}
-				<-done
 				if !res.Contained {
 					t.Fatalf("Contain was asked and PID namespaces work, yet the run says %q", res.Uncontained)
 				}
