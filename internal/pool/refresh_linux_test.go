@@ -141,8 +141,8 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 					t.Errorf("%q: missing from the refreshed tree", path)
 					continue
 				}
-				if g.typ != e.typ || g.mode != e.mode || g.mtime != e.mtime || g.data != e.data {
-					t.Errorf("%q: refreshed %v %o mtime %d %q, fresh copy %v %o mtime %d %q", path, g.typ, g.mode, g.mtime, short(g.data), e.typ, e.mode, e.mtime, short(e.data))
+				if g.Type != e.Type || g.Mode != e.Mode || g.Mtime != e.Mtime || g.Data != e.Data {
+					t.Errorf("%q: refreshed %v %o mtime %d %q, fresh copy %v %o mtime %d %q", path, g.Type, g.Mode, g.Mtime, short(g.Data), e.Type, e.Mode, e.Mtime, short(e.Data))
 				}
 			}
 			for path := range got {
@@ -154,14 +154,14 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 			seen := map[uint64]string{}
 			baseFacts := facts(t, base, nil)
 			for path, g := range got {
-				if g.typ.IsDir() {
+				if g.Type.IsDir() {
 					continue
 				}
-				if other, ok := seen[g.ino]; ok {
+				if other, ok := seen[g.Ino]; ok {
 					t.Errorf("%q and %q share an inode in the refreshed tree", path, other)
 				}
-				seen[g.ino] = path
-				if b, ok := baseFacts[path]; ok && b.ino == g.ino {
+				seen[g.Ino] = path
+				if b, ok := baseFacts[path]; ok && b.Ino == g.Ino {
 					t.Errorf("%q shares its inode with the base", path)
 				}
 			}

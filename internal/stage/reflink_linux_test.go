@@ -105,11 +105,11 @@ func TestReflinkClones(t *testing.T) {
 	}
 	want, got := facts(t, base, nil), facts(t, dir, nil)
 	for p, w := range want {
-		if p != "" && got[p].ino == w.ino {
-			t.Errorf("%q shares inode %d with the base", p, w.ino)
+		if p != "" && got[p].Ino == w.Ino {
+			t.Errorf("%q shares inode %d with the base", p, w.Ino)
 		}
-		if got[p].mode != w.mode || (p != "" && got[p].mtime != w.mtime) {
-			t.Errorf("%q: mode %v mtime %d, want %v %d", p, got[p].mode, got[p].mtime, w.mode, w.mtime)
+		if got[p].Mode != w.Mode || (p != "" && got[p].Mtime != w.Mtime) {
+			t.Errorf("%q: mode %v mtime %d, want %v %d", p, got[p].Mode, got[p].Mtime, w.Mode, w.Mtime)
 		}
 	}
 	// A write to the clone must leave the base's bytes alone.

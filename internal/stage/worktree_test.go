@@ -114,8 +114,8 @@ func sameTree(t *testing.T, want, got string, skip func(string, bool) bool) {
 		switch {
 		case !ok:
 			t.Errorf("%q: missing from the staged tree", p)
-		case h.typ != f.typ || h.mode != f.mode || h.data != f.data:
-			t.Errorf("%q: staged %v %v %q, base %v %v %q", p, h.typ, h.mode, h.data, f.typ, f.mode, f.data)
+		case h.Type != f.Type || h.Mode != f.Mode || h.Data != f.Data:
+			t.Errorf("%q: staged %v %v %q, base %v %v %q", p, h.Type, h.Mode, h.Data, f.Type, f.Mode, f.Data)
 		}
 	}
 	for p := range g {
