@@ -72,17 +72,10 @@ func Patch(ctx context.Context, root string, m *Manifest, paths, trees []string,
 	for _, rel := range paths {
 		changed[rel] = true
 	}
-	out := make([]Entry, 0, len(m.Entries)+len(measured))
-	for _, e := range m.Entries {
-		if changed[e.Path] || under(e.Path) {
-			continue
-		}
-		e.Digest = ""
-		out = append(out, e)
-	}
+	var fresh []Entry
 	for rel, e := range measured {
 		if !under(rel) {
-			out = append(out, e)
+			fresh = append(fresh, e)
 		}
 	}
 	for _, t := range trees {
@@ -90,10 +83,23 @@ func Patch(ctx context.Context, root string, m *Manifest, paths, trees []string,
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, es...)
+		fresh = append(fresh, es...)
 	}
-	sortEntries(out)
-	return &Manifest{Entries: out}, nil
+	sortEntries(fresh)
+	// The kept entries are in order already: merge, not sort, so that a
+	// patch of a few paths costs a copy of the manifest, not a sort.
+	out := make([]Entry, 0, len(m.Entries)+len(fresh))
+	for _, e := range m.Entries {
+		if changed[e.Path] || under(e.Path) {
+			continue
+		}
+		for len(fresh) > 0 && fresh[0].Path < e.Path {
+			out, fresh = append(out, fresh[0]), fresh[1:]
+		}
+		e.Digest = ""
+		out = append(out, e)
+	}
+	return &Manifest{Entries: append(out, fresh...)}, nil
 }
 
 // outermost sorts trees and drops each one beneath another.
