@@ -107,7 +107,7 @@ func runRun(ctx context.Context, io IO, o runOptions) error {
 		if o.json {
 			m := resultJSON(res.Settled)
 			m.ExitCode = &res.ExitCode
-			m.Measured, m.Unwatched = "walk", res.Unwatched
+			m.Measured, m.Unwatched = "walk", &res.Unwatched
 			if res.Watched {
 				m.Measured = "watch"
 			}

@@ -65,7 +65,7 @@ type Settle struct {
 	RefusedPaths []airlock.Bytes     `json:"refused_paths,omitzero"` // [] when a refusal names none
 	Repeat       bool                `json:"repeat"`
 	Tx           string              `json:"tx"`
-	Unwatched    string              `json:"unwatched,omitempty"`
+	Unwatched    *string             `json:"unwatched,omitempty"` // only for run, "" when measured by the watch
 	Validators   []airlock.Bytes     `json:"validators,omitempty"`
 }
 
