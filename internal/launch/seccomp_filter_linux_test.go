@@ -59,18 +59,23 @@ func testGuardFilter(t *testing.T, links bool) {
 		// Without links, link and open_by_handle_at pass; with them,
 		// they fail as a link across file systems and a handle without
 		// CAP_DAC_READ_SEARCH do.
-		wantLink, wantHandle := allow, allow
+		wantLink, wantDenied, wantAbsent := allow, allow, allow
 		if links {
-			wantLink, wantHandle = exdev, deny
+			wantLink, wantDenied, wantAbsent = exdev, deny, uint32(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))
 		}
 		for _, nr := range abi.links {
 			if got := runFilter(t, prog, abi.arch, nr, 0); got != wantLink {
 				t.Errorf("links %v: arch %#x link nr %#x: %#x, want %#x", links, abi.arch, nr, got, wantLink)
 			}
 		}
-		for _, nr := range abi.handles {
-			if got := runFilter(t, prog, abi.arch, nr, 0); got != wantHandle {
-				t.Errorf("links %v: arch %#x open_by_handle_at nr %#x: %#x, want %#x", links, abi.arch, nr, got, wantHandle)
+		for _, nr := range abi.denied {
+			if got := runFilter(t, prog, abi.arch, nr, 0); got != wantDenied {
+				t.Errorf("links %v: arch %#x denied nr %#x: %#x, want %#x", links, abi.arch, nr, got, wantDenied)
+			}
+		}
+		for _, nr := range abi.absent {
+			if got := runFilter(t, prog, abi.arch, nr, 0); got != wantAbsent {
+				t.Errorf("links %v: arch %#x io_uring_setup nr %#x: %#x, want %#x", links, abi.arch, nr, got, wantAbsent)
 			}
 		}
 		for _, nr := range abi.ioctls {

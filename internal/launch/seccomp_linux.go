@@ -37,13 +37,22 @@ const x32Bit = 0x40000000
 
 // abi is the numbers of the system calls the guards refuse in one system
 // call ABI, as seccomp names the ABI (seccomp_data.arch): ioctl(2) for
-// the terminal guard; link(2), linkat(2) and open_by_handle_at(2) for the
-// link guard of a watched run (Spec.Watched).
+// the terminal guard; for the link guard of a watched run (Spec.Watched),
+// the calls that make a second name for a file or write one unseen by
+// inotify.
 type abi struct {
-	arch    uint32
-	ioctls  []uint32
-	links   []uint32 // link (where the ABI has it) and linkat
-	handles []uint32 // open_by_handle_at
+	arch   uint32
+	ioctls []uint32
+	// links are link (where the ABI has it) and linkat: EXDEV.
+	links []uint32
+	// denied are open_by_handle_at (a file whose directory the kernel
+	// may not know) and fanotify_init (whose events carry descriptors
+	// that make no events): EPERM.
+	denied []uint32
+	// absent is io_uring_setup (a ring links and writes without these
+	// system calls): ENOSYS, as on a kernel without io_uring, which its
+	// users fall back from.
+	absent []uint32
 }
 
 // abis are the ABIs of the architectures Go builds airlock for, each
@@ -51,22 +60,20 @@ type abi struct {
 // (an i386 binary on amd64), and must find the guards there too. A
 // process under an ABI not listed here (mips) is let through unfiltered
 // rather than broken; doctor's `terminal` check then says TIOCSTI is not
-// blocked, and a watched run under it is not a concern: airlock itself
-// runs only under the ABIs listed. The numbers are golang.org/x/sys/unix's
-// zsysnum tables'.
+// blocked. The numbers are golang.org/x/sys/unix's zsysnum tables'.
 var abis = []abi{
 	// x32's ioctl is 514; 16 is 64-bit only, and refused for x32 anyway.
-	{unix.AUDIT_ARCH_X86_64, []uint32{16, x32Bit | 16, x32Bit | 514}, []uint32{86, 265, x32Bit | 86, x32Bit | 265}, []uint32{304, x32Bit | 304}},
-	{unix.AUDIT_ARCH_I386, []uint32{54}, []uint32{9, 303}, []uint32{342}},
-	{unix.AUDIT_ARCH_AARCH64, []uint32{29}, []uint32{37}, []uint32{265}},
-	{unix.AUDIT_ARCH_ARM, []uint32{54}, []uint32{9, 330}, []uint32{371}},
-	{unix.AUDIT_ARCH_RISCV64, []uint32{29}, []uint32{37}, []uint32{265}},
-	{unix.AUDIT_ARCH_LOONGARCH64, []uint32{29}, []uint32{37}, []uint32{265}},
-	{unix.AUDIT_ARCH_PPC64LE, []uint32{54}, []uint32{9, 294}, []uint32{346}},
-	{unix.AUDIT_ARCH_PPC64, []uint32{54}, []uint32{9, 294}, []uint32{346}},
-	{unix.AUDIT_ARCH_PPC, []uint32{54}, []uint32{9, 294}, []uint32{346}},
-	{unix.AUDIT_ARCH_S390X, []uint32{54}, []uint32{9, 296}, []uint32{336}},
-	{unix.AUDIT_ARCH_S390, []uint32{54}, []uint32{9, 296}, []uint32{336}},
+	{unix.AUDIT_ARCH_X86_64, []uint32{16, x32Bit | 16, x32Bit | 514}, []uint32{86, 265, x32Bit | 86, x32Bit | 265}, []uint32{304, 300, x32Bit | 304, x32Bit | 300}, []uint32{425, x32Bit | 425}},
+	{unix.AUDIT_ARCH_I386, []uint32{54}, []uint32{9, 303}, []uint32{342, 338}, []uint32{425}},
+	{unix.AUDIT_ARCH_AARCH64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425}},
+	{unix.AUDIT_ARCH_ARM, []uint32{54}, []uint32{9, 330}, []uint32{371, 367}, []uint32{425}},
+	{unix.AUDIT_ARCH_RISCV64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425}},
+	{unix.AUDIT_ARCH_LOONGARCH64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425}},
+	{unix.AUDIT_ARCH_PPC64LE, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425}},
+	{unix.AUDIT_ARCH_PPC64, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425}},
+	{unix.AUDIT_ARCH_PPC, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425}},
+	{unix.AUDIT_ARCH_S390X, []uint32{54}, []uint32{9, 296}, []uint32{336, 332}, []uint32{425}},
+	{unix.AUDIT_ARCH_S390, []uint32{54}, []uint32{9, 296}, []uint32{336, 332}, []uint32{425}},
 }
 
 // Offsets in struct seccomp_data: nr, arch, then args[6] as 64-bit words
@@ -96,15 +103,16 @@ func requestOffset() uint32 {
 //
 //	ld arch; jeq each ABI -> its block; ret ALLOW (an unknown ABI)
 //	block: ld nr; jeq each ioctl -> req; [jeq each link -> exdev;
-//	       jeq each open_by_handle_at -> deny]; ret ALLOW
+//	       jeq each denied -> deny; jeq each absent -> enosys]; ret ALLOW
 //	req: ld request; jeq TIOCSTI -> deny; jeq TIOCLINUX -> deny; ret ALLOW
 //	deny: ret ERRNO(EPERM)
 //	exdev: ret ERRNO(EXDEV)
+//	enosys: ret ERRNO(ENOSYS)
 //
 // With links, a link fails as one across file systems does, which every
 // tool that makes hard links already handles (by copying); a handle
-// cannot be opened at all, as for any process without
-// CAP_DAC_READ_SEARCH.
+// cannot be opened, nor a fanotify group made, as for a process without
+// CAP_DAC_READ_SEARCH and CAP_SYS_ADMIN; and io_uring is absent.
 func guardFilter(links bool) []unix.SockFilter {
 	var p bpf
 	p.ld(offArch)
@@ -122,8 +130,11 @@ func guardFilter(links bool) []unix.SockFilter {
 			for _, nr := range a.links {
 				p.jeq(nr, "exdev")
 			}
-			for _, nr := range a.handles {
+			for _, nr := range a.denied {
 				p.jeq(nr, "deny")
+			}
+			for _, nr := range a.absent {
+				p.jeq(nr, "enosys")
 			}
 		}
 		p.ret(unix.SECCOMP_RET_ALLOW)
@@ -137,6 +148,8 @@ func guardFilter(links bool) []unix.SockFilter {
 	p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
 	p.label("exdev")
 	p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EXDEV))
+	p.label("enosys")
+	p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
 	return p.resolve()
 }
 

@@ -60,13 +60,25 @@ func Patch(ctx context.Context, root string, m *Manifest, paths, trees []string,
 		}
 	}
 	trees = outermost(trees)
+	inTrees := make(map[string]bool, len(trees))
+	for _, t := range trees {
+		inTrees[t] = true
+	}
+	// under asks of rel and each of its ancestors, not of the tree that
+	// sorts next to it: "d.old" sorts between "d" and "d/f".
 	under := func(rel string) bool {
-		i, found := slices.BinarySearch(trees, rel)
-		if found {
+		if len(inTrees) == 0 {
+			return false
+		}
+		if inTrees[""] || inTrees[rel] {
 			return true
 		}
-		// The tree that could hold rel sorts just before it.
-		return i > 0 && strings.HasPrefix(rel, trees[i-1]+"/")
+		for i := 0; i < len(rel); i++ {
+			if rel[i] == '/' && inTrees[rel[:i]] {
+				return true
+			}
+		}
+		return false
 	}
 	changed := map[string]bool{}
 	for _, rel := range paths {
@@ -102,17 +114,27 @@ func Patch(ctx context.Context, root string, m *Manifest, paths, trees []string,
 	return &Manifest{Entries: append(out, fresh...)}, nil
 }
 
-// outermost sorts trees and drops each one beneath another.
+// outermost sorts trees and drops each one beneath another (asking of
+// each of its ancestors: "d.old" sorts between "d" and "d/x").
 func outermost(trees []string) []string {
-	slices.Sort(trees)
-	trees = slices.Compact(trees)
-	out := trees[:0]
+	all := make(map[string]bool, len(trees))
 	for _, t := range trees {
-		if len(out) > 0 && (out[len(out)-1] == "" || strings.HasPrefix(t, out[len(out)-1]+"/")) {
-			continue
-		}
-		out = append(out, t)
+		all[t] = true
 	}
+	if all[""] {
+		return []string{""}
+	}
+	var out []string
+	for t := range all {
+		beneath := false
+		for i := 0; i < len(t) && !beneath; i++ {
+			beneath = t[i] == '/' && all[t[:i]]
+		}
+		if !beneath {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -64,6 +64,9 @@ func patched(t *testing.T, root string, before *manifest.Manifest, w *watch.Watc
 	if err != nil {
 		t.Fatalf("stop: %v", err)
 	}
+	if os.Getenv("WATCH_DEBUG") != "" {
+		t.Logf("paths %q trees %q", keys(ch.Paths), keys(ch.Trees))
+	}
 	return manifest.Patch(context.Background(), root, before, keys(ch.Paths), keys(ch.Trees), manifest.WalkOptions{})
 }
 
@@ -91,7 +94,7 @@ func same(t *testing.T, what string, got, want *manifest.Manifest) {
 // of files and directories, symlinks, new directories with contents,
 // mmap writes), the manifest the watch's changes patch equals a walk.
 func TestPatchEqualsWalk(t *testing.T) {
-	for seed := range uint64(40) {
+	for seed := range uint64(60) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			root := tree(t)
 			before, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
@@ -151,7 +154,7 @@ func mutate(t *testing.T, rng *rand.Rand, root string) {
 	dirs = append(dirs, ".")
 	at := func(rel string) string { return filepath.Join(root, rel) }
 	name := fmt.Sprintf("n%d", rng.IntN(1000))
-	switch rng.IntN(12) {
+	switch rng.IntN(14) {
 	case 0: // append
 		if f := pick(rng, files); f != "" {
 			if fh, err := os.OpenFile(at(f), os.O_WRONLY|os.O_APPEND, 0); err == nil {
@@ -164,7 +167,9 @@ func mutate(t *testing.T, rng *rand.Rand, root string) {
 			os.Truncate(at(f), 1)
 		}
 	case 2: // chmod
-		os.Chmod(at(pick(rng, files)), 0o600)
+		if f := pick(rng, files); f != "" {
+			os.Chmod(at(f), 0o600)
+		}
 	case 3: // times
 		if f := pick(rng, files); f != "" {
 			old := time.Unix(1_000_000, 0)
@@ -173,7 +178,9 @@ func mutate(t *testing.T, rng *rand.Rand, root string) {
 	case 4: // a new file
 		os.WriteFile(filepath.Join(at(pick(rng, dirs)), name), []byte("new"), 0o644)
 	case 5: // delete a file
-		os.Remove(at(pick(rng, files)))
+		if f := pick(rng, files); f != "" {
+			os.Remove(at(f))
+		}
 	case 6: // rename a file, maybe over another
 		if f := pick(rng, files); f != "" {
 			os.Rename(at(f), filepath.Join(at(pick(rng, dirs)), name))
@@ -204,6 +211,15 @@ func mutate(t *testing.T, rng *rand.Rand, root string) {
 	case 11: // an mmap write, the descriptor closed before the write
 		if f := pick(rng, files); f != "" {
 			mmapWrite(at(f))
+		}
+	case 12: // a directory renamed beside itself, to a name that sorts
+		// between it and its entries ("d.old" < "d/x")
+		if d := pick(rng, dirs); d != "." {
+			os.Rename(at(d), at(d)+[]string{".old", "-x", " y", "!"}[rng.IntN(4)])
+		}
+	case 13: // a file named after a directory, beside it
+		if d := pick(rng, dirs); d != "." {
+			os.WriteFile(at(d)+".txt", []byte("beside"), 0o644)
 		}
 	}
 }
