@@ -79,6 +79,11 @@ func testGuardFilter(t *testing.T, links bool) {
 			}
 		}
 		for _, nr := range abi.ioctls {
+			for _, req := range loopAttach {
+				if got := runFilter(t, prog, abi.arch, nr, uint64(req)); got != wantDenied {
+					t.Errorf("links %v: arch %#x ioctl %#x: %#x, want %#x", links, abi.arch, req, got, wantDenied)
+				}
+			}
 			for _, req := range []uint64{tiocsti, tioclinux, 0xffffffff00000000 | tiocsti} {
 				if got := runFilter(t, prog, abi.arch, nr, req); got != deny {
 					t.Errorf("arch %#x nr %#x request %#x: %#x, want EPERM", abi.arch, nr, req, got)

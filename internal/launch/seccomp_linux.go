@@ -31,6 +31,15 @@ const (
 	tioclinux = 0x541c
 )
 
+// The loop device requests that attach a file, refused in a watched run:
+// the loop driver writes its file from the kernel, which no inotify event
+// reports. (Only root can attach one.)
+var loopAttach = []uint32{
+	0x4c00, // LOOP_SET_FD
+	0x4c06, // LOOP_CHANGE_FD
+	0x4c0a, // LOOP_CONFIGURE
+}
+
 // x32Bit marks an x32 system call, which seccomp sees under
 // AUDIT_ARCH_X86_64.
 const x32Bit = 0x40000000
@@ -104,15 +113,17 @@ func requestOffset() uint32 {
 //	ld arch; jeq each ABI -> its block; ret ALLOW (an unknown ABI)
 //	block: ld nr; jeq each ioctl -> req; [jeq each link -> exdev;
 //	       jeq each denied -> deny; jeq each absent -> enosys]; ret ALLOW
-//	req: ld request; jeq TIOCSTI -> deny; jeq TIOCLINUX -> deny; ret ALLOW
+//	req: ld request; jeq TIOCSTI -> deny; jeq TIOCLINUX -> deny;
+//	     [jeq each loop attach -> deny]; ret ALLOW
 //	deny: ret ERRNO(EPERM)
 //	exdev: ret ERRNO(EXDEV)
 //	enosys: ret ERRNO(ENOSYS)
 //
 // With links, a link fails as one across file systems does, which every
 // tool that makes hard links already handles (by copying); a handle
-// cannot be opened, nor a fanotify group made, as for a process without
-// CAP_DAC_READ_SEARCH and CAP_SYS_ADMIN; and io_uring is absent.
+// cannot be opened, nor a fanotify group made, nor a file attached to a
+// loop device, as for a process without CAP_DAC_READ_SEARCH and
+// CAP_SYS_ADMIN; and io_uring is absent.
 func guardFilter(links bool) []unix.SockFilter {
 	var p bpf
 	p.ld(offArch)
@@ -143,6 +154,11 @@ func guardFilter(links bool) []unix.SockFilter {
 	p.ld(requestOffset())
 	p.jeq(tiocsti, "deny")
 	p.jeq(tioclinux, "deny")
+	if links {
+		for _, req := range loopAttach {
+			p.jeq(req, "deny")
+		}
+	}
 	p.ret(unix.SECCOMP_RET_ALLOW)
 	p.label("deny")
 	p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
