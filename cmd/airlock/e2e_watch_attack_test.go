@@ -1,3 +1,5 @@
+//go:build linux
+
 package main_test
 
 // Attacks on the watch of a run (watch.go, internal/watch,
@@ -31,6 +33,8 @@ func init() {
 		switch part, args := strings.TrimPrefix(os.Args[1], attackPrefix), os.Args[2:]; {
 		case part == "uring-link" && len(args) == 2:
 			err = uringLinkat(args[0], args[1])
+		case part == "mmap-give" && len(args) == 3:
+			err = mmapGive(args[0], args[1], args[2])
 		case part == "fanotify-write" && len(args) == 2:
 			err = fanotifyWrite(args[0], args[1])
 		default:
@@ -165,6 +169,85 @@ func fanotifyWrite(path, content string) error {
 		return fmt.Errorf("write %s through the fanotify descriptor: %w", path, err)
 	}
 	return nil
+}
+
+// mmapGive maps path shared, hands a descriptor of it to whoever listens
+// on the abstract unix socket sock (and waits for the word it arrived),
+// then writes content over the file's first bytes through the mapping
+// and unmaps it. An mmap write makes no IN_MODIFY: its only event is the
+// IN_CLOSE_WRITE of the file's last close, which here comes when the
+// listener closes its descriptor.
+func mmapGive(path, sock, content string) error {
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	m, err := unix.Mmap(fd, 0, len(content), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("mmap %s: %w", path, err)
+	}
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	if err := unix.Connect(s, &unix.SockaddrUnix{Name: "@" + sock}); err != nil {
+		return fmt.Errorf("connect @%s: %w", sock, err)
+	}
+	if err := unix.Sendmsg(s, []byte("f"), unix.UnixRights(fd), nil, 0); err != nil {
+		return fmt.Errorf("send the descriptor: %w", err)
+	}
+	if _, _, err := unix.Recvfrom(s, make([]byte, 1), 0); err != nil {
+		return fmt.Errorf("wait for the holder: %w", err)
+	}
+	unix.Close(fd)
+	copy(m, content)
+	return unix.Munmap(m)
+}
+
+// holdFDs listens on a fresh abstract unix socket, takes one descriptor
+// from the one process that connects, answers, and keeps the descriptor
+// open until the test ends. It returns the socket's name.
+func holdFDs(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("airlock-watch-attack-%d-%s", os.Getpid(), filepath.Base(testbin.RealDir(t)))
+	l, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Bind(l, &unix.SockaddrUnix{Name: "@" + name}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(l, 1); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan int, 1)
+	t.Cleanup(func() {
+		unix.Close(l) // ends an Accept still waiting
+		select {
+		case fd := <-held:
+			unix.Close(fd)
+		default:
+		}
+	})
+	go func() {
+		c, _, err := unix.Accept(l)
+		if err != nil {
+			return
+		}
+		defer unix.Close(c)
+		oob := make([]byte, unix.CmsgSpace(4))
+		_, oobn, _, _, err := unix.Recvmsg(c, make([]byte, 1), oob, 0)
+		if err != nil {
+			return
+		}
+		if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(msgs) == 1 {
+			if fds, err := unix.ParseUnixRights(&msgs[0]); err == nil && len(fds) == 1 {
+				held <- fds[0]
+			}
+		}
+		unix.Write(c, []byte("k"))
+	}()
+	return name
 }
 
 // recycledRun runs a first, committing run and waits until the tree it
@@ -363,6 +446,40 @@ func TestE2EWatchAttackLoopDevice(t *testing.T) {
 			want := "EVIL" + strings.Repeat("o", 4092)
 			if got := snapshot(t, x.base, nil)["a"].Content; got != want || r.Code != 0 {
 				t.Errorf("a run that wrote a through a loop device: exit %d, outcome %q (measured %q), base a starts %q, want the write committed", r.Code, j.Outcome, j.Measured, got[:8])
+			}
+		})
+	}
+}
+
+// TestE2EWatchAttackDeferredClose: the watch is read "once every process
+// that could write the tree has ended: the kernel queues an event as the
+// system call makes its change". An mmap write has no event of its own;
+// its IN_CLOSE_WRITE comes with the file's last close, which need not be
+// a process of the command's: here another process holds a descriptor
+// the command handed it, and the command writes through its mapping and
+// exits. The change is dropped (no_changes). A walk commits it. The same
+// happens, as a race, with no other process at all: the command's last
+// reference to the file in flight in a unix socket that is itself in
+// flight (an SCM_RIGHTS cycle), which the kernel's unix garbage collector
+// closes from a worker after the command has ended (about half of tries
+// here drop the change).
+func TestE2EWatchAttackDeferredClose(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watched", true: "walked"}[walk], func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a": F(0o644, "orig\n")})
+			id1 := x.recycledRun("a")
+			sock := holdFDs(t)
+			var env []string
+			if walk {
+				env = []string{"AIRLOCK_NO_WATCH=1"}
+			}
+			r, j := x.runJSON(env, attackCommand(t, "mmap-give", "a", sock, "EVIL\n"))
+			if s := x.showRecycle(r.Settle["tx"]); s.Recycled == nil || s.Recycled.From != id1 {
+				t.Logf("the run did not recycle %s (recycled %+v, not_recycled %q)", id1, s.Recycled, s.NotRecycled)
+			}
+			if got := snapshot(t, x.base, nil)["a"].Content; got != "EVIL\n" || r.Code != 0 {
+				t.Errorf("a run that wrote a through a mapping whose last close came after it: exit %d, outcome %q (measured %q), base a %q, want the write committed\n%s", r.Code, j.Outcome, j.Measured, got, r.Stderr)
 			}
 		})
 	}

@@ -12,8 +12,14 @@ import (
 )
 
 // events is every change to a watched directory's entries, and to the
-// directory itself, that a write of the tree can make.
-const events = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
+// directory itself, that a write of the tree can make, and every open of
+// one: a write through a shared mapping makes no event of its own, and
+// the close that would name it can come after the command (its last
+// descriptor held by another process, or in flight in a unix socket the
+// kernel collects later). Every file a command could write was opened,
+// so an open names it; what an open names that was only read measures
+// the same again.
+const events = unix.IN_OPEN | unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
 	unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 
