@@ -75,6 +75,11 @@ type RunResult struct {
 	// ("PID (name)", as its namespace numbered them): Run ended them
 	// (SIGTERM, then SIGKILL after two seconds) before settling.
 	Ended []string
+	// Watched says the change set was read from what a watch of the
+	// staged tree saw the command write, not from a walk of the tree;
+	// Unwatched says why not, where a watch was wanted (see NoWatchEnv).
+	Watched   bool
+	Unwatched string
 	// Settled is the transaction's outcome; nil when settling failed before
 	// one was recorded.
 	Settled *Result
@@ -175,8 +180,11 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 		// upper layer once the command has ended.
 		spec.Mount = &launch.Mount{FSType: fsType, Source: fsType, Data: data}
 	}
+	// Last before the command starts: the watch must see its first write.
+	t.watch = t.startWatch(&spec)
 	started := time.Now()
 	lr, registered, runErr := t.store.launchRegistered(ctx, t.ID(), spec)
+	t.watch.stop(lr.Contained)
 	// What the command left running, and whether its tree can be pooled:
 	// see pool.Account.
 	acc := pool.Account(lr)
@@ -202,6 +210,10 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 		res.Settled, settleErr = t.Commit(sctx, so)
 	} else {
 		res.Settled, settleErr = t.Discard(sctx, DiscardOptions{ExitCode: so.ExitCode, StartedAt: so.StartedAt, ReceiptCopy: so.ReceiptCopy})
+	}
+
+	if t.watch != nil {
+		res.Watched, res.Unwatched = t.watch.changes != nil, t.watch.off
 	}
 
 	var refusal *Refusal

@@ -48,6 +48,9 @@ type Tx struct {
 	// of milliseconds on a large tree. Dropped where a manifest is
 	// rewritten (rebaseOpen).
 	opened map[string]*manifest.Manifest
+	// watch is the watch of a run's tree (watch.go): nil when none was
+	// asked for.
+	watch *watched
 }
 
 // ID is the transaction's id.
@@ -228,8 +231,15 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 	}
 	start := time.Now().UnixNano()
 	rootBefore, rerr := manifest.Lstat(t.Path())
-	now, err := manifest.Walk(ctx, t.Path(), manifest.WalkOptions{Skip: noise.MatchSelf})
+	now, err := t.watchedTree(ctx, open, noise)
 	if err != nil {
+		return nil, err
+	}
+	if now != nil {
+		// The entries the watch did not name were measured at open, not
+		// now: a later pooling proves their stat facts from then.
+		start = t.rec.CreatedAt.UnixNano()
+	} else if now, err = manifest.Walk(ctx, t.Path(), manifest.WalkOptions{Skip: noise.MatchSelf}); err != nil {
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}
 	t.walked, t.walkedNs = now, start

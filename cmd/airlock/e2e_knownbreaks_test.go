@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
@@ -46,4 +48,49 @@ func TestKnownBreakConcurrentRunOfAnotherStateRoot(t *testing.T) {
 	}
 	os.WriteFile(stop, nil, 0o644)
 	holder.WaitSettled()
+}
+
+// TestKnownBreakWatchOutsideLink: a second name for a staged file, made
+// outside the tree by a process airlock did not start (which no guard of
+// the run covers), is looked for only on the paths the watch named: a
+// process outside the run links the staged a to a path outside the tree
+// while the command runs, the command writes through that path, and the
+// change to a is dropped (no_changes). A walk commits it.
+func TestKnownBreakWatchOutsideLink(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watched", true: "walked"}[walk], func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a": F(0o644, "orig\n")})
+			id1 := x.recycledRun("a")
+			out := testbin.RealDir(t) // beside the state root: the same file system
+			ready, release, alias := filepath.Join(out, "ready"), filepath.Join(out, "release"), filepath.Join(out, "alias")
+			if err := unix.Mkfifo(release, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var env []string
+			if walk {
+				env = []string{"AIRLOCK_NO_WATCH=1"}
+			}
+			script := fmt.Sprintf("set -e; : > %s; read x < %s; printf 'evil\\n' > %s", ready, release, alias)
+			p := x.start(run{env: env, args: []string{"run", "--json", "--workdir", x.base, "--", "sh", "-c", script}})
+			waitFile(t, ready)
+			staged, _ := filepath.Glob(filepath.Join(x.state, "tx", "*", "staged", "a"))
+			if len(staged) != 1 {
+				t.Fatalf("staged trees holding a: %q", staged)
+			}
+			if err := os.Link(staged[0], alias); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(release, []byte("go\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := p.WaitSettled()
+			if s := x.showRecycle(r.Settle["tx"]); s.Recycled == nil || s.Recycled.From != id1 {
+				t.Logf("the run did not recycle %s (recycled %+v, not_recycled %q)", id1, s.Recycled, s.NotRecycled)
+			}
+			if got := snapshot(t, x.base, nil)["a"].Content; got != "evil\n" || r.Code != 0 {
+				t.Errorf("a run that wrote a through a second name outside the tree: exit %d, base a %q, want the write committed\n%s", r.Code, got, r.Stdout)
+			}
+		})
+	}
 }

@@ -107,6 +107,10 @@ func runRun(ctx context.Context, io IO, o runOptions) error {
 		if o.json {
 			m := resultJSON(res.Settled)
 			m.ExitCode = &res.ExitCode
+			m.Measured, m.Unwatched = "walk", &res.Unwatched
+			if res.Watched {
+				m.Measured = "watch"
+			}
 			if jerr := writeJSON(io, m); jerr != nil {
 				return jerr
 			}

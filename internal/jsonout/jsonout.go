@@ -50,7 +50,11 @@ type Settle struct {
 	ExitCode *int `json:"exit_code,omitempty"` // only for run: its command's
 	// Kept are deleted directories kept because they held paths the
 	// transaction never saw.
-	Kept         []airlock.Bytes     `json:"kept,omitempty"`
+	Kept []airlock.Bytes `json:"kept,omitempty"`
+	// Measured, only for run: how the change set was read ("watch" or
+	// "walk"); Unwatched (after Tx) why not by a watch, where one was
+	// wanted.
+	Measured     string              `json:"measured,omitempty"`
 	Merged       []airlock.Bytes     `json:"merged,omitempty"`
 	Modified     int                 `json:"modified"`
 	Outcome      airlock.Outcome     `json:"outcome"`
@@ -61,6 +65,7 @@ type Settle struct {
 	RefusedPaths []airlock.Bytes     `json:"refused_paths,omitzero"` // [] when a refusal names none
 	Repeat       bool                `json:"repeat"`
 	Tx           string              `json:"tx"`
+	Unwatched    *string             `json:"unwatched,omitempty"` // only for run, "" when measured by the watch
 	Validators   []airlock.Bytes     `json:"validators,omitempty"`
 }
 

@@ -75,6 +75,15 @@ type Spec struct {
 	// does.
 	ReadOnly         string
 	Writable, Hidden []string
+	// Watched says the staged tree's writes are being watched by path
+	// (internal/watch), which a second name for a file would defeat: a
+	// write through one name is seen under that name only. The command
+	// then cannot make hard links (link(2) and linkat(2) fail with EXDEV,
+	// as across file systems, and every tool that makes them falls back
+	// to copying) nor open a file by handle (open_by_handle_at(2) fails
+	// with EPERM). Honoured only in a namespace of the helper's, that is
+	// when Result.Contained; LinkGuard says whether this kernel can.
+	Watched bool
 }
 
 // Mount is a file system as mount(2) takes it.

@@ -86,11 +86,12 @@ func helperMain() {
 	os.Unsetenv(helperEnv)
 	unix.CloseOnExec(errFD)
 	a := os.Args
-	if len(a) < 13 || a[12] != "--" {
+	if len(a) < 14 || a[13] != "--" {
 		fmt.Fprintln(os.Stderr, "airlock: same-path helper: malformed arguments (is this binary's launch.Init call out of date?)")
 		os.Exit(125)
 	}
-	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[13:]
+	mode, staged, base, dir, argv := a[1], a[2], a[3], a[4], a[14:]
+	refuseLinks := a[12] == "links:refuse"
 	readOnly, writable, hidden := a[9], splitList(a[10]), splitList(a[11])
 	fsType, source, data := a[5], a[6], a[7]
 	grace, pidNS := strings.CutPrefix(a[8], "pid:")
@@ -167,7 +168,7 @@ func helperMain() {
 	// Last before the command starts, so that nothing the helper still
 	// does runs under it: the command gets the filter with the exec, or
 	// with the fork of the init of its PID namespace.
-	helperGuard()
+	helperGuard(refuseLinks)
 	if pidNS {
 		initMain(prog, errno, argv, env)
 	}
@@ -367,7 +368,9 @@ type helperJob struct {
 	// readOnly, writable and hidden: see Spec.ReadOnly.
 	readOnly         string
 	writable, hidden []string
-	argv             []string
+	// refuseLinks: see Spec.Watched.
+	refuseLinks bool
+	argv        []string
 }
 
 func (j helperJob) args(pidNS bool) []string {
@@ -380,7 +383,11 @@ func (j helperJob) args(pidNS bool) []string {
 		// The grace travels with the job: the init is another process.
 		pid = "pid:" + strconv.FormatInt(leftoverGrace.Milliseconds(), 10)
 	}
-	return append([]string{helperArg0, j.mode, j.staged, j.base, j.dir, m.FSType, m.Source, m.Data, pid, j.readOnly, strings.Join(j.writable, "\n"), strings.Join(j.hidden, "\n"), "--"}, j.argv...)
+	links := "links:keep"
+	if j.refuseLinks {
+		links = "links:refuse"
+	}
+	return append([]string{helperArg0, j.mode, j.staged, j.base, j.dir, m.FSType, m.Source, m.Data, pid, j.readOnly, strings.Join(j.writable, "\n"), strings.Join(j.hidden, "\n"), links, "--"}, j.argv...)
 }
 
 // startHelper starts the helper in the first of attempts that can be had;
@@ -476,7 +483,7 @@ func runSamePath(ctx context.Context, spec Spec, fw *forwarder) (res Result, fal
 		}
 	}
 	job := helperJob{mode: modeRun, staged: spec.Staged, base: spec.Base, dir: spec.relDir(), mount: spec.Mount,
-		readOnly: spec.ReadOnly, writable: spec.Writable, hidden: spec.Hidden, argv: spec.Argv}
+		readOnly: spec.ReadOnly, writable: spec.Writable, hidden: spec.Hidden, refuseLinks: spec.Watched, argv: spec.Argv}
 	if !spec.SamePath {
 		// Only the mount (or the PID namespace) is wanted.
 		job.base = ""

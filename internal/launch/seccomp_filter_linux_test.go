@@ -45,11 +45,45 @@ func runFilter(t *testing.T, prog []unix.SockFilter, arch, nr uint32, request ui
 // know are allowed. The kernel runs only this machine's ABIs; this runs
 // them all.
 func TestTerminalFilter(t *testing.T) {
-	prog := terminalFilter()
+	for _, links := range []bool{false, true} {
+		testGuardFilter(t, links)
+	}
+}
+
+func testGuardFilter(t *testing.T, links bool) {
+	prog := guardFilter(links)
 	deny := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	exdev := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EXDEV))
 	allow := uint32(unix.SECCOMP_RET_ALLOW)
-	for _, abi := range ioctlABIs {
-		for _, nr := range abi.nrs {
+	for _, abi := range abis {
+		// Without links, link and open_by_handle_at pass; with them,
+		// they fail as a link across file systems and a handle without
+		// CAP_DAC_READ_SEARCH do.
+		wantLink, wantDenied, wantAbsent := allow, allow, allow
+		if links {
+			wantLink, wantDenied, wantAbsent = exdev, deny, uint32(unix.SECCOMP_RET_ERRNO|uint32(unix.ENOSYS))
+		}
+		for _, nr := range abi.links {
+			if got := runFilter(t, prog, abi.arch, nr, 0); got != wantLink {
+				t.Errorf("links %v: arch %#x link nr %#x: %#x, want %#x", links, abi.arch, nr, got, wantLink)
+			}
+		}
+		for _, nr := range abi.denied {
+			if got := runFilter(t, prog, abi.arch, nr, 0); got != wantDenied {
+				t.Errorf("links %v: arch %#x denied nr %#x: %#x, want %#x", links, abi.arch, nr, got, wantDenied)
+			}
+		}
+		for _, nr := range abi.absent {
+			if got := runFilter(t, prog, abi.arch, nr, 0); got != wantAbsent {
+				t.Errorf("links %v: arch %#x io_uring_setup nr %#x: %#x, want %#x", links, abi.arch, nr, got, wantAbsent)
+			}
+		}
+		for _, nr := range abi.ioctls {
+			for _, req := range loopAttach {
+				if got := runFilter(t, prog, abi.arch, nr, uint64(req)); got != wantDenied {
+					t.Errorf("links %v: arch %#x ioctl %#x: %#x, want %#x", links, abi.arch, req, got, wantDenied)
+				}
+			}
 			for _, req := range []uint64{tiocsti, tioclinux, 0xffffffff00000000 | tiocsti} {
 				if got := runFilter(t, prog, abi.arch, nr, req); got != deny {
 					t.Errorf("arch %#x nr %#x request %#x: %#x, want EPERM", abi.arch, nr, req, got)

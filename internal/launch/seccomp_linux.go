@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -30,35 +31,58 @@ const (
 	tioclinux = 0x541c
 )
 
+// The loop device requests that attach a file, refused in a watched run:
+// the loop driver writes its file from the kernel, which no inotify event
+// reports. (Only root can attach one.)
+var loopAttach = []uint32{
+	0x4c00, // LOOP_SET_FD
+	0x4c06, // LOOP_CHANGE_FD
+	0x4c0a, // LOOP_CONFIGURE
+}
+
 // x32Bit marks an x32 system call, which seccomp sees under
 // AUDIT_ARCH_X86_64.
 const x32Bit = 0x40000000
 
-// ioctlABI is the number ioctl(2) has in one system call ABI, as seccomp
-// names the ABI (seccomp_data.arch).
-type ioctlABI struct {
-	arch uint32
-	nrs  []uint32
+// abi is the numbers of the system calls the guards refuse in one system
+// call ABI, as seccomp names the ABI (seccomp_data.arch): ioctl(2) for
+// the terminal guard; for the link guard of a watched run (Spec.Watched),
+// the calls that make a second name for a file or write one unseen by
+// inotify.
+type abi struct {
+	arch   uint32
+	ioctls []uint32
+	// links are link (where the ABI has it) and linkat: EXDEV.
+	links []uint32
+	// denied are open_by_handle_at (a file whose directory the kernel
+	// may not know) and fanotify_init (whose events carry descriptors
+	// that make no events): EPERM.
+	denied []uint32
+	// absent is io_uring_setup (a ring links and writes without these
+	// system calls): ENOSYS, as on a kernel without io_uring, which its
+	// users fall back from.
+	absent []uint32
 }
 
-// ioctlABIs are the ABIs of the architectures Go builds airlock for, each
+// abis are the ABIs of the architectures Go builds airlock for, each
 // with its compat ABIs: a process may switch to any ABI its kernel offers
-// (an i386 binary on amd64), and must find the guard there too. A process
-// under an ABI not listed here (mips) is let through unfiltered rather
-// than broken; doctor's `terminal` check then says TIOCSTI is not blocked.
-var ioctlABIs = []ioctlABI{
+// (an i386 binary on amd64), and must find the guards there too. A
+// process under an ABI not listed here (mips) is let through unfiltered
+// rather than broken; doctor's `terminal` check then says TIOCSTI is not
+// blocked. The numbers are golang.org/x/sys/unix's zsysnum tables'.
+var abis = []abi{
 	// x32's ioctl is 514; 16 is 64-bit only, and refused for x32 anyway.
-	{unix.AUDIT_ARCH_X86_64, []uint32{16, x32Bit | 16, x32Bit | 514}},
-	{unix.AUDIT_ARCH_I386, []uint32{54}},
-	{unix.AUDIT_ARCH_AARCH64, []uint32{29}},
-	{unix.AUDIT_ARCH_ARM, []uint32{54}},
-	{unix.AUDIT_ARCH_RISCV64, []uint32{29}},
-	{unix.AUDIT_ARCH_LOONGARCH64, []uint32{29}},
-	{unix.AUDIT_ARCH_PPC64LE, []uint32{54}},
-	{unix.AUDIT_ARCH_PPC64, []uint32{54}},
-	{unix.AUDIT_ARCH_PPC, []uint32{54}},
-	{unix.AUDIT_ARCH_S390X, []uint32{54}},
-	{unix.AUDIT_ARCH_S390, []uint32{54}},
+	{unix.AUDIT_ARCH_X86_64, []uint32{16, x32Bit | 16, x32Bit | 514}, []uint32{86, 265, x32Bit | 86, x32Bit | 265}, []uint32{304, 300, x32Bit | 304, x32Bit | 300}, []uint32{425, x32Bit | 425}},
+	{unix.AUDIT_ARCH_I386, []uint32{54}, []uint32{9, 303}, []uint32{342, 338}, []uint32{425}},
+	{unix.AUDIT_ARCH_AARCH64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425}},
+	{unix.AUDIT_ARCH_ARM, []uint32{54}, []uint32{9, 330}, []uint32{371, 367}, []uint32{425}},
+	{unix.AUDIT_ARCH_RISCV64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425}},
+	{unix.AUDIT_ARCH_LOONGARCH64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425}},
+	{unix.AUDIT_ARCH_PPC64LE, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425}},
+	{unix.AUDIT_ARCH_PPC64, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425}},
+	{unix.AUDIT_ARCH_PPC, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425}},
+	{unix.AUDIT_ARCH_S390X, []uint32{54}, []uint32{9, 296}, []uint32{336, 332}, []uint32{425}},
+	{unix.AUDIT_ARCH_S390, []uint32{54}, []uint32{9, 296}, []uint32{336, 332}, []uint32{425}},
 }
 
 // Offsets in struct seccomp_data: nr, arch, then args[6] as 64-bit words
@@ -82,50 +106,110 @@ func requestOffset() uint32 {
 	return offArg1 + 4
 }
 
-// terminalFilter is the guard as classic BPF. It reads the ABI first, so
+// guardFilter is the guards as classic BPF. It reads the ABI first, so
 // that a number is only ever compared with the numbering it belongs to,
-// then the system call, then the request:
+// then the system call, then (for an ioctl) the request:
 //
 //	ld arch; jeq each ABI -> its block; ret ALLOW (an unknown ABI)
-//	block: ld nr; jeq each ioctl -> req; ret ALLOW
-//	req: ld request; jeq TIOCSTI -> deny; jeq TIOCLINUX -> deny; ret ALLOW
+//	block: ld nr; jeq each ioctl -> req; [jeq each link -> exdev;
+//	       jeq each denied -> deny; jeq each absent -> enosys]; ret ALLOW
+//	req: ld request; jeq TIOCSTI -> deny; jeq TIOCLINUX -> deny;
+//	     [jeq each loop attach -> deny]; ret ALLOW
 //	deny: ret ERRNO(EPERM)
-func terminalFilter() []unix.SockFilter {
-	n := len(ioctlABIs)
-	start := make([]int, n+1) // where each ABI's block begins; start[n] is req
-	start[0] = 1 + n + 1
-	for i, a := range ioctlABIs {
-		start[i+1] = start[i] + 2 + len(a.nrs)
+//	exdev: ret ERRNO(EXDEV)
+//	enosys: ret ERRNO(ENOSYS)
+//
+// With links, a link fails as one across file systems does, which every
+// tool that makes hard links already handles (by copying); a handle
+// cannot be opened, nor a fanotify group made, nor a file attached to a
+// loop device, as for a process without CAP_DAC_READ_SEARCH and
+// CAP_SYS_ADMIN; and io_uring is absent.
+func guardFilter(links bool) []unix.SockFilter {
+	var p bpf
+	p.ld(offArch)
+	for i, a := range abis {
+		p.jeq(a.arch, "abi"+strconv.Itoa(i))
 	}
-	p := []unix.SockFilter{load(offArch)}
-	for i, a := range ioctlABIs {
-		p = append(p, jumpIfEqual(a.arch, start[i]-len(p)-1))
-	}
-	p = append(p, ret(unix.SECCOMP_RET_ALLOW))
-	for _, a := range ioctlABIs {
-		p = append(p, load(offNr))
-		for _, nr := range a.nrs {
-			p = append(p, jumpIfEqual(nr, start[n]-len(p)-1))
+	p.ret(unix.SECCOMP_RET_ALLOW)
+	for i, a := range abis {
+		p.label("abi" + strconv.Itoa(i))
+		p.ld(offNr)
+		for _, nr := range a.ioctls {
+			p.jeq(nr, "req")
 		}
-		p = append(p, ret(unix.SECCOMP_RET_ALLOW))
+		if links {
+			for _, nr := range a.links {
+				p.jeq(nr, "exdev")
+			}
+			for _, nr := range a.denied {
+				p.jeq(nr, "deny")
+			}
+			for _, nr := range a.absent {
+				p.jeq(nr, "enosys")
+			}
+		}
+		p.ret(unix.SECCOMP_RET_ALLOW)
 	}
-	return append(p, load(requestOffset()),
-		jumpIfEqual(tiocsti, 2), jumpIfEqual(tioclinux, 1),
-		ret(unix.SECCOMP_RET_ALLOW),
-		ret(unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM)))
+	p.label("req")
+	p.ld(requestOffset())
+	p.jeq(tiocsti, "deny")
+	p.jeq(tioclinux, "deny")
+	if links {
+		for _, req := range loopAttach {
+			p.jeq(req, "deny")
+		}
+	}
+	p.ret(unix.SECCOMP_RET_ALLOW)
+	p.label("deny")
+	p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	p.label("exdev")
+	p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EXDEV))
+	p.label("enosys")
+	p.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS))
+	return p.resolve()
+}
+
+// bpf assembles a classic BPF program whose conditional jumps name
+// labels ahead of them.
+type bpf struct {
+	prog   []unix.SockFilter
+	labels map[string]int
+	jumps  map[int]string // instruction -> the label it jumps to when equal
+}
+
+func (p *bpf) label(name string) {
+	if p.labels == nil {
+		p.labels = map[string]int{}
+	}
+	p.labels[name] = len(p.prog)
+}
+
+func (p *bpf) ld(off uint32) { p.prog = append(p.prog, load(off)) }
+
+func (p *bpf) ret(k uint32) { p.prog = append(p.prog, ret(k)) }
+
+func (p *bpf) jeq(k uint32, to string) {
+	if p.jumps == nil {
+		p.jumps = map[int]string{}
+	}
+	p.jumps[len(p.prog)] = to
+	p.prog = append(p.prog, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: k})
+}
+
+func (p *bpf) resolve() []unix.SockFilter {
+	for at, to := range p.jumps {
+		target, ok := p.labels[to]
+		skip := target - at - 1
+		if !ok || skip < 0 || skip > 255 {
+			panic("launch: seccomp filter jump to " + to + " out of range") // the tables above grew too large
+		}
+		p.prog[at].Jt = uint8(skip)
+	}
+	return p.prog
 }
 
 func load(off uint32) unix.SockFilter {
 	return unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off}
-}
-
-// jumpIfEqual skips skip instructions when the accumulator is k, and
-// falls through otherwise.
-func jumpIfEqual(k uint32, skip int) unix.SockFilter {
-	if skip < 0 || skip > 255 {
-		panic("launch: terminal filter jump out of range") // the table above grew too large
-	}
-	return unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: uint8(skip), K: k}
 }
 
 func ret(k uint32) unix.SockFilter {
@@ -149,8 +233,8 @@ var errNoSeccomp = errors.New("this kernel has no seccomp filters")
 // as root the command keeps setuid programs (sudo) working; a non-root
 // user's command runs in a user namespace, where a setuid program gains
 // nothing anyway.
-func guardTerminal() error {
-	prog := terminalFilter()
+func guardTerminal(links bool) error {
+	prog := guardFilter(links)
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	runtime.LockOSThread()
 	err := setFilter(&fprog)
@@ -182,13 +266,22 @@ func setFilter(p *unix.SockFprog) error {
 // helperGuard installs the guard in the helper just before it starts the
 // command, and refuses to start it (fail closed) when the kernel has
 // seccomp filters but would not take this one.
-func helperGuard() {
-	err := guardTerminal()
-	if err == nil || errors.Is(err, errNoSeccomp) {
+func helperGuard(links bool) {
+	err := guardTerminal(links)
+	if err == nil || (errors.Is(err, errNoSeccomp) && !links) {
 		return
 	}
 	helperFail(msgGuard, err, "the command was not started: airlock could not install the seccomp filter that keeps it from typing into your terminal (ioctl TIOCSTI and TIOCLINUX): "+err.Error()+
 		". If airlock runs inside a sandbox or container that forbids prctl(PR_SET_SECCOMP), run it outside that, or allow it there; `airlock doctor` reports this as its terminal check")
+}
+
+// LinkGuard reports whether this kernel takes seccomp filters, and so
+// whether Spec.Watched can be honoured: prctl(PR_SET_SECCOMP,
+// SECCOMP_MODE_FILTER) with no program fails with EFAULT where filters
+// exist and EINVAL where they do not (libseccomp's probe).
+func LinkGuard() bool {
+	_, _, e := unix.Syscall(unix.SYS_PRCTL, unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, 0)
+	return e == unix.EFAULT
 }
 
 // probeGuard is the helper in modeGuard: it installs the guard as a run
@@ -196,7 +289,7 @@ func helperGuard() {
 // terminal, so nothing is typed anywhere: unguarded, that is EBADF), and
 // exits. It never returns.
 func probeGuard() {
-	if err := guardTerminal(); err != nil {
+	if err := guardTerminal(false); err != nil {
 		helperFail(msgSetup, err, err.Error())
 	}
 	const noFD = ^uintptr(0)

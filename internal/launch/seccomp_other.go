@@ -7,3 +7,7 @@ package launch
 func TerminalSupport() (ok bool, reason string) {
 	return false, "the guard is a seccomp filter, which is Linux-only"
 }
+
+// LinkGuard reports that Spec.Watched cannot be honoured: the guard is a
+// seccomp filter.
+func LinkGuard() bool { return false }

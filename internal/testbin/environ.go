@@ -17,7 +17,8 @@ var GitIdentity = []string{
 // Environ is the environment of a process a test starts: the test's own,
 // less anything that could point airlock, git, an agent or a browser
 // elsewhere or arm a fault point (AIRLOCK_*, GIT_*, CLAUDE_*, HOME,
-// XDG_STATE_HOME, PWD, DISPLAY, WAYLAND_DISPLAY), with the state root and
+// XDG_STATE_HOME, PWD, DISPLAY, WAYLAND_DISPLAY; AIRLOCK_NO_WATCH stays, so
+// that the whole suite can run walked), with the state root and
 // home given, GitIdentity, and then extra (a later variable wins over an
 // earlier one of the same name, as os/exec keeps the last).
 func Environ(state, home string, extra ...string) []string {
@@ -25,6 +26,9 @@ func Environ(state, home string, extra ...string) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
+		case k == "AIRLOCK_NO_WATCH":
+			// The switch that runs the whole suite with every run's
+			// change set walked, not watched (docs/testing.md).
 		case strings.HasPrefix(k, "AIRLOCK_"), strings.HasPrefix(k, "GIT_"), strings.HasPrefix(k, "CLAUDE_"):
 			continue
 		case k == "HOME", k == "XDG_STATE_HOME", k == "PWD", k == "DISPLAY", k == "WAYLAND_DISPLAY":

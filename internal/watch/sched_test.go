@@ -1,0 +1,5 @@
+package watch_test
+
+import "runtime"
+
+func runtime_Gosched() { runtime.Gosched() }

@@ -1,0 +1,22 @@
+//go:build !linux
+
+package watch
+
+import "errors"
+
+// Watch is Linux-only: elsewhere Start fails and the caller walks.
+type Watch struct{}
+
+// Changes: see the Linux build.
+type Changes struct {
+	Paths map[string]bool
+	Trees map[string]bool
+}
+
+// Start fails: inotify is Linux's.
+func Start(root string, dirs []string) (*Watch, error) {
+	return nil, errors.New("watching a tree for changes is Linux-only")
+}
+
+// Stop is never reached.
+func (w *Watch) Stop() (*Changes, error) { return nil, errors.New("no watch") }
