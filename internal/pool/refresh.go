@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -39,6 +41,15 @@ type Pooled struct {
 	// cover (agent noise the settling diff skipped): they are refreshed
 	// like any other path, but their stat is no evidence of a late writer.
 	Ignore func(rel string, isDir bool) bool
+	// Listed says Source names every entry of each base directory as the
+	// base's walk at open found it (a KindNone name where no version is
+	// proved), but in the directories of Unlisted, where its Skip left
+	// one out (see Source). The refresh then takes the names of a
+	// directory whose stat proves them unchanged from the pooled
+	// manifests instead of reading them (manifest.Since): the base's from
+	// Source, the tree's from Tree.
+	Listed   bool
+	Unlisted []string
 }
 
 // Source makes Pooled.Source for a settled tree: for each entry the
@@ -52,22 +63,34 @@ type Pooled struct {
 // chmod, chown or extended attribute moves ctime too). base and open are
 // the transaction's manifests from open (stage.Result.Base and Staged);
 // walked is the settling walk, once the settling diff has run over it.
+//
+// Every other path of base is there too, as a KindNone entry that holds
+// its name only: where base says its walk listed every name (Listed), so
+// does the result, and a later refresh can take a base directory's names
+// from it (Pooled.Listed).
 func Source(base, open, walked *manifest.Manifest) *manifest.Manifest {
-	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(walked.Entries))}
-	for i := range walked.Entries {
-		e := &walked.Entries[i]
-		o, ok := open.Lookup(e.Path)
-		if !ok || !manifest.SameStat(*o, *e) {
-			continue
-		}
-		if o.Kind == manifest.KindFile && o.Digest != "" && e.Digest != o.Digest {
-			continue
-		}
-		if b, ok := base.Lookup(e.Path); ok && b.Kind == e.Kind {
+	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(base.Entries))}
+	for i := range base.Entries {
+		b := &base.Entries[i]
+		if e, ok := walked.Lookup(b.Path); ok && b.Kind == e.Kind && untouchedSince(open, e) {
 			out.Entries = append(out.Entries, *b)
+			continue
 		}
+		out.Entries = append(out.Entries, manifest.Entry{Path: b.Path, Kind: manifest.KindNone})
+	}
+	if unlisted, ok := base.Listed(); ok {
+		out.MarkListed(unlisted)
 	}
 	return out
+}
+
+// untouchedSince reports whether the walked entry e is as open staged it.
+func untouchedSince(open *manifest.Manifest, e *manifest.Entry) bool {
+	o, ok := open.Lookup(e.Path)
+	if !ok || !manifest.SameStat(*o, *e) {
+		return false
+	}
+	return o.Kind != manifest.KindFile || o.Digest == "" || e.Digest == o.Digest
 }
 
 // ErrTouched is wrapped by Refresh's error when the pooled tree was
@@ -82,36 +105,80 @@ var ErrTouched = errors.New("the pooled tree was written after its transaction e
 // settled), so that the walk is taken when no writer is left. On any error
 // the tree is in an unknown state: the caller deletes it.
 func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *stage.Refreshed, error) {
-	tree, untouched, err := prove(ctx, req.Dir, p)
-	if err != nil {
-		return nil, nil, err
-	}
-	return stage.Refresh(ctx, req, stage.Existing{
-		Tree: tree, Untouched: untouched, TreeWalkNs: p.TreeWalkNs,
-		Source: p.Source, SourceWalkNs: p.SourceWalkNs,
-	})
-}
-
-// prove walks the pooled tree at dir and proves it untouched (see
-// Refresh). It returns the walk and which of its entries the pooled record
-// covered.
-func prove(ctx context.Context, dir string, p Pooled) (*manifest.Manifest, []bool, error) {
-	// The pooled record is decoded beside the walk; it is dropped before
-	// the caller walks the base, which bounds the memory a large tree
-	// takes.
-	recDone := make(chan struct{})
-	var rec *manifest.Manifest
-	var recErr error
-	go func() { defer close(recDone); rec, recErr = p.Tree() }()
-	tree, err := manifest.Walk(ctx, dir, manifest.WalkOptions{})
-	<-recDone
-	if err != nil {
-		return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
-	}
+	// Both walks may take names from the pooled manifests: they are
+	// decoded first, side by side.
+	var rec, src *manifest.Manifest
+	var recErr, srcErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { rec, recErr = p.Tree() })
+	wg.Go(func() { src, srcErr = p.Source() })
+	wg.Wait()
 	if recErr != nil {
 		return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrTouched, recErr)
 	}
-	covered, err := untouched(rec, p.Ignore, tree)
+	if srcErr != nil {
+		return nil, nil, fmt.Errorf("pooled tree's record: %w", srcErr)
+	}
+	treeSince, baseSince := since(p, rec, src, req)
+	return stage.Refresh(ctx, req, stage.Existing{
+		Measure: func(ctx context.Context) (*manifest.Manifest, []bool, error) {
+			return prove(ctx, req.Dir, rec, p.Ignore, treeSince)
+		},
+		TreeWalkNs: p.TreeWalkNs, Source: src, SourceWalkNs: p.SourceWalkNs, BaseSince: baseSince,
+	})
+}
+
+// since says how the tree's walk and the base's may take a directory's
+// names from the pooled manifests (manifest.Since), or nil each where they
+// may not (a record that does not say its source is listed).
+//
+// The base's: Source names every entry of each base directory but those
+// of Unlisted, as the walk at open found them, from SourceWalkNs on, with
+// the directory's stat (a directory Source holds as a KindNone name is
+// read).
+//
+// The tree's: the settling walk skipped agent noise, so its record names
+// every entry only of a directory that held none, which is one the command
+// did not touch (Source holds it as a directory: staging made it without
+// noise, and its stat is as staged). The proof starts at SourceWalkNs, no
+// later than staging measured it: the directory's names are the same since
+// then, through the settling walk that recorded them, to now.
+func since(p Pooled, rec, src *manifest.Manifest, req stage.Request) (tree, base *manifest.Since) {
+	if !p.Listed {
+		return nil, nil
+	}
+	unlisted := slices.Clone(p.Unlisted)
+	slices.Sort(unlisted)
+	base = &manifest.Since{Manifest: src, WalkNs: p.SourceWalkNs, Clock: req.BaseClock, Listed: func(dir string) bool {
+		_, found := slices.BinarySearch(unlisted, dir)
+		return !found
+	}}
+	tree = &manifest.Since{Manifest: rec, WalkNs: p.SourceWalkNs, Clock: req.StateClock, Listed: func(dir string) bool {
+		return kindAt(src, dir) == manifest.KindDir
+	}}
+	return tree, base
+}
+
+// kindAt is the kind of m's entry at path (KindNone: none). Unlike
+// Lookup, it is safe for concurrent use.
+func kindAt(m *manifest.Manifest, path string) manifest.Kind {
+	es := m.Entries
+	i, ok := slices.BinarySearchFunc(es, path, func(e manifest.Entry, p string) int { return strings.Compare(e.Path, p) })
+	if !ok {
+		return manifest.KindNone
+	}
+	return es[i].Kind
+}
+
+// prove walks the pooled tree at dir and proves it untouched since the
+// pooled record rec (see Refresh). It returns the walk and which of its
+// entries the pooled record covered.
+func prove(ctx context.Context, dir string, rec *manifest.Manifest, ignore func(string, bool) bool, since *manifest.Since) (*manifest.Manifest, []bool, error) {
+	tree, err := manifest.Walk(ctx, dir, manifest.WalkOptions{Since: since})
+	if err != nil {
+		return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
+	}
+	covered, err := untouched(rec, ignore, tree)
 	if err != nil {
 		return nil, nil, err
 	}
