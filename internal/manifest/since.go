@@ -60,6 +60,41 @@ func (m *Manifest) MarkListed(unlisted []string) {
 // from WalkOptions.Since instead of reading them.
 func (m *Manifest) Reused() int { return m.reused }
 
+// sinceIndex is a Since manifest's directories by path: each one's entry
+// and the names beneath it, built in one pass before the walk starts (a
+// search per directory cost as much as the reads it saves).
+type sinceIndex map[string]*sinceDir
+
+type sinceDir struct {
+	self  int // the directory's entry, -1 where the manifest holds none
+	names []string
+}
+
+func indexSince(es []Entry) sinceIndex {
+	idx := make(sinceIndex, len(es)/8+1)
+	get := func(dir string) *sinceDir {
+		d, ok := idx[dir]
+		if !ok {
+			d = &sinceDir{self: -1}
+			idx[dir] = d
+		}
+		return d
+	}
+	for i := range es {
+		p := es[i].Path
+		if es[i].Kind == KindDir {
+			get(p).self = i
+		}
+		parent, name := "", p
+		if k := strings.LastIndexByte(p, '/'); k >= 0 {
+			parent, name = p[:k], p[k+1:]
+		}
+		d := get(parent)
+		d.names = append(d.names, name)
+	}
+	return idx
+}
+
 // sinceNames gives the names of directory rel, open at fd, from the
 // previous measurement where its stat proves them unchanged (ok true);
 // otherwise ok false and the caller reads them.
@@ -68,12 +103,11 @@ func (w *walker) sinceNames(rel string, fd int) ([]string, bool, error) {
 	if s == nil || rel == "" {
 		return nil, false, nil
 	}
-	es := s.Manifest.Entries
-	i := search(es, rel)
-	if i == len(es) || es[i].Path != rel {
+	d, ok := w.sinceIdx[rel]
+	if !ok || d.self < 0 {
 		return nil, false, nil
 	}
-	was := &es[i]
+	was := &s.Manifest.Entries[d.self]
 	if was.Kind != KindDir || was.Dev != w.rootDev || !s.Clock.Proves(was.CtimeNs, s.WalkNs) {
 		return nil, false, nil
 	}
@@ -99,42 +133,6 @@ func (w *walker) sinceNames(rel string, fd int) ([]string, bool, error) {
 		return nil, false, nil
 	}
 	w.reused.Add(1)
-	return childNames(es, i), true, nil
-}
-
-// childNames lists the names of the entries directly beneath es[i], a
-// directory, in sorted es: they lie among its descendants, from the first
-// path that starts with its own and "/" (siblings such as "d.x" sort
-// between "d" and "d/a"), and the subtrees beneath them are passed over by
-// a search each.
-func childNames(es []Entry, i int) []string {
-	prefix := es[i].Path + "/"
-	var names []string
-	for k := i + 1 + search(es[i+1:], prefix); k < len(es); {
-		p := es[k].Path
-		if !strings.HasPrefix(p, prefix) {
-			break
-		}
-		rest := p[len(prefix):]
-		slash := strings.IndexByte(rest, '/')
-		if slash < 0 {
-			names = append(names, rest)
-			k++
-			continue
-		}
-		// A descendant whose directory the manifest did not hold (or
-		// that sorts after a sibling): skip past that directory's
-		// subtree, every path of which starts with prefix+name+"/" and
-		// sorts before prefix+name+"0".
-		past := prefix + rest[:slash] + "0"
-		k += max(search(es[k:], past), 1)
-	}
-	return names
-}
-
-// search is the index of the first entry of sorted es whose path is not
-// below p.
-func search(es []Entry, p string) int {
-	k, _ := slices.BinarySearchFunc(es, p, func(e Entry, p string) int { return strings.Compare(e.Path, p) })
-	return k
+	// The walk appends to its own slice, never to this one.
+	return slices.Clip(d.names), true, nil
 }

@@ -160,12 +160,19 @@ func TestSinceListedAndSkip(t *testing.T) {
 	}
 }
 
-func TestChildNames(t *testing.T) {
+func TestIndexSince(t *testing.T) {
 	m := &Manifest{}
 	for _, p := range []string{"a", "a.x", "a/b", "a/b-1", "a/b.txt", "a/b/x", "a/b/y/z", "a/b0", "a/c/deep/er", "a/d", "a0"} {
 		m.Entries = append(m.Entries, Entry{Path: p, Kind: KindDir})
 	}
-	if got, want := childNames(m.Entries, 0), []string{"b", "b-1", "b.txt", "b0", "d"}; !slices.Equal(got, want) {
-		t.Fatalf("childNames(a) = %q, want %q", got, want)
+	idx := indexSince(m.Entries)
+	if d := idx["a"]; d == nil || d.self != 0 || !slices.Equal(d.names, []string{"b", "b-1", "b.txt", "b0", "d"}) {
+		t.Fatalf("index of a = %+v", d)
+	}
+	if d := idx["a/c/deep"]; d == nil || d.self != -1 || !slices.Equal(d.names, []string{"er"}) {
+		t.Fatalf("index of a/c/deep, which the manifest does not hold = %+v", d)
+	}
+	if d := idx[""]; d == nil || !slices.Equal(d.names, []string{"a", "a.x", "a0"}) {
+		t.Fatalf("index of the root = %+v", d)
 	}
 }
