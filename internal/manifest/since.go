@@ -3,6 +3,7 @@ package manifest
 import (
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -36,6 +37,11 @@ type Since struct {
 	// Listed reports whether Manifest names every entry of dir. Nil: it
 	// does for every directory it holds.
 	Listed func(dir string) bool
+	// Ready, if set, is closed once the fields above may be read (the
+	// caller decodes the previous measurement beside the walk, which reads
+	// the directories it meets before then); a nil Manifest then means
+	// there is none.
+	Ready <-chan struct{}
 }
 
 // Listed reports whether m, made by Walk, names every entry of each
@@ -59,6 +65,38 @@ func (m *Manifest) MarkListed(unlisted []string) {
 // Reused is how many directories the walk that made m took the names of
 // from WalkOptions.Since instead of reading them.
 func (m *Manifest) Reused() int { return m.reused }
+
+// sinceState is the walk's use of a Since: its index of the manifest's
+// directories, built once the manifest is ready.
+type sinceState struct {
+	s     *Since
+	once  sync.Once
+	index sinceIndex // nil: no manifest
+}
+
+// get returns the Since and its index once they are ready, nil before
+// then or where there is no manifest.
+func (st *sinceState) get() (*Since, sinceIndex) {
+	if st == nil {
+		return nil, nil
+	}
+	if st.s.Ready != nil {
+		select {
+		case <-st.s.Ready:
+		default:
+			return nil, nil
+		}
+	}
+	st.once.Do(func() {
+		if st.s.Manifest != nil {
+			st.index = indexSince(st.s.Manifest.Entries)
+		}
+	})
+	if st.index == nil {
+		return nil, nil
+	}
+	return st.s, st.index
+}
 
 // sinceIndex is a Since manifest's directories by path: each one's entry
 // and the names beneath it, built in one pass before the walk starts (a
@@ -99,11 +137,14 @@ func indexSince(es []Entry) sinceIndex {
 // previous measurement where its stat proves them unchanged (ok true);
 // otherwise ok false and the caller reads them.
 func (w *walker) sinceNames(rel string, fd int) ([]string, bool, error) {
-	s := w.since
-	if s == nil || rel == "" {
+	if rel == "" {
 		return nil, false, nil
 	}
-	d, ok := w.sinceIdx[rel]
+	s, idx := w.since.get()
+	if s == nil {
+		return nil, false, nil
+	}
+	d, ok := idx[rel]
 	if !ok || d.self < 0 {
 		return nil, false, nil
 	}

@@ -224,3 +224,23 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+func TestSinceReady(t *testing.T) {
+	root := settledTree(t)
+	at := time.Now().UnixNano()
+	prev := walk(t, root, WalkOptions{})
+	// Not ready: every directory is read.
+	pending := make(chan struct{})
+	if now := walk(t, root, WalkOptions{Since: &Since{Manifest: prev, WalkNs: at, Clock: fineClock, Ready: pending}}); now.Reused() != 0 {
+		t.Fatalf("%d listings reused from a Since not ready", now.Reused())
+	}
+	ready := make(chan struct{})
+	close(ready)
+	if now := walk(t, root, WalkOptions{Since: &Since{Manifest: prev, WalkNs: at, Clock: fineClock, Ready: ready}}); now.Reused() != 3 {
+		t.Fatalf("%d listings reused from a ready Since, want 3", now.Reused())
+	}
+	// Ready with no manifest: none to take.
+	if now := walk(t, root, WalkOptions{Since: &Since{WalkNs: at, Clock: fineClock, Ready: ready}}); now.Reused() != 0 || len(now.Entries) != len(prev.Entries) {
+		t.Fatalf("walk since no manifest: %d reused, %d entries", now.Reused(), len(now.Entries))
+	}
+}

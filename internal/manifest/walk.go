@@ -96,8 +96,8 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, error)
 		workers = max(8, runtime.GOMAXPROCS(0)*4)
 	}
 	w := &walker{root: root, skip: opts.Skip, sem: make(chan struct{}, workers)}
-	if opts.Since != nil && opts.Since.Manifest != nil {
-		w.since, w.sinceIdx = opts.Since, indexSince(opts.Since.Manifest.Entries)
+	if opts.Since != nil {
+		w.since = &sinceState{s: opts.Since}
 	}
 	w.ctx, w.cancel = context.WithCancelCause(ctx)
 	defer w.cancel(nil)
@@ -230,10 +230,9 @@ type walker struct {
 	// since and rootDev: the previous measurement whose listings the walk
 	// may reuse, and the root's device (only its file system's clock is
 	// known).
-	since    *Since
-	sinceIdx sinceIndex
-	rootDev  uint64
-	reused   atomic.Int64 // directories whose names were not read
+	since   *sinceState
+	rootDev uint64
+	reused  atomic.Int64 // directories whose names were not read
 
 	mu       sync.Mutex
 	err      error

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -105,32 +104,41 @@ var ErrTouched = errors.New("the pooled tree was written after its transaction e
 // settled), so that the walk is taken when no writer is left. On any error
 // the tree is in an unknown state: the caller deletes it.
 func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *stage.Refreshed, error) {
-	// Both walks may take names from the pooled manifests: they are
-	// decoded first, side by side.
+	// The pooled manifests are decoded beside the walks, which take
+	// directories' names from them (since) once they are ready.
 	var rec, src *manifest.Manifest
 	var recErr, srcErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { rec, recErr = p.Tree() })
-	wg.Go(func() { src, srcErr = p.Source() })
-	wg.Wait()
-	if recErr != nil {
-		return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrTouched, recErr)
-	}
-	if srcErr != nil {
-		return nil, nil, fmt.Errorf("pooled tree's record: %w", srcErr)
-	}
-	treeSince, baseSince := since(p, rec, src, req)
+	recReady, srcReady := make(chan struct{}), make(chan struct{})
+	go func() { defer close(recReady); rec, recErr = p.Tree() }()
+	go func() { defer close(srcReady); src, srcErr = p.Source() }()
+	treeSince, baseSince := since(p, req, recReady, srcReady, &rec, &src)
 	return stage.Refresh(ctx, req, stage.Existing{
 		Measure: func(ctx context.Context) (*manifest.Manifest, []bool, error) {
-			return prove(ctx, req.Dir, rec, p.Ignore, treeSince)
+			tree, err := manifest.Walk(ctx, req.Dir, manifest.WalkOptions{Since: treeSince})
+			<-recReady
+			if err != nil {
+				return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
+			}
+			if recErr != nil {
+				return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrTouched, recErr)
+			}
+			covered, err := untouched(rec, p.Ignore, tree)
+			if err != nil {
+				return nil, nil, err
+			}
+			return tree, covered, nil
 		},
-		TreeWalkNs: p.TreeWalkNs, Source: src, SourceWalkNs: p.SourceWalkNs, BaseSince: baseSince,
+		TreeWalkNs:   p.TreeWalkNs,
+		Source:       func() (*manifest.Manifest, error) { <-srcReady; return src, srcErr },
+		SourceWalkNs: p.SourceWalkNs, BaseSince: baseSince,
 	})
 }
 
 // since says how the tree's walk and the base's may take a directory's
 // names from the pooled manifests (manifest.Since), or nil each where they
-// may not (a record that does not say its source is listed).
+// may not (a record that does not say its source is listed). rec and src
+// are the tree's record and the source, set by their decoders before they
+// close recReady and srcReady; each Since is ready once what it reads is.
 //
 // The base's: Source names every entry of each base directory but those
 // of Unlisted, as the walk at open found them, from SourceWalkNs on, with
@@ -143,19 +151,30 @@ func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *
 // noise, and its stat is as staged). The proof starts at SourceWalkNs, no
 // later than staging measured it: the directory's names are the same since
 // then, through the settling walk that recorded them, to now.
-func since(p Pooled, rec, src *manifest.Manifest, req stage.Request) (tree, base *manifest.Since) {
+func since(p Pooled, req stage.Request, recReady, srcReady <-chan struct{}, rec, src **manifest.Manifest) (tree, base *manifest.Since) {
 	if !p.Listed {
 		return nil, nil
 	}
 	unlisted := slices.Clone(p.Unlisted)
 	slices.Sort(unlisted)
-	base = &manifest.Since{Manifest: src, WalkNs: p.SourceWalkNs, Clock: req.BaseClock, Listed: func(dir string) bool {
+	baseReady, treeReady := make(chan struct{}), make(chan struct{})
+	base = &manifest.Since{WalkNs: p.SourceWalkNs, Clock: req.BaseClock, Ready: baseReady, Listed: func(dir string) bool {
 		_, found := slices.BinarySearch(unlisted, dir)
 		return !found
 	}}
-	tree = &manifest.Since{Manifest: rec, WalkNs: p.SourceWalkNs, Clock: req.StateClock, Listed: func(dir string) bool {
-		return kindAt(src, dir) == manifest.KindDir
+	tree = &manifest.Since{WalkNs: p.SourceWalkNs, Clock: req.StateClock, Ready: treeReady, Listed: func(dir string) bool {
+		return kindAt(*src, dir) == manifest.KindDir
 	}}
+	go func() {
+		<-srcReady
+		base.Manifest = *src // nil where it could not be decoded: none
+		close(baseReady)
+		<-recReady
+		if *src != nil {
+			tree.Manifest = *rec
+		}
+		close(treeReady)
+	}()
 	return tree, base
 }
 
@@ -168,21 +187,6 @@ func kindAt(m *manifest.Manifest, path string) manifest.Kind {
 		return manifest.KindNone
 	}
 	return es[i].Kind
-}
-
-// prove walks the pooled tree at dir and proves it untouched since the
-// pooled record rec (see Refresh). It returns the walk and which of its
-// entries the pooled record covered.
-func prove(ctx context.Context, dir string, rec *manifest.Manifest, ignore func(string, bool) bool, since *manifest.Since) (*manifest.Manifest, []bool, error) {
-	tree, err := manifest.Walk(ctx, dir, manifest.WalkOptions{Since: since})
-	if err != nil {
-		return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
-	}
-	covered, err := untouched(rec, ignore, tree)
-	if err != nil {
-		return nil, nil, err
-	}
-	return tree, covered, nil
 }
 
 // untouched proves that nothing wrote the tree since it was pooled: every

@@ -33,13 +33,14 @@ type Existing struct {
 	// could have been written again within the same timestamp step without
 	// a trace, and its bytes are compared.
 	TreeWalkNs int64
-	// Source holds, for each entry that was provably untouched since it
+	// Source loads, for each entry that was provably untouched since it
 	// was staged, the base's stat facts of the very version its bytes were
 	// copied from (see internal/pool's Source); any other entry it holds
 	// is a KindNone name and proves nothing. A base file that still shows
 	// exactly those facts still holds those bytes (ctime cannot be set by
-	// any user call).
-	Source *manifest.Manifest
+	// any user call). A loader, called once both walks are done, so that
+	// it may be decoded beside them.
+	Source func() (*manifest.Manifest, error)
 	// SourceWalkNs is when the base was measured for Source: a source
 	// entry whose ctime is not older by the base file system's window
 	// (Request.BaseClock) proves nothing by stat alone, and its bytes are
@@ -49,6 +50,8 @@ type Existing struct {
 	// directories whose stat proves them unchanged from a previous
 	// measurement instead of reading them (manifest.Since).
 	BaseSince *manifest.Since
+
+	source *manifest.Manifest // Source, once loaded
 }
 
 // Refreshed says what Refresh did to a pooled tree.
@@ -93,6 +96,9 @@ func Refresh(ctx context.Context, req Request, e Existing) (*Result, *Refreshed,
 	if err != nil {
 		return nil, nil, err
 	}
+	if e.source, err = e.Source(); err != nil {
+		return nil, nil, fmt.Errorf("pooled tree's record: %w", err)
+	}
 	src, err := openSource(base)
 	if err != nil {
 		return nil, nil, err
@@ -104,7 +110,7 @@ func Refresh(ctx context.Context, req Request, e Existing) (*Result, *Refreshed,
 	if err := r.plan(); err != nil {
 		return nil, nil, err
 	}
-	r.p.Source, r.covered = nil, nil // the plan has what it needed from them
+	r.p.source, r.covered = nil, nil // the plan has what it needed from them
 	if err := r.apply(req.Progress); err != nil {
 		return nil, nil, stopped(ctx, base, err)
 	}
@@ -306,13 +312,13 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, shared map[uint64]b
 		// (changed within the state's timestamp step of the pooled walk),
 		// is made as a fresh one would be: the user's own, no extended
 		// attributes, the base's mode and times.
-		if s, ok := r.p.Source.Lookup(t.Path); !ok || s.Kind != manifest.KindDir || !covered || !r.stateClock.Proves(t.CtimeNs, r.p.TreeWalkNs) {
+		if s, ok := r.p.source.Lookup(t.Path); !ok || s.Kind != manifest.KindDir || !covered || !r.stateClock.Proves(t.CtimeNs, r.p.TreeWalkNs) {
 			r.scrub = append(r.scrub, t.Path)
 			r.touched[t.Path] = true
 		}
 		return true, nil
 	case manifest.KindSymlink:
-		s, ok := r.p.Source.Lookup(t.Path)
+		s, ok := r.p.source.Lookup(t.Path)
 		return ok && s.Kind == manifest.KindSymlink && covered && t.Target == b.Target && t.MtimeNs == b.MtimeNs, nil
 	case manifest.KindFile:
 	default:
@@ -328,7 +334,7 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, shared map[uint64]b
 	if !covered {
 		return false, nil
 	}
-	s, ok := r.p.Source.Lookup(t.Path)
+	s, ok := r.p.source.Lookup(t.Path)
 	if !ok || t.Mode != s.Mode || t.Size != s.Size || t.MtimeNs != s.MtimeNs {
 		return false, nil
 	}
