@@ -26,12 +26,24 @@ type WalkOptions struct {
 	// Workers bounds the directories read at once; 0 picks a default that
 	// keeps a 2-core machine's disk queue busy without thrashing.
 	Workers int
+	// Since, when set, is a previous measurement of the same root: a
+	// directory whose stat proves its names unchanged since then is not
+	// read, its names are taken from it (see Since). Every entry is
+	// measured all the same.
+	Since *Since
 }
 
 // Manifest is a measured tree: entries sorted by path, the root excluded.
 type Manifest struct {
 	Entries []Entry
 	next    int // where the last Lookup ended: lookups in path order hit it
+	// listed says Entries name every entry of each directory they hold
+	// (and of the root) but those of the directories in unlisted, sorted,
+	// where the walk's Skip left one out. In memory only: a manifest
+	// decoded from a file does not say (see Listed).
+	listed   bool
+	unlisted []string
+	reused   int // directories whose names the walk took from Since
 }
 
 // Lookup finds the entry for a path. Entries are sorted, so it searches
@@ -84,6 +96,9 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, error)
 		workers = max(8, runtime.GOMAXPROCS(0)*4)
 	}
 	w := &walker{root: root, skip: opts.Skip, sem: make(chan struct{}, workers)}
+	if opts.Since != nil {
+		w.since = &sinceState{s: opts.Since}
+	}
 	w.ctx, w.cancel = context.WithCancelCause(ctx)
 	defer w.cancel(nil)
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -92,6 +107,13 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, error)
 	}
 	w.rootFd = fd
 	defer unix.Close(fd)
+	if w.since != nil {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return nil, walkErr(root, &fs.PathError{Op: "fstat", Path: root, Err: err})
+		}
+		w.rootDev = uint64(st.Dev)
+	}
 	w.wg.Add(1)
 	top := &node{}
 	go w.dir("", top)
@@ -103,7 +125,8 @@ func Walk(ctx context.Context, root string, opts WalkOptions) (*Manifest, error)
 		return nil, w.err
 	}
 	es := make([]Entry, 0, w.count.Load())
-	return &Manifest{Entries: top.emit(es)}, nil
+	slices.Sort(w.unlisted)
+	return &Manifest{Entries: top.emit(es), listed: true, unlisted: w.unlisted, reused: int(w.reused.Load())}, nil
 }
 
 // node is one directory's entries, sorted by name the way their paths
@@ -204,9 +227,16 @@ type walker struct {
 	sem    chan struct{}
 	wg     sync.WaitGroup
 	count  atomic.Int64
+	// since and rootDev: the previous measurement whose listings the walk
+	// may reuse, and the root's device (only its file system's clock is
+	// known).
+	since   *sinceState
+	rootDev uint64
+	reused  atomic.Int64 // directories whose names were not read
 
-	mu  sync.Mutex
-	err error
+	mu       sync.Mutex
+	err      error
+	unlisted []string // directories where skip left an entry out
 }
 
 func (w *walker) fail(err error) {
@@ -262,7 +292,10 @@ func (w *walker) read(rel string) ([]Entry, error) {
 		}
 		defer unix.Close(fd)
 	}
-	names, err := readNames(fd)
+	names, ok, err := w.sinceNames(rel, fd)
+	if err == nil && !ok {
+		names, err = readNames(fd)
+	}
 	if err != nil {
 		return nil, walkErr(w.abs(rel), &fs.PathError{Op: "readdirent", Path: w.abs(rel), Err: err})
 	}
@@ -272,6 +305,7 @@ func (w *walker) read(rel string) ([]Entry, error) {
 		prefix = rel + "/"
 	}
 	var st unix.Stat_t
+	skipped := false
 	for _, name := range names {
 		if w.ctx.Err() != nil {
 			return nil, nil
@@ -283,9 +317,15 @@ func (w *walker) read(rel string) ([]Entry, error) {
 		}
 		e.Path = child
 		if w.skip != nil && w.skip(child, e.Kind == KindDir) {
+			skipped = true
 			continue
 		}
 		entries = append(entries, e)
+	}
+	if skipped {
+		w.mu.Lock()
+		w.unlisted = append(w.unlisted, rel)
+		w.mu.Unlock()
 	}
 	return entries, nil
 }

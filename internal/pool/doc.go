@@ -25,7 +25,9 @@
 //     directory that was pooled; then [Refresh] proves nothing wrote it (a
 //     walk that must match the pooled record, [ErrTouched]), taken when no
 //     writer can be left, and only then does stage.Refresh reconcile the
-//     tree with the base. A tree that fails a proof is deleted, never
+//     tree with the base. Both walks, side by side, measure every entry,
+//     and take a directory's names from the pooled manifests only where
+//     its stat proves them unchanged (manifest.Since, [Pooled.Listed]). A tree that fails a proof is deleted, never
 //     reused, and the caller stages afresh.
 //
 // [Trim] and [Collect] bound the pool ([Max] trees per base, [MaxAge]);

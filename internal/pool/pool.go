@@ -61,8 +61,13 @@ type Record struct {
 	TreeWalkNs   int64            `json:"tree_walk_ns"`
 	SourceWalkNs int64            `json:"source_walk_ns"`
 	Noise        []manifest.Bytes `json:"noise,omitempty"`
-	Bytes        int64            `json:"bytes"`   // bytes of the tree's files
-	Entries      int              `json:"entries"` // its entries
+	// Listed and Unlisted: see Pooled. False (an older airlock's record,
+	// or a base manifest read back from its file, which does not say):
+	// every directory is read.
+	Listed   bool             `json:"listed,omitempty"`
+	Unlisted []manifest.Bytes `json:"unlisted,omitempty"`
+	Bytes    int64            `json:"bytes"`   // bytes of the tree's files
+	Entries  int              `json:"entries"` // its entries
 	// RootDevice and RootInode: the tree's root directory, which a reuse
 	// must find at the pooled path (never a symlink or another directory).
 	RootDevice uint64 `json:"root_device"`
@@ -157,6 +162,9 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 		TreeWalkNs: s.WalkNs, SourceWalkNs: s.SourceWalkNs, Noise: asBytes(s.Noise),
 		Entries: len(s.Walked.Entries), RootDevice: root.Dev, RootInode: root.Ino,
 		Contained: s.Contained, Quiet: &quiet,
+	}
+	if unlisted, ok := s.Source.Listed(); ok {
+		rec.Listed, rec.Unlisted = true, asBytes(unlisted)
 	}
 	for i := range s.Walked.Entries {
 		rec.Bytes += s.Walked.Entries[i].Size
@@ -374,6 +382,7 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 		Source:     func() (*manifest.Manifest, error) { return load(sourceFile) },
 		TreeWalkNs: rec.TreeWalkNs, SourceWalkNs: rec.SourceWalkNs,
 		Ignore: noise.MatchSelf,
+		Listed: rec.Listed, Unlisted: asStrings(rec.Unlisted),
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -39,6 +40,15 @@ type Pooled struct {
 	// cover (agent noise the settling diff skipped): they are refreshed
 	// like any other path, but their stat is no evidence of a late writer.
 	Ignore func(rel string, isDir bool) bool
+	// Listed says Source names every entry of each base directory as the
+	// base's walk at open found it (a KindNone name where no version is
+	// proved), but in the directories of Unlisted, where its Skip left
+	// one out (see Source). The refresh then takes the names of a
+	// directory whose stat proves them unchanged from the pooled
+	// manifests instead of reading them (manifest.Since): the base's from
+	// Source, the tree's from Tree.
+	Listed   bool
+	Unlisted []string
 }
 
 // Source makes Pooled.Source for a settled tree: for each entry the
@@ -52,22 +62,34 @@ type Pooled struct {
 // chmod, chown or extended attribute moves ctime too). base and open are
 // the transaction's manifests from open (stage.Result.Base and Staged);
 // walked is the settling walk, once the settling diff has run over it.
+//
+// Every other path of base is there too, as a KindNone entry that holds
+// its name only: where base says its walk listed every name (Listed), so
+// does the result, and a later refresh can take a base directory's names
+// from it (Pooled.Listed).
 func Source(base, open, walked *manifest.Manifest) *manifest.Manifest {
-	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(walked.Entries))}
-	for i := range walked.Entries {
-		e := &walked.Entries[i]
-		o, ok := open.Lookup(e.Path)
-		if !ok || !manifest.SameStat(*o, *e) {
-			continue
-		}
-		if o.Kind == manifest.KindFile && o.Digest != "" && e.Digest != o.Digest {
-			continue
-		}
-		if b, ok := base.Lookup(e.Path); ok && b.Kind == e.Kind {
+	out := &manifest.Manifest{Entries: make([]manifest.Entry, 0, len(base.Entries))}
+	for i := range base.Entries {
+		b := &base.Entries[i]
+		if e, ok := walked.Lookup(b.Path); ok && b.Kind == e.Kind && untouchedSince(open, e) {
 			out.Entries = append(out.Entries, *b)
+			continue
 		}
+		out.Entries = append(out.Entries, manifest.Entry{Path: b.Path, Kind: manifest.KindNone})
+	}
+	if unlisted, ok := base.Listed(); ok {
+		out.MarkListed(unlisted)
 	}
 	return out
+}
+
+// untouchedSince reports whether the walked entry e is as open staged it.
+func untouchedSince(open *manifest.Manifest, e *manifest.Entry) bool {
+	o, ok := open.Lookup(e.Path)
+	if !ok || !manifest.SameStat(*o, *e) {
+		return false
+	}
+	return o.Kind != manifest.KindFile || o.Digest == "" || e.Digest == o.Digest
 }
 
 // ErrTouched is wrapped by Refresh's error when the pooled tree was
@@ -82,40 +104,89 @@ var ErrTouched = errors.New("the pooled tree was written after its transaction e
 // settled), so that the walk is taken when no writer is left. On any error
 // the tree is in an unknown state: the caller deletes it.
 func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *stage.Refreshed, error) {
-	tree, untouched, err := prove(ctx, req.Dir, p)
-	if err != nil {
-		return nil, nil, err
-	}
+	// The pooled manifests are decoded beside the walks, which take
+	// directories' names from them (since) once they are ready.
+	var rec, src *manifest.Manifest
+	var recErr, srcErr error
+	recReady, srcReady := make(chan struct{}), make(chan struct{})
+	go func() { defer close(recReady); rec, recErr = p.Tree() }()
+	go func() { defer close(srcReady); src, srcErr = p.Source() }()
+	treeSince, baseSince := since(p, req, recReady, srcReady, &rec, &src)
 	return stage.Refresh(ctx, req, stage.Existing{
-		Tree: tree, Untouched: untouched, TreeWalkNs: p.TreeWalkNs,
-		Source: p.Source, SourceWalkNs: p.SourceWalkNs,
+		Measure: func(ctx context.Context) (*manifest.Manifest, []bool, error) {
+			tree, err := manifest.Walk(ctx, req.Dir, manifest.WalkOptions{Since: treeSince})
+			<-recReady
+			if err != nil {
+				return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
+			}
+			if recErr != nil {
+				return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrTouched, recErr)
+			}
+			covered, err := untouched(rec, p.Ignore, tree)
+			if err != nil {
+				return nil, nil, err
+			}
+			return tree, covered, nil
+		},
+		TreeWalkNs:   p.TreeWalkNs,
+		Source:       func() (*manifest.Manifest, error) { <-srcReady; return src, srcErr },
+		SourceWalkNs: p.SourceWalkNs, BaseSince: baseSince,
 	})
 }
 
-// prove walks the pooled tree at dir and proves it untouched (see
-// Refresh). It returns the walk and which of its entries the pooled record
-// covered.
-func prove(ctx context.Context, dir string, p Pooled) (*manifest.Manifest, []bool, error) {
-	// The pooled record is decoded beside the walk; it is dropped before
-	// the caller walks the base, which bounds the memory a large tree
-	// takes.
-	recDone := make(chan struct{})
-	var rec *manifest.Manifest
-	var recErr error
-	go func() { defer close(recDone); rec, recErr = p.Tree() }()
-	tree, err := manifest.Walk(ctx, dir, manifest.WalkOptions{})
-	<-recDone
-	if err != nil {
-		return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
+// since says how the tree's walk and the base's may take a directory's
+// names from the pooled manifests (manifest.Since), or nil each where they
+// may not (a record that does not say its source is listed). rec and src
+// are the tree's record and the source, set by their decoders before they
+// close recReady and srcReady; each Since is ready once what it reads is.
+//
+// The base's: Source names every entry of each base directory but those
+// of Unlisted, as the walk at open found them, from SourceWalkNs on, with
+// the directory's stat (a directory Source holds as a KindNone name is
+// read).
+//
+// The tree's: the settling walk skipped agent noise, so its record names
+// every entry only of a directory that held none, which is one the command
+// did not touch (Source holds it as a directory: staging made it without
+// noise, and its stat is as staged). The proof starts at SourceWalkNs, no
+// later than staging measured it: the directory's names are the same since
+// then, through the settling walk that recorded them, to now.
+func since(p Pooled, req stage.Request, recReady, srcReady <-chan struct{}, rec, src **manifest.Manifest) (tree, base *manifest.Since) {
+	if !p.Listed {
+		return nil, nil
 	}
-	if recErr != nil {
-		return nil, nil, fmt.Errorf("%w: its record cannot be read: %v", ErrTouched, recErr)
+	unlisted := slices.Clone(p.Unlisted)
+	slices.Sort(unlisted)
+	baseReady, treeReady := make(chan struct{}), make(chan struct{})
+	base = &manifest.Since{WalkNs: p.SourceWalkNs, Clock: req.BaseClock, Ready: baseReady, Listed: func(dir string) bool {
+		_, found := slices.BinarySearch(unlisted, dir)
+		return !found
+	}}
+	tree = &manifest.Since{WalkNs: p.SourceWalkNs, Clock: req.StateClock, Ready: treeReady, Listed: func(dir string) bool {
+		return kindAt(*src, dir) == manifest.KindDir
+	}}
+	go func() {
+		<-srcReady
+		base.Manifest = *src // nil where it could not be decoded: none
+		close(baseReady)
+		<-recReady
+		if *src != nil {
+			tree.Manifest = *rec
+		}
+		close(treeReady)
+	}()
+	return tree, base
+}
+
+// kindAt is the kind of m's entry at path (KindNone: none). Unlike
+// Lookup, it is safe for concurrent use.
+func kindAt(m *manifest.Manifest, path string) manifest.Kind {
+	es := m.Entries
+	i, ok := slices.BinarySearchFunc(es, path, func(e manifest.Entry, p string) int { return strings.Compare(e.Path, p) })
+	if !ok {
+		return manifest.KindNone
 	}
-	covered, err := untouched(rec, p.Ignore, tree)
-	if err != nil {
-		return nil, nil, err
-	}
-	return tree, covered, nil
+	return es[i].Kind
 }
 
 // untouched proves that nothing wrote the tree since it was pooled: every

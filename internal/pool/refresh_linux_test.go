@@ -69,10 +69,11 @@ func pool(t *testing.T, base string, change func(dir string)) (string, Pooled) {
 		t.Fatal(err)
 	}
 	src := Source(res.Base, res.Staged, walked)
+	unlisted, listed := src.Listed()
 	return dir, Pooled{
 		Tree: func() (*manifest.Manifest, error) { return walked, nil }, TreeWalkNs: walkNs,
 		Source: func() (*manifest.Manifest, error) { return src, nil }, SourceWalkNs: res.WalkNs,
-		Ignore: noiseSkip,
+		Ignore: noiseSkip, Listed: listed, Unlisted: unlisted,
 	}
 }
 
@@ -126,64 +127,10 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fresh := stageDir(t)
-			want, err := copyStage(t, stage.Request{Base: base, Dir: fresh, Skip: skipExcluded})
-			if err != nil {
-				t.Fatal(err)
-			}
 			if n, err := unix.Lgetxattr(filepath.Join(dir, "a"), "user.airlock-test", make([]byte, 64)); err == nil {
 				t.Errorf("the command's extended attribute on a directory survived the refresh (%d bytes)", n)
 			}
-			got, exp := facts(t, dir, nil), facts(t, fresh, nil)
-			for path, e := range exp {
-				g, ok := got[path]
-				if !ok {
-					t.Errorf("%q: missing from the refreshed tree", path)
-					continue
-				}
-				if g.Type != e.Type || g.Mode != e.Mode || g.Mtime != e.Mtime || g.Data != e.Data {
-					t.Errorf("%q: refreshed %v %o mtime %d %q, fresh copy %v %o mtime %d %q", path, g.Type, g.Mode, g.Mtime, short(g.Data), e.Type, e.Mode, e.Mtime, short(e.Data))
-				}
-			}
-			for path := range got {
-				if _, ok := exp[path]; !ok {
-					t.Errorf("%q: in the refreshed tree, not in a fresh copy", path)
-				}
-			}
-			// No inode shared within the tree or with the base.
-			seen := map[uint64]string{}
-			baseFacts := facts(t, base, nil)
-			for path, g := range got {
-				if g.Type.IsDir() {
-					continue
-				}
-				if other, ok := seen[g.Ino]; ok {
-					t.Errorf("%q and %q share an inode in the refreshed tree", path, other)
-				}
-				seen[g.Ino] = path
-				if b, ok := baseFacts[path]; ok && b.Ino == g.Ino {
-					t.Errorf("%q shares its inode with the base", path)
-				}
-			}
-			// The manifests are what staging afresh would have recorded.
-			if len(res.Base.Entries) != len(want.Base.Entries) || len(res.Staged.Entries) != len(want.Staged.Entries) {
-				t.Fatalf("manifests: %d base and %d staged entries, fresh %d and %d", len(res.Base.Entries), len(res.Staged.Entries), len(want.Base.Entries), len(want.Staged.Entries))
-			}
-			for i := range res.Base.Entries {
-				if !manifest.SameStat(res.Base.Entries[i], want.Base.Entries[i]) {
-					t.Errorf("base manifest entry %q = %+v, fresh %+v", res.Base.Entries[i].Path, res.Base.Entries[i], want.Base.Entries[i])
-				}
-			}
-			for i, s := range res.Staged.Entries {
-				now, err := manifest.Lstat(filepath.Join(dir, filepath.FromSlash(s.Path)))
-				now.Path = s.Path
-				if err != nil || !manifest.SameStat(now, s) {
-					t.Errorf("staged manifest entry %q = %+v, the tree has %+v (%v)", s.Path, s, now, err)
-				}
-				if w := want.Staged.Entries[i]; !manifest.SameShape(s, w) || s.Size != w.Size || s.MtimeNs != w.MtimeNs {
-					t.Errorf("staged manifest entry %q = %+v, fresh %+v", s.Path, s, w)
-				}
-			}
+			sameAsFresh(t, base, dir, res)
 			if done.Copied == 0 || done.Kept == 0 || done.Removed == 0 {
 				t.Errorf("refresh kept %d, copied %d, removed %d: want some of each", done.Kept, done.Copied, done.Removed)
 			}
@@ -191,6 +138,69 @@ func TestRefreshMatchesFreshCopy(t *testing.T) {
 				t.Errorf("refresh copied %d entries; only the few the command and the base changed differ", done.Copied)
 			}
 		})
+	}
+}
+
+// sameAsFresh checks that dir, refreshed from base (res), is what staging
+// base afresh makes: every path, type, mode, mtime, byte and target, with
+// no inode shared with the base or within the tree, and manifests that say
+// so.
+func sameAsFresh(t *testing.T, base, dir string, res *stage.Result) {
+	t.Helper()
+	fresh := stageDir(t)
+	want, err := copyStage(t, stage.Request{Base: base, Dir: fresh, Skip: skipExcluded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, exp := facts(t, dir, nil), facts(t, fresh, nil)
+	for path, e := range exp {
+		g, ok := got[path]
+		if !ok {
+			t.Errorf("%q: missing from the refreshed tree", path)
+			continue
+		}
+		if g.Type != e.Type || g.Mode != e.Mode || g.Mtime != e.Mtime || g.Data != e.Data {
+			t.Errorf("%q: refreshed %v %o mtime %d %q, fresh copy %v %o mtime %d %q", path, g.Type, g.Mode, g.Mtime, short(g.Data), e.Type, e.Mode, e.Mtime, short(e.Data))
+		}
+	}
+	for path := range got {
+		if _, ok := exp[path]; !ok {
+			t.Errorf("%q: in the refreshed tree, not in a fresh copy", path)
+		}
+	}
+	// No inode shared within the tree or with the base.
+	seen := map[uint64]string{}
+	baseFacts := facts(t, base, nil)
+	for path, g := range got {
+		if g.Type.IsDir() {
+			continue
+		}
+		if other, ok := seen[g.Ino]; ok {
+			t.Errorf("%q and %q share an inode in the refreshed tree", path, other)
+		}
+		seen[g.Ino] = path
+		if b, ok := baseFacts[path]; ok && b.Ino == g.Ino {
+			t.Errorf("%q shares its inode with the base", path)
+		}
+	}
+	// The manifests are what staging afresh would have recorded.
+	if len(res.Base.Entries) != len(want.Base.Entries) || len(res.Staged.Entries) != len(want.Staged.Entries) {
+		t.Fatalf("manifests: %d base and %d staged entries, fresh %d and %d", len(res.Base.Entries), len(res.Staged.Entries), len(want.Base.Entries), len(want.Staged.Entries))
+	}
+	for i := range res.Base.Entries {
+		if !manifest.SameStat(res.Base.Entries[i], want.Base.Entries[i]) {
+			t.Errorf("base manifest entry %q = %+v, fresh %+v", res.Base.Entries[i].Path, res.Base.Entries[i], want.Base.Entries[i])
+		}
+	}
+	for i, s := range res.Staged.Entries {
+		now, err := manifest.Lstat(filepath.Join(dir, filepath.FromSlash(s.Path)))
+		now.Path = s.Path
+		if err != nil || !manifest.SameStat(now, s) {
+			t.Errorf("staged manifest entry %q = %+v, the tree has %+v (%v)", s.Path, s, now, err)
+		}
+		if w := want.Staged.Entries[i]; !manifest.SameShape(s, w) || s.Size != w.Size || s.MtimeNs != w.MtimeNs {
+			t.Errorf("staged manifest entry %q = %+v, fresh %+v", s.Path, s, w)
+		}
 	}
 }
 
@@ -282,9 +292,11 @@ func TestRefreshOnASecondsFS(t *testing.T) {
 		_, err = changeset.Diff(t.Context(), changeset.Input{Base: res.Base, StagedOpen: res.Staged, Staged: walked, BaseDir: base, StagedDir: dir})
 		must(t, err)
 		src := Source(res.Base, res.Staged, walked)
+		unlisted, listed := src.Listed()
 		p := Pooled{
 			Tree: func() (*manifest.Manifest, error) { return walked, nil }, TreeWalkNs: walkNs,
 			Source: func() (*manifest.Manifest, error) { return src, nil }, SourceWalkNs: res.WalkNs,
+			Listed: listed, Unlisted: unlisted,
 		}
 		// After the pooled walk, in the same second.
 		must(t, unix.Setxattr(filepath.Join(dir, "a"), "user.airlock-test", []byte("planted"), 0))

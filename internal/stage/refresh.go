@@ -18,15 +18,16 @@ import (
 )
 
 // Existing is a tree already at Request.Dir, a former staged workspace,
-// with what the caller proved about it: Refresh keeps of it only what that
+// with what the caller proves about it: Refresh keeps of it only what that
 // proof covers and the base still matches.
 type Existing struct {
-	// Tree is the tree as it stands now (a walk of Request.Dir).
-	Tree *manifest.Manifest
-	// Untouched[j] says Tree entry j is exactly as it was when its
-	// transaction settled (the caller compared it with the settling walk);
-	// an entry not proved so is never kept.
-	Untouched []bool
+	// Measure walks the tree at Request.Dir as it stands now and says
+	// which of its entries are exactly as they were when its transaction
+	// settled (untouched[j] for tree entry j: the caller compared it with
+	// the settling walk); an entry not proved so is never kept. Refresh
+	// runs it beside the base's walk, with a context that ends when that
+	// walk fails.
+	Measure func(ctx context.Context) (tree *manifest.Manifest, untouched []bool, err error)
 	// TreeWalkNs is when the settling walk started: an entry whose ctime
 	// is not older by the state file system's window (Request.StateClock)
 	// could have been written again within the same timestamp step without
@@ -34,16 +35,21 @@ type Existing struct {
 	TreeWalkNs int64
 	// Source loads, for each entry that was provably untouched since it
 	// was staged, the base's stat facts of the very version its bytes were
-	// copied from (see internal/pool's Source). A base file that still
-	// shows exactly those facts still holds those bytes (ctime cannot be
-	// set by any user call). A loader, so that it is decoded beside the
-	// base's walk.
+	// copied from (see internal/pool's Source); any other entry it holds
+	// is a KindNone name and proves nothing. A base file that still shows
+	// exactly those facts still holds those bytes (ctime cannot be set by
+	// any user call). A loader, called once both walks are done, so that
+	// it may be decoded beside them.
 	Source func() (*manifest.Manifest, error)
 	// SourceWalkNs is when the base was measured for Source: a source
 	// entry whose ctime is not older by the base file system's window
 	// (Request.BaseClock) proves nothing by stat alone, and its bytes are
 	// compared.
 	SourceWalkNs int64
+	// BaseSince, if set, lets the base's walk take the names of the
+	// directories whose stat proves them unchanged from a previous
+	// measurement instead of reading them (manifest.Since).
+	BaseSince *manifest.Since
 
 	source *manifest.Manifest // Source, once loaded
 }
@@ -54,6 +60,10 @@ type Refreshed struct {
 	Copied  int   // files and symlinks (re)made from the base
 	Bytes   int64 // bytes of the files copied
 	Removed int   // entries removed (a directory counts once)
+	// BaseListings and TreeListings are the directories of the base and
+	// of the tree whose names the walks took from a previous measurement
+	// instead of reading them (Existing.BaseSince, manifest.Since).
+	BaseListings, TreeListings int
 }
 
 // Refresh makes req.Dir, which holds the tree e describes, exactly what
@@ -77,27 +87,26 @@ func Refresh(ctx context.Context, req Request, e Existing) (*Result, *Refreshed,
 	if !root.IsDir() {
 		return nil, nil, fmt.Errorf("stage %s: not a directory", quote(base))
 	}
-	// The sources are decoded beside the base's walk (each keeps both
-	// cores busy); nothing in the tree is touched before both are done.
-	var srcErr error
-	var wg sync.WaitGroup
-	wg.Go(func() { e.source, srcErr = e.Source() })
+	// The two walks are independent, and each alone leaves a core idle
+	// part of the time: they run side by side, and nothing in the tree is
+	// touched before both are done. WalkNs is taken before either starts:
+	// the kept entries of the staged manifest are the tree's walk's.
 	walkNs := time.Now().UnixNano()
-	m, err := manifest.Walk(ctx, base, manifest.WalkOptions{Skip: req.Skip})
-	wg.Wait()
+	m, tree, untouched, err := walkBoth(ctx, base, req, e)
 	if err != nil {
-		return nil, nil, stopped(ctx, base, err)
+		return nil, nil, err
 	}
-	if srcErr != nil {
-		return nil, nil, fmt.Errorf("pooled tree's record: %w", srcErr)
+	if e.source, err = e.Source(); err != nil {
+		return nil, nil, fmt.Errorf("pooled tree's record: %w", err)
 	}
 	src, err := openSource(base)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer src.close()
-	r := &refresher{ctx: ctx, src: src, dir: dir, base: m, tree: e.Tree, covered: e.Untouched, p: e, touched: map[string]bool{},
+	r := &refresher{ctx: ctx, src: src, dir: dir, base: m, tree: tree, covered: untouched, p: e, touched: map[string]bool{},
 		stateClock: req.StateClock, baseClock: req.BaseClock}
+	r.stats.BaseListings, r.stats.TreeListings = m.Reused(), tree.Reused()
 	if err := r.plan(); err != nil {
 		return nil, nil, err
 	}
@@ -127,6 +136,34 @@ func Refresh(ctx context.Context, req Request, e Existing) (*Result, *Refreshed,
 		req.Progress(len(staged.Entries), len(staged.Entries))
 	}
 	return res, &r.stats, nil
+}
+
+// walkBoth measures the base (m) beside the caller's walk of the tree.
+// A failure of either stops the other; the tree's is reported first, as
+// it says the tree is not to be reused.
+func walkBoth(ctx context.Context, base string, req Request, e Existing) (m, tree *manifest.Manifest, untouched []bool, err error) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var treeErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tree, untouched, treeErr = e.Measure(wctx)
+		if treeErr != nil {
+			cancel(treeErr)
+		}
+	})
+	m, err = manifest.Walk(wctx, base, manifest.WalkOptions{Skip: req.Skip, Since: e.BaseSince})
+	if err != nil {
+		cancel(err)
+	}
+	wg.Wait()
+	switch {
+	case treeErr != nil:
+		return nil, nil, nil, treeErr
+	case err != nil:
+		return nil, nil, nil, stopped(ctx, base, err)
+	}
+	return m, tree, untouched, nil
 }
 
 type refresher struct {
@@ -275,14 +312,14 @@ func (r *refresher) keep(b, t *manifest.Entry, covered bool, shared map[uint64]b
 		// (changed within the state's timestamp step of the pooled walk),
 		// is made as a fresh one would be: the user's own, no extended
 		// attributes, the base's mode and times.
-		if _, ok := r.p.source.Lookup(t.Path); !ok || !covered || !r.stateClock.Proves(t.CtimeNs, r.p.TreeWalkNs) {
+		if s, ok := r.p.source.Lookup(t.Path); !ok || s.Kind != manifest.KindDir || !covered || !r.stateClock.Proves(t.CtimeNs, r.p.TreeWalkNs) {
 			r.scrub = append(r.scrub, t.Path)
 			r.touched[t.Path] = true
 		}
 		return true, nil
 	case manifest.KindSymlink:
-		_, ok := r.p.source.Lookup(t.Path)
-		return ok && covered && t.Target == b.Target && t.MtimeNs == b.MtimeNs, nil
+		s, ok := r.p.source.Lookup(t.Path)
+		return ok && s.Kind == manifest.KindSymlink && covered && t.Target == b.Target && t.MtimeNs == b.MtimeNs, nil
 	case manifest.KindFile:
 	default:
 		return false, nil
