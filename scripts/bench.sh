@@ -785,13 +785,17 @@ if [ -n "${TREE:-}" ]; then
 else
 	i20 "warm default \`run -- true\`, the generated tree ($NFILES paths, 80% ignored)" "warm run -- true (default)" "\`git status --porcelain\`" "git status --porcelain" 3
 fi
+if [ -n "$SERIES" ]; then
+	SL=$(printf '%s\n' $SERIES | sort -n | tail -1)
+	i20 "same, the series' generated $SL-file tree (${SERIES_PATHS[$SL]} paths)" "series $SL: warm run -- true (default)" "\`git status --porcelain\`" "series $SL: git status --porcelain" 3
+else
+	i20 "same, the series' largest generated tree" "-" "\`git status --porcelain\`" "-" 3 "$SERIES_WHY"
+fi
 PAIR=$(series_pair)
 if [ -n "$PAIR" ]; then
 	read -r SL SO <<<"$PAIR"
-	i20 "same, the series' generated $SL-file tree (${SERIES_PATHS[$SL]} paths)" "series $SL: warm run -- true (default)" "\`git status --porcelain\`" "series $SL: git status --porcelain" 3
-else
-	[ -n "$SERIES" ] && SERIES_WHY="SERIES needs two sizes"
-	i20 "same, the series' largest generated tree" "-" "\`git status --porcelain\`" "-" 3 "$SERIES_WHY"
+elif [ -n "$SERIES" ]; then
+	SERIES_WHY="SERIES needs two sizes"
 fi
 i20 "warm default \`run -- true\`, unprivileged (uid 65534), quiet" "warm run -- true (default, unprivileged)" "the same as root, same copy" "warm run -- true (default, as root, on the unprivileged user's copy)" 1.1 "$RL_WHY"
 i20 "same (copy), while root's processes start and stop" "second run -- true (copy, rootless, root's processes churning)" "the same as root, same copy, quiet" "warm run -- true (default, as root, on the unprivileged user's copy)" 1.1 "$([ "$RL_USER" = 1 ] && echo "measured with the rootless overlay block, which doctor finds unsupported here" || echo "$RL_WHY")"
@@ -805,7 +809,7 @@ else
 		i20 "$op, largest vs 10k-file tree" "-" "the same, 10k files" "-" 1.5 "$SERIES_WHY"
 	done
 fi
-i20 "commit of $NEWFILES new ~200-byte files (a \`run\` writing them in $NEWFILES_DIRS directories, 1k-file tree)" "new files: run writing them, committed" "\`cp -a\` of them + \`sync\`" "new files: cp -a + sync" 2 "$NEWFILES_WHY"
+i20 "commit of $([ "$NEWFILES" = 0 ] && echo 5000 || echo "$NEWFILES") new ~200-byte files (a \`run\` writing them in $NEWFILES_DIRS directories, 1k-file tree)" "new files: run writing them, committed" "\`cp -a\` of them + \`sync\`" "new files: cp -a + sync" 2 "$NEWFILES_WHY"
 i20 "\`npm install $NPM_PKGS\` through \`run\`${NPM_PATHS:+ ($((NPM_PATHS)) paths)}${NPM_HOW:+, from $NPM_HOW}" "npm install (through run)" "direct, in a copy" "npm install (direct, in a copy)" 1.2 "$NPM_WHY"
 i20diff "\`go build\` of a small module (warm cache) through \`run\`" "go build (through run)" "direct, in a copy" "go build (direct, in a copy)" 150 "$GO_WHY"
 echo
