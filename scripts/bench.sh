@@ -355,7 +355,7 @@ newfiles_round() {
 	quiet
 	m "new files: the writing alone" sh -c "$NFWRITE" sh "$WORK/nfw-$r" "$NEWFILES_DIRS" "$NEWFILES"
 	sleep 2
-	m "new files: run writing them, committed" "$AIRLOCK" run --workdir "$WORK/nf-$r" --quiet -- sh -c "$NFWRITE" sh new "$NEWFILES_DIRS" "$NEWFILES"
+	mj "new files: run writing them, committed" "$AIRLOCK" run --workdir "$WORK/nf-$r" --json -- sh -c "$NFWRITE" sh new "$NEWFILES_DIRS" "$NEWFILES"
 	sleep 2
 	m "new files: cp -a + sync" sh -c 'cp -a "$1" "$2" && sync' sh "$WORK/nf-$r/new" "$WORK/nfc-$r"
 }
@@ -401,7 +401,7 @@ npm_setup() {
 # shellcheck disable=SC2086 # NPM_PKGS is a list of packages
 npm_direct() { m "npm install (direct, in a copy)" in_dir "$1/direct" npm install "${NPM_ARGS[@]}" $NPM_PKGS; }
 # shellcheck disable=SC2086
-npm_run() { m "npm install (through run)" "$AIRLOCK" run --workdir "$1/proj" --quiet -- npm install "${NPM_ARGS[@]}" $NPM_PKGS; }
+npm_run() { mj "npm install (through run)" "$AIRLOCK" run --workdir "$1/proj" --json -- npm install "${NPM_ARGS[@]}" $NPM_PKGS; }
 npm_round() {
 	local r=$1 p=$WORK/npm-$1
 	mkdir -p "$p/proj"
@@ -509,7 +509,7 @@ gobuild_setup() {
 	GO_OK=1
 }
 go_direct() { m "go build (direct, in a copy)" in_dir "$WORK/gomod-direct" sh -c "$GOSCRIPT" sh "r$1"; }
-go_run() { m "go build (through run)" "$AIRLOCK" run --workdir "$GOMOD" --quiet -- sh -c "$GOSCRIPT" sh "r$1"; }
+go_run() { mj "go build (through run)" "$AIRLOCK" run --workdir "$GOMOD" --json -- sh -c "$GOSCRIPT" sh "r$1"; }
 gobuild_round() {
 	local r=$1
 	quiet
@@ -754,7 +754,7 @@ i20diff() {
 	fi
 	v=$(pd "$a" "$b")
 	ok=$(verdict "$v" "$max")
-	echo "| $row | $(ms "$a") | $ref | $(ms "$b") | $v ms | ≤ +$max ms | $ok |"
+	echo "| $row$(recycled "$a") | $(ms "$a") | $ref | $(ms "$b") | $v ms | ≤ +$max ms | $ok |"
 	I20+=("- $row: $v ms over $ref (target ≤ +$max ms): $ok")
 }
 
