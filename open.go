@@ -85,6 +85,17 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	if err != nil {
 		return nil, err
 	}
+	// From the tree's measurement on, a run's every write is watched
+	// (watch.go).
+	var wd *watched
+	if o.ForRun {
+		wd = startWatch(backend.Name(), st.Path(stagedDir), res.Staged, hosted)
+		defer func() {
+			if !ok {
+				wd.stop(false)
+			}
+		}()
+	}
 	port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)
 	if err != nil {
 		return nil, err
@@ -112,7 +123,7 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	if err := st.Append(state.Event{Time: time.Now().UTC(), Event: eventOpened, Detail: map[string]any{"entries": len(res.Base.Entries)}}); err != nil {
 		return nil, err
 	}
-	tx := &Tx{store: s, st: st, rec: rec, opened: map[string]*manifest.Manifest{baseManifestFile: res.Base, stagedOpenFile: res.Staged}}
+	tx := &Tx{store: s, st: st, rec: rec, opened: map[string]*manifest.Manifest{baseManifestFile: res.Base, stagedOpenFile: res.Staged}, watch: wd}
 	if err := tx.guardRepo(ctx); err != nil {
 		return nil, err
 	}

@@ -180,8 +180,9 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 		// upper layer once the command has ended.
 		spec.Mount = &launch.Mount{FSType: fsType, Source: fsType, Data: data}
 	}
-	// Last before the command starts: the watch must see its first write.
-	t.watch = t.startWatch(&spec)
+	// The watch open started covers the command only if it cannot make
+	// a second name for a file (launch.Spec.Watched).
+	spec.Watched = t.watch.watching()
 	started := time.Now()
 	lr, registered, runErr := t.store.launchRegistered(ctx, t.ID(), spec)
 	t.watch.stop(lr.Contained)

@@ -111,7 +111,10 @@ type OpenOptions struct {
 	// backend that cannot stage on its own here may then stage a
 	// workspace that only the command's namespace mounts: overlay without
 	// root. Such a workspace is reached through Tx.Run alone; its path
-	// outside the command is an empty mount point.
+	// outside the command is an empty mount point. A ForRun tree is
+	// watched from open to the run's settling (see NoWatchEnv), so that
+	// the change set is read from what was written to it, by the caller
+	// too, rather than a walk.
 	ForRun bool
 	// Fresh stages a fresh copy even where a pooled tree could be
 	// recycled (see pool.go).

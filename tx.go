@@ -48,8 +48,8 @@ type Tx struct {
 	// of milliseconds on a large tree. Dropped where a manifest is
 	// rewritten (rebaseOpen).
 	opened map[string]*manifest.Manifest
-	// watch is the watch of a run's tree (watch.go): nil when none was
-	// asked for.
+	// watch is the watch of a run's tree, from open to settling
+	// (watch.go): nil when none was asked for.
 	watch *watched
 }
 
@@ -237,8 +237,12 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 	}
 	if now != nil {
 		// The entries the watch did not name were measured at open, not
-		// now: a later pooling proves their stat facts from then.
+		// now: a later pooling proves their stat facts from when open
+		// began measuring.
 		start = t.rec.CreatedAt.UnixNano()
+		if sg := t.rec.Staging; sg != nil && sg.WalkNs > 0 && sg.WalkNs < start {
+			start = sg.WalkNs
+		}
 	} else if now, err = manifest.Walk(ctx, t.Path(), manifest.WalkOptions{Skip: noise.MatchSelf}); err != nil {
 		return nil, fmt.Errorf("measure staged workspace: %w", err)
 	}

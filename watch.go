@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/selector"
@@ -15,12 +16,11 @@ import (
 
 // Watching a run. The change set of a run is the staged tree against the
 // base; measuring the tree after the command is a walk of every entry,
-// though a command writes a handful of them. Where airlock opened the
-// tree in this process (so that the manifest it measured at open is the
-// tree as the command finds it), contains the command, and can keep it
-// from making a second name for a file, it watches every directory of the
-// tree while the command runs (internal/watch) and measures only what the
-// watch names (manifest.Patch). Anything the watch cannot account for,
+// though a command writes a handful of them. Where open stages a tree for
+// a run (OpenOptions.ForRun), the command will be contained, and it can
+// be kept from making a second name for a file, the tree is watched from
+// the moment open has measured it (internal/watch) to the run's settling,
+// and settling measures only what the watch names (manifest.Patch). Anything the watch cannot account for,
 // and AIRLOCK_NO_WATCH=1, means the walk, as before.
 
 // NoWatchEnv, set to 1, turns the watch off: every run measures its tree
@@ -37,30 +37,28 @@ type watched struct {
 	off     string
 }
 
-// startWatch watches the transaction's tree for the command about to run
-// in spec, and returns the watch, or nil and why not.
-func (t *Tx) startWatch(spec *launch.Spec) *watched {
+// startWatch watches a tree open has just staged for a run (ForRun) and
+// measured as open: from here to the run's settling, every write to it
+// is seen, whoever makes it (the caller between Open and Run included).
+// It returns nil where no watch is wanted (the backend reads the change
+// set itself), or one whose off says why it could not be had.
+func startWatch(backend, staged string, open *manifest.Manifest, hosted bool) *watched {
 	off := func(why string) *watched { return &watched{off: why} }
-	switch {
-	case os.Getenv(NoWatchEnv) == "1":
-		return off(NoWatchEnv + "=1")
-	case !spec.Contain:
-		return off("the command is not contained")
-	case spec.Mount != nil:
+	if hosted {
 		return nil // the backend reads the change set from its upper layer
-	case !launch.LinkGuard():
-		return off("this kernel has no seccomp filters, which keep the command from making hard links")
 	}
-	if b, err := stage.Get(t.rec.Backend); err != nil {
+	if b, err := stage.Get(backend); err != nil {
 		return off(err.Error())
 	} else if _, ok := b.(stage.Differ); ok {
 		return nil
 	}
-	open, ok := t.opened[stagedOpenFile]
-	if !ok {
-		// Measured by another process, at another time: what the
-		// command finds may differ from it.
-		return off("the workspace was opened by another process")
+	switch {
+	case os.Getenv(NoWatchEnv) == "1":
+		return off(NoWatchEnv + "=1")
+	case fault.Off("contain"):
+		return off("the command is not contained")
+	case !launch.LinkGuard():
+		return off("this kernel has no seccomp filters, which keep the command from making hard links")
 	}
 	var dirs []string
 	for _, e := range open.Entries {
@@ -68,13 +66,16 @@ func (t *Tx) startWatch(spec *launch.Spec) *watched {
 			dirs = append(dirs, e.Path)
 		}
 	}
-	w, err := watch.Start(t.Path(), dirs)
+	w, err := watch.Start(staged, dirs)
 	if err != nil {
 		return off(err.Error())
 	}
-	spec.Watched = true
 	return &watched{w: w}
 }
+
+// watching reports whether the watch is on, for the command's launch
+// (launch.Spec.Watched).
+func (wd *watched) watching() bool { return wd != nil && wd.w != nil }
 
 // stop ends the watch once the command has ended; contained says every
 // process of it had.

@@ -1,8 +1,9 @@
-//go:build airlock_known_breaks
+//go:build airlock_known_breaks && linux
 
 package main_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	statepkg "github.com/airlockdev/airlock/internal/state"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
@@ -90,6 +92,119 @@ func TestKnownBreakWatchOutsideLink(t *testing.T) {
 			}
 			if got := snapshot(t, x.base, nil)["a"].Content; got != "evil\n" || r.Code != 0 {
 				t.Errorf("a run that wrote a through a second name outside the tree: exit %d, base a %q, want the write committed\n%s", r.Code, got, r.Stdout)
+			}
+		})
+	}
+}
+
+// TestKnownBreakWatchPooledMapping: "every file a command could write was
+// opened, so an open names it" holds for a fresh tree only. A recycled
+// tree's files were opened before the run: a first run's command hands a
+// descriptor of a to a process that outlives it (as in the deferred-close
+// attack), the tree is pooled and recycled by the next run, and that
+// process maps a and writes through the mapping while the next run's
+// command runs. A write through a mapping makes no event, and nothing of
+// the second run opened a: the watch names nothing, and the change is
+// dropped (no_changes). A walk sees a's new mtime and commits it.
+func TestKnownBreakWatchPooledMapping(t *testing.T) {
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watched", true: "walked"}[walk], func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a": F(0o644, "orig\n")})
+			sock, fds := takeFD(t)
+			r1, j1 := x.runJSON(nil, "echo warm > warm.txt && "+attack2Command(t, "give-fd", "a", sock))
+			wantCode(t, r1, 0)
+			if j1.Outcome != "committed" {
+				t.Fatalf("first run: %+v, want committed", j1)
+			}
+			var fd int
+			select {
+			case fd = <-fds:
+			default:
+				t.Fatal("the first run's command handed no descriptor")
+			}
+			defer unix.Close(fd)
+			pooled := x.pooledPaths("a")
+			if len(pooled) != 1 {
+				t.Fatalf("pooled trees holding a: %q", pooled)
+			}
+			st, err := statepkg.Open(x.state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testbin.PastWindow(t, x.state, st.Clock().WindowNs(), pooled...)
+
+			out := testbin.RealDir(t)
+			ready, release := filepath.Join(out, "ready"), filepath.Join(out, "release")
+			if err := unix.Mkfifo(release, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var env []string
+			if walk {
+				env = []string{"AIRLOCK_NO_WATCH=1"}
+			}
+			script := fmt.Sprintf("set -e; : > %s; read x < %s", ready, release)
+			p := x.start(run{env: env, args: []string{"run", "--json", "--workdir", x.base, "--", "sh", "-c", script}})
+			waitFile(t, ready)
+			m, err := unix.Mmap(fd, 0, 5, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(m, "EVIL\n")
+			if err := unix.Munmap(m); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(release, []byte("go\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := p.WaitSettled()
+			var j runJSON
+			if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
+				t.Fatalf("run --json: %v\n%s\nstderr: %s", err, r.Stdout, r.Stderr)
+			}
+			if !walk {
+				needWatch(t, j)
+			}
+			if s := x.showRecycle(r.Settle["tx"]); s.Recycled == nil || s.Recycled.From != r1.Settle["tx"] {
+				t.Fatalf("the run did not recycle the first run's tree (recycled %+v, not_recycled %q): the attack needs it", s.Recycled, s.NotRecycled)
+			}
+			if got := snapshot(t, x.base, nil)["a"].Content; got != "EVIL\n" || r.Code != 0 {
+				t.Errorf("a run during which a's mapping was written: exit %d, outcome %q (measured %q), base a %q, want the write committed as a walk does\n%s", r.Code, j.Outcome, j.Measured, got, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestKnownBreakRootRemountsStateRoot: not the watch's own, but what
+// a watched run's pooled record relies on ("a run's command may write
+// only its tree and the hook scratch directory: its record, manifests and
+// fingerprints stay airlock's"). As root the command's mount namespace is
+// owned by the initial user namespace, so the read-only bind of the state
+// root is not locked: `mount -o remount,bind,rw` lifts it, and the command
+// writes the state root (here a file beside the pool; as well a pooled
+// tree and its record, which the next run trusts). Watched or walked
+// alike.
+func TestKnownBreakRootRemountsStateRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("as a user the command's user namespace locks the read-only mount")
+	}
+	testbin.Require(t, "mount", "to remount the state root in the command's namespace")
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "watched", true: "walked"}[walk], func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a": F(0o644, "orig\n")})
+			var env []string
+			if walk {
+				env = []string{"AIRLOCK_NO_WATCH=1"}
+			}
+			forged := filepath.Join(x.state, "forged")
+			script := fmt.Sprintf("mount -o remount,bind,rw '%s' && echo forged > '%s'", x.state, forged)
+			r, j := x.runJSON(env, script)
+			if !walk {
+				needWatch(t, j)
+			}
+			if testbin.Exists(forged) {
+				t.Errorf("a run's command (exit %d, outcome %q) remounted the state root read-write and wrote %s in it", r.Code, j.Outcome, forged)
 			}
 		})
 	}

@@ -75,7 +75,7 @@ func testGuardFilter(t *testing.T, links bool) {
 		}
 		for _, nr := range abi.absent {
 			if got := runFilter(t, prog, abi.arch, nr, 0); got != wantAbsent {
-				t.Errorf("links %v: arch %#x io_uring_setup nr %#x: %#x, want %#x", links, abi.arch, nr, got, wantAbsent)
+				t.Errorf("links %v: arch %#x absent nr %#x: %#x, want %#x", links, abi.arch, nr, got, wantAbsent)
 			}
 		}
 		for _, nr := range abi.ioctls {

@@ -58,9 +58,12 @@ type abi struct {
 	// may not know) and fanotify_init (whose events carry descriptors
 	// that make no events): EPERM.
 	denied []uint32
-	// absent is io_uring_setup (a ring links and writes without these
-	// system calls): ENOSYS, as on a kernel without io_uring, which its
-	// users fall back from.
+	// absent are io_uring_setup (a ring links and writes without these
+	// system calls) and file_setattr (Linux 6.17: a file's flags set by
+	// path, with no open and no event, though its ctime moves): ENOSYS,
+	// as on a kernel without them, which their users fall back from (to
+	// the ioctl on an open file, for the flags). 425 and 469 in every
+	// ABI's table.
 	absent []uint32
 }
 
@@ -72,17 +75,17 @@ type abi struct {
 // blocked. The numbers are golang.org/x/sys/unix's zsysnum tables'.
 var abis = []abi{
 	// x32's ioctl is 514; 16 is 64-bit only, and refused for x32 anyway.
-	{unix.AUDIT_ARCH_X86_64, []uint32{16, x32Bit | 16, x32Bit | 514}, []uint32{86, 265, x32Bit | 86, x32Bit | 265}, []uint32{304, 300, x32Bit | 304, x32Bit | 300}, []uint32{425, x32Bit | 425}},
-	{unix.AUDIT_ARCH_I386, []uint32{54}, []uint32{9, 303}, []uint32{342, 338}, []uint32{425}},
-	{unix.AUDIT_ARCH_AARCH64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425}},
-	{unix.AUDIT_ARCH_ARM, []uint32{54}, []uint32{9, 330}, []uint32{371, 367}, []uint32{425}},
-	{unix.AUDIT_ARCH_RISCV64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425}},
-	{unix.AUDIT_ARCH_LOONGARCH64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425}},
-	{unix.AUDIT_ARCH_PPC64LE, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425}},
-	{unix.AUDIT_ARCH_PPC64, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425}},
-	{unix.AUDIT_ARCH_PPC, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425}},
-	{unix.AUDIT_ARCH_S390X, []uint32{54}, []uint32{9, 296}, []uint32{336, 332}, []uint32{425}},
-	{unix.AUDIT_ARCH_S390, []uint32{54}, []uint32{9, 296}, []uint32{336, 332}, []uint32{425}},
+	{unix.AUDIT_ARCH_X86_64, []uint32{16, x32Bit | 16, x32Bit | 514}, []uint32{86, 265, x32Bit | 86, x32Bit | 265}, []uint32{304, 300, x32Bit | 304, x32Bit | 300}, []uint32{425, 469, x32Bit | 425, x32Bit | 469}},
+	{unix.AUDIT_ARCH_I386, []uint32{54}, []uint32{9, 303}, []uint32{342, 338}, []uint32{425, 469}},
+	{unix.AUDIT_ARCH_AARCH64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425, 469}},
+	{unix.AUDIT_ARCH_ARM, []uint32{54}, []uint32{9, 330}, []uint32{371, 367}, []uint32{425, 469}},
+	{unix.AUDIT_ARCH_RISCV64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425, 469}},
+	{unix.AUDIT_ARCH_LOONGARCH64, []uint32{29}, []uint32{37}, []uint32{265, 262}, []uint32{425, 469}},
+	{unix.AUDIT_ARCH_PPC64LE, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425, 469}},
+	{unix.AUDIT_ARCH_PPC64, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425, 469}},
+	{unix.AUDIT_ARCH_PPC, []uint32{54}, []uint32{9, 294}, []uint32{346, 323}, []uint32{425, 469}},
+	{unix.AUDIT_ARCH_S390X, []uint32{54}, []uint32{9, 296}, []uint32{336, 332}, []uint32{425, 469}},
+	{unix.AUDIT_ARCH_S390, []uint32{54}, []uint32{9, 296}, []uint32{336, 332}, []uint32{425, 469}},
 }
 
 // Offsets in struct seccomp_data: nr, arch, then args[6] as 64-bit words
