@@ -243,7 +243,7 @@ func fillWorktree(ctx context.Context, req Request, pl worktreePlace, rec *workt
 			return nil, err
 		}
 	}
-	if err := setIndex(ctx, r, rec.Top); err != nil {
+	if err := setIndex(ctx, r, rec.Top, res, req); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -295,37 +295,34 @@ func addGitEntries(res *Result, base, top string) error {
 // setIndex makes the worktree's index the base's for the base's paths:
 // the same entries, stages and blobs (so staged, unstaged and conflicted
 // paths read as they do in the base), then refreshes its stat data from
-// the staged files. Tracked paths outside a subdirectory base are HEAD's
-// and marked skip-worktree, as a sparse checkout would. Not carried:
-// intent-to-add, assume-unchanged and skip-worktree marks of the base's
-// own entries.
-func setIndex(ctx context.Context, r *repo, top string) error {
+// the staged files. At the repository's top the index is written whole,
+// with the stat data of every staged file the base's index proves clean
+// (worktree_index.go), so that the refresh hashes only the rest. Tracked
+// paths outside a subdirectory base are HEAD's and marked skip-worktree,
+// as a sparse checkout would. Not carried: intent-to-add, assume-unchanged
+// and skip-worktree marks of the base's own entries.
+func setIndex(ctx context.Context, r *repo, top string, res *Result, req Request) error {
+	if r.prefix == "" {
+		list, written, err := readBaseIndex(ctx, r)
+		switch {
+		case err == nil:
+			carryStat(list, res, top, written, req)
+			path, err := worktreeIndexPath(top)
+			if err != nil {
+				return err
+			}
+			if err := writeIndex(path, list); err != nil {
+				return err
+			}
+			return refreshIndex(ctx, top)
+		case !errors.Is(err, errIndexDebug):
+			return err
+		}
+	}
 	var info bytes.Buffer
 	if r.prefix != "" {
-		if _, err := git.In(top).Run(ctx, "read-tree", r.head); err != nil {
-			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
-		}
-		out, err := git.In(top).Run(ctx, "ls-files", "-z")
-		if err != nil {
-			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
-		}
-		var outside bytes.Buffer
-		zero := strings.Repeat("0", len(r.head))
-		for _, p := range bytes.Split(out, []byte{0}) {
-			if len(p) == 0 {
-				continue
-			}
-			if strings.HasPrefix(string(p), r.prefix) {
-				fmt.Fprintf(&info, "0 %s\t%s\x00", zero, p)
-			} else {
-				outside.Write(p)
-				outside.WriteByte(0)
-			}
-		}
-		if outside.Len() > 0 {
-			if _, err := git.In(top).RunInput(ctx, outside.Bytes(), "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
-				return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
-			}
+		if err := readTreeOutside(ctx, r, top, &info); err != nil {
+			return err
 		}
 	}
 	out, err := git.In(r.dir).Run(ctx, "ls-files", "-s", "-z", "--full-name")
@@ -338,7 +335,46 @@ func setIndex(ctx context.Context, r *repo, top string) error {
 			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
 		}
 	}
-	// -q: paths that differ from the index stay unrefreshed, as they should.
+	return refreshIndex(ctx, top)
+}
+
+// readTreeOutside gives the index of a worktree whose base is a
+// subdirectory HEAD's entries, the base's paths dropped (info gets an
+// --index-info line removing each) and every other path marked
+// skip-worktree.
+func readTreeOutside(ctx context.Context, r *repo, top string, info *bytes.Buffer) error {
+	if _, err := git.In(top).Run(ctx, "read-tree", r.head); err != nil {
+		return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
+	}
+	out, err := git.In(top).Run(ctx, "ls-files", "-z")
+	if err != nil {
+		return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
+	}
+	var outside bytes.Buffer
+	zero := strings.Repeat("0", len(r.head))
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) == 0 {
+			continue
+		}
+		if strings.HasPrefix(string(p), r.prefix) {
+			fmt.Fprintf(info, "0 %s\t%s\x00", zero, p)
+		} else {
+			outside.Write(p)
+			outside.WriteByte(0)
+		}
+	}
+	if outside.Len() > 0 {
+		if _, err := git.In(top).RunInput(ctx, outside.Bytes(), "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
+			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
+		}
+	}
+	return nil
+}
+
+// refreshIndex refreshes the stat data of the worktree's index entries
+// that have none from the staged files. -q: paths that differ from the
+// index stay unrefreshed, as they should.
+func refreshIndex(ctx context.Context, top string) error {
 	if _, err := git.In(top).Run(ctx, "update-index", "-q", "--refresh"); err != nil {
 		return fmt.Errorf("refresh the index of worktree %s: %w", quote(top), err)
 	}

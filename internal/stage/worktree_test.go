@@ -10,8 +10,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
+	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
@@ -484,4 +486,104 @@ func TestSweepWorktrees(t *testing.T) {
 		t.Errorf("second sweep: %v, %v", again, err)
 	}
 	must(t, b.Remove(ctx, owned))
+}
+
+// TestWorktreeIndexCarriesStat: at the repository's top, the staged
+// index carries the stat data of each staged file the base's index proves
+// clean, so that git need not read it again, and none for a file changed
+// since the base's index was written, even one whose size and mtime were
+// put back.
+func TestWorktreeIndexCarriesStat(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repo := dirtyRepo(t)
+	// Same size, mtime put back: only its ctime and bytes tell.
+	c := filepath.Join(repo, "sub", "c.txt")
+	fi, err := os.Stat(c)
+	must(t, err)
+	// The base's index is written once every file's stat is out of the
+	// window, so that its entries are not racily clean.
+	waitProven(t, repo)
+	run(t, repo, "update-index", "-q", "--really-refresh")
+	waitProven(t, filepath.Join(repo, ".git"))
+	write(t, c, "C\n", 0o644)
+	must(t, os.Chtimes(c, fi.ModTime(), fi.ModTime()))
+	dir := txDir(t, t.TempDir(), "s1")
+	b := worktreeBackend{}
+	// A clock that proves every stat: the test trees are made within
+	// moments of being staged.
+	req := Request{Base: repo, Dir: dir, StateClock: provesAll, BaseClock: provesAll}
+	if _, err := b.Stage(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Remove(context.Background(), dir) })
+	inos := map[string]string{}
+	out := run(t, dir, "ls-files", "--debug")
+	var path string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, " ") {
+			path = line
+			continue
+		}
+		if _, ino, ok := strings.Cut(line, "ino: "); ok {
+			inos[path] = ino
+		}
+	}
+	ino := func(p string) string {
+		var st syscall.Stat_t
+		must(t, syscall.Lstat(filepath.Join(dir, p), &st))
+		return fmt.Sprint(uint32(st.Ino))
+	}
+	if got, want := inos[".gitignore"], ino(".gitignore"); got != want {
+		t.Errorf(".gitignore: staged index has inode %s, the staged file is %s", got, want)
+	}
+	if got := inos["sub/c.txt"]; got == ino("sub/c.txt") {
+		t.Errorf("sub/c.txt changed since the base's index was written, yet its staged entry has the staged file's stat")
+	}
+	for _, args := range [][]string{
+		{"status", "--porcelain"},
+		{"diff", "--cached", "--stat"},
+		{"diff", "--stat"},
+	} {
+		if got, want := run(t, dir, args...), run(t, repo, args...); got != want {
+			t.Errorf("git %s in the staged tree:\n%s\nin the base:\n%s", strings.Join(args, " "), got, want)
+		}
+	}
+	if got := run(t, dir, "status", "--porcelain", "--", "sub/c.txt"); got != " M sub/c.txt\n" {
+		t.Errorf("git status of sub/c.txt in the staged tree: %q", got)
+	}
+}
+
+// provesAll is a timestamp clock whose window is a nanosecond.
+var provesAll = fsclock.Clock{StoredNs: 1, Measured: true}
+
+func TestParseIndexDebug(t *testing.T) {
+	oid := strings.Repeat("ab", 20)
+	out := "100644 " + oid + " 0\ta b.txt\x00" +
+		"  ctime: 1796180800:913546755\n  mtime: -2:7\n  dev: 65024\tino: -1\n  uid: 0\tgid: 5\n  size: 20\tflags: 4000\n" +
+		"120000 " + oid + " 2\tlnk\x00" +
+		"  ctime: 1:2\n  mtime: 3:4\n  dev: 5\tino: 6\n  uid: 7\tgid: 8\n  size: 9\tflags: 0\n"
+	list, err := parseIndexDebug([]byte(out))
+	must(t, err)
+	if len(list) != 2 {
+		t.Fatalf("%d entries, want 2", len(list))
+	}
+	a, l := list[0], list[1]
+	if a.path != "a b.txt" || a.mode != 0o100644 || a.stage != 0 || a.flags != 0x4000 ||
+		a.stat != (indexStat{ctimeS: 1796180800, ctimeN: 913546755, mtimeS: 1<<32 - 2, mtimeN: 7, dev: 65024, ino: 1<<32 - 1, gid: 5, size: 20}) {
+		t.Errorf("first entry %+v", a)
+	}
+	if l.path != "lnk" || l.mode != 0o120000 || l.stage != 2 || l.stat.size != 9 {
+		t.Errorf("second entry %+v", l)
+	}
+	for _, bad := range []string{
+		"100644 " + oid + " 0\tx\x00  ctime: 1:2\n",
+		"100644 " + oid + " 0\tx\x00  ctime: 1:2\n  mtime: 3:4\n  dev: 5\tinode: 6\n  uid: 7\tgid: 8\n  size: 9\tflags: 0\n",
+		"100644 " + oid + " 0\tx",
+		"100644 xyz 0\tx\x00",
+	} {
+		if _, err := parseIndexDebug([]byte(bad)); err == nil {
+			t.Errorf("parseIndexDebug(%q) = nil error", bad)
+		}
+	}
 }
