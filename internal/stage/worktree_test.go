@@ -253,7 +253,7 @@ func TestWorktreeRefuses(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Stage = %v, want an error with %q", err, tt.want)
 			}
-			for _, p := range []string{dir, recordPath(dir), dir + ".worktree", dir + ".gitfile"} {
+			for _, p := range []string{dir, recordPath(dir), dir + ".worktree", filling(dir)} {
 				if _, err := os.Lstat(p); err == nil {
 					t.Errorf("%s left behind", p)
 				}
