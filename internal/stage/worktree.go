@@ -337,7 +337,7 @@ func setIndex(ctx context.Context, r *repo, top string, res *Result, req Request
 			if err != nil {
 				return err
 			}
-			if err := writeIndex(path, list); err != nil {
+			if err := writeIndex(path, list, len(r.head)/2); err != nil {
 				return err
 			}
 			return refreshIndex(ctx, top)

@@ -195,6 +195,8 @@ func carryStat(list []indexEntry, res *Result, top string, written int64, req Re
 		if written == 0 || e.stage != 0 || e.flags != 0 || (e.mode != gitModeFile && e.mode != gitModeExec) || base.size == 0 {
 			continue
 		}
+		// Ownership is left out: a chown moves ctime anyway.
+		base.uid, base.gid = 0, 0
 		b, ok := res.Base.Lookup(e.path)
 		if !ok || b.Kind != manifest.KindFile || statOfEntry(*b) != base {
 			continue
@@ -225,14 +227,18 @@ func carryStat(list []indexEntry, res *Result, top string, written int64, req Re
 
 // writeIndex writes list as a version 2 git index at path, through
 // path.lock as git does, so that no reader sees half of it. The entries
-// must be in index order (by path, then stage), as ls-files lists them.
-func writeIndex(path string, list []indexEntry) error {
+// must be in index order (by path, then stage), as ls-files lists them;
+// oidSize is the repository's object id length (20 bytes for SHA-1, 32
+// for SHA-256), which also picks the index's checksum.
+func writeIndex(path string, list []indexEntry, oidSize int) error {
 	var h hash.Hash
-	switch {
-	case len(list) == 0 || len(list[0].oid) == sha1.Size:
+	switch oidSize {
+	case sha1.Size:
 		h = sha1.New()
-	default:
+	case sha256.Size:
 		h = sha256.New()
+	default:
+		return fmt.Errorf("write git index %s: unknown object id length %d", quote(path), oidSize)
 	}
 	var buf bytes.Buffer
 	buf.WriteString("DIRC")

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -585,5 +586,88 @@ func TestParseIndexDebug(t *testing.T) {
 		if _, err := parseIndexDebug([]byte(bad)); err == nil {
 			t.Errorf("parseIndexDebug(%q) = nil error", bad)
 		}
+	}
+}
+
+func TestCarryStat(t *testing.T) {
+	base, staged := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(base, "f"), "x\n", 0o644)
+	write(t, filepath.Join(staged, "f"), "x\n", 0o644)
+	walk := func(dir string) *manifest.Manifest {
+		m, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{})
+		must(t, err)
+		return m
+	}
+	res := &Result{Base: walk(base), Staged: walk(staged)}
+	req := Request{StateClock: provesAll, BaseClock: provesAll}
+	clean := statOfEntry(res.Base.Entries[0])
+	clean.uid, clean.gid = 1000, 1000 // another owner's base: ownership does not count
+	stagedIno := uint32(res.Staged.Entries[0].Ino)
+	written := time.Now().UnixNano()
+	tests := []struct {
+		name    string
+		e       indexEntry
+		written int64
+		carried bool
+	}{
+		{"clean", indexEntry{mode: gitModeFile, stat: clean}, written, true},
+		{"executable", indexEntry{mode: gitModeExec, stat: clean}, written, true},
+		{"index unknown", indexEntry{mode: gitModeFile, stat: clean}, 0, false},
+		{"racily clean", indexEntry{mode: gitModeFile, stat: clean}, res.Base.Entries[0].CtimeNs, false},
+		{"conflicted", indexEntry{mode: gitModeFile, stage: 2, stat: clean}, written, false},
+		{"skip-worktree", indexEntry{mode: gitModeFile, flags: 1 << 30, stat: clean}, written, false},
+		{"symlink", indexEntry{mode: 0o120000, stat: clean}, written, false},
+		{"other ctime", indexEntry{mode: gitModeFile, stat: func() indexStat { s := clean; s.ctimeN++; return s }()}, written, false},
+		{"other inode", indexEntry{mode: gitModeFile, stat: func() indexStat { s := clean; s.ino++; return s }()}, written, false},
+		{"smudged", indexEntry{mode: gitModeFile, stat: func() indexStat { s := clean; s.size = 0; return s }()}, written, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.e.path = "f"
+			list := []indexEntry{tt.e}
+			if got := carryStat(list, res, staged, tt.written, req); got != map[bool]int{true: 1, false: 0}[tt.carried] {
+				t.Fatalf("carried %d entries", got)
+			}
+			switch {
+			case tt.carried && (list[0].stat.ino != stagedIno || list[0].stat.uid != uint32(os.Getuid())):
+				t.Errorf("carried stat %+v, not the staged file's (inode %d)", list[0].stat, stagedIno)
+			case !tt.carried && list[0].stat != (indexStat{}):
+				t.Errorf("an entry not carried has stat data %+v", list[0].stat)
+			}
+		})
+	}
+	// Not as staging measured it: written since.
+	write(t, filepath.Join(staged, "f"), "y\n", 0o644)
+	list := []indexEntry{{mode: gitModeFile, path: "f", stat: clean}}
+	if carryStat(list, res, staged, written, req) != 0 {
+		t.Errorf("a staged file changed since it was measured was carried")
+	}
+}
+
+// TestWorktreeSHA256: the index airlock writes in a SHA-256 repository has
+// SHA-256 ids and checksum.
+func TestWorktreeSHA256(t *testing.T) {
+	needGit(t)
+	repo, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	if out, err := exec.Command("git", "init", "-q", "--object-format=sha256", repo).CombinedOutput(); err != nil {
+		t.Skipf("this git makes no SHA-256 repository: %v\n%s", err, out)
+	}
+	write(t, filepath.Join(repo, "a.txt"), "a\n", 0o644)
+	write(t, filepath.Join(repo, "b.txt"), "b\n", 0o644)
+	run(t, repo, "add", "-A")
+	run(t, repo, "commit", "-q", "-m", "one")
+	write(t, filepath.Join(repo, "a.txt"), "a\nmore\n", 0o644)
+	dir := txDir(t, t.TempDir(), "h1")
+	b := worktreeBackend{}
+	if _, err := b.Stage(context.Background(), Request{Base: repo, Dir: dir, StateClock: provesAll, BaseClock: provesAll}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Remove(context.Background(), dir) })
+	if got, want := run(t, dir, "status", "--porcelain"), run(t, repo, "status", "--porcelain"); got != want {
+		t.Errorf("git status in the staged tree:\n%s\nin the base:\n%s", got, want)
+	}
+	if got, want := run(t, dir, "ls-files", "-s"), run(t, repo, "ls-files", "-s"); got != want {
+		t.Errorf("staged index:\n%s\nthe base's:\n%s", got, want)
 	}
 }
