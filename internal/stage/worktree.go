@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -36,6 +38,9 @@ import (
 //   - dir.worktree.json records the repository, the branch and the commit
 //     it was made at, written before the worktree exists, so that gc can
 //     find and remove a worktree whose opening process died.
+//   - dir.filling is where the surface is copied while git makes the
+//     worktree (addAndCopy); it is renamed into the worktree once both are
+//     done.
 //
 // The id in the branch name is the name of dir's parent directory, the
 // transaction's state directory.
@@ -134,13 +139,12 @@ func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err
 			}
 		}
 	}()
-	if err := addWorktree(ctx, rec); err != nil {
+	res, added, err = addAndCopy(ctx, req, pl, rec)
+	if err != nil {
 		return nil, err
 	}
-	added = true
 	fault.Point("worktree-created")
-	res, err = fillWorktree(ctx, req, pl, rec, counterpart)
-	if err != nil {
+	if err := fillWorktree(ctx, req, pl, rec, counterpart, res); err != nil {
 		return nil, err
 	}
 	if counterpart != dir {
@@ -152,7 +156,7 @@ func (worktreeBackend) Stage(ctx context.Context, req Request) (res *Result, err
 			return nil, fmt.Errorf("create staged workspace %s: %w", quote(dir), unwrapPath(err))
 		}
 	}
-	// The gitfile was put back after staging: its digest, if it needs one.
+	// The gitfile was moved in after the copy: its digest, if it needs one.
 	if err := digestRacy(ctx, res, counterpart, req); err != nil {
 		return nil, stopped(ctx, base, err)
 	}
@@ -198,29 +202,31 @@ func placeWorktree(ctx context.Context, req Request) (worktreePlace, error) {
 	return pl, nil
 }
 
-// fillWorktree copies (or clones) the base's surface into the new
-// worktree at counterpart, exactly as the copy backend stages, and gives
-// it the base's index. The worktree's own gitfile is all it holds
-// (--no-checkout): it is parked while the surface is copied into a fresh
-// directory, then put back.
-func fillWorktree(ctx context.Context, req Request, pl worktreePlace, rec *worktreeRecord, counterpart string) (*Result, error) {
-	base, r, parent := pl.base, pl.repo, pl.parent
-	gitfile := filepath.Join(rec.Top, ".git")
-	parked := pl.dir + ".gitfile"
-	if err := os.Rename(gitfile, parked); err != nil {
-		return nil, fmt.Errorf("set up worktree %s: %w", quote(rec.Top), unwrapPath(err))
-	}
-	var err error
-	if r.prefix == "" {
-		err = os.Remove(rec.Top)
-	} else {
-		err = os.MkdirAll(filepath.Dir(counterpart), 0o700)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("set up worktree %s: %w", quote(rec.Top), unwrapPath(err))
-	}
+// filling is where the base's surface is copied while git makes the
+// worktree, beside the staged workspace dir.
+func filling(dir string) string { return dir + ".filling" }
+
+// addAndCopy registers the worktree (addWorktree) and, at the same time,
+// copies (or clones) the base's surface into filling(dir), exactly as the
+// copy backend stages. The two touch nothing in common: the copy leaves
+// the base's .git out, and `git worktree add --no-checkout` writes only
+// beneath the repository's git directory and the worktree's top, where it
+// puts nothing but the gitfile; so the worktree costs its copy and not
+// also the wait for git. A failed registration stops the copy, and its
+// error is the one returned; added says whether the worktree exists.
+func addAndCopy(ctx context.Context, req Request, pl worktreePlace, rec *worktreeRecord) (res *Result, added bool, err error) {
+	copyCtx, stopCopy := context.WithCancelCause(ctx)
+	defer stopCopy(nil)
+	addErr := make(chan error, 1)
+	go func() {
+		err := addWorktree(ctx, rec)
+		if err != nil {
+			stopCopy(err)
+		}
+		addErr <- err
+	}()
 	skip := req.Skip
-	if r.prefix == "" {
+	if pl.repo.prefix == "" {
 		// The base's .git is the repository itself; the worktree has its
 		// own gitfile instead.
 		skip = func(rel string, isDir bool) bool {
@@ -228,25 +234,45 @@ func fillWorktree(ctx context.Context, req Request, pl worktreePlace, rec *workt
 		}
 	}
 	clone := false
-	if ok, _ := cloneSupport(parent); ok && sameDevice(parent, base) {
+	if ok, _ := cloneSupport(pl.parent); ok && sameDevice(pl.parent, pl.base) {
 		clone = true
 	}
-	res, err := stageCopy(ctx, Request{Base: base, Dir: counterpart, Skip: skip, Progress: req.Progress, StateClock: req.StateClock, BaseClock: req.BaseClock}, clone)
-	if err != nil {
-		return nil, err
+	res, cerr := stageCopy(copyCtx, Request{Base: pl.base, Dir: filling(pl.dir), Skip: skip, Progress: req.Progress, StateClock: req.StateClock, BaseClock: req.BaseClock}, clone)
+	if aerr := <-addErr; aerr != nil {
+		return nil, false, aerr
 	}
-	if err := os.Rename(parked, gitfile); err != nil {
-		return nil, fmt.Errorf("set up worktree %s: %w", quote(rec.Top), unwrapPath(err))
+	if cerr != nil {
+		return nil, true, cerr
+	}
+	return res, true, nil
+}
+
+// fillWorktree moves the copied surface into the worktree at counterpart
+// and gives it the base's index. At the repository's top, the worktree's
+// gitfile (all that --no-checkout put there) moves into the copy, which
+// then replaces the empty top in one rename.
+func fillWorktree(ctx context.Context, req Request, pl worktreePlace, rec *worktreeRecord, counterpart string, res *Result) error {
+	r, fill := pl.repo, filling(pl.dir)
+	var err error
+	if r.prefix == "" {
+		if err = os.Rename(filepath.Join(rec.Top, ".git"), filepath.Join(fill, ".git")); err == nil {
+			// rename(2) replaces an empty directory; os.Rename refuses to.
+			if err = unix.Rename(fill, rec.Top); err != nil {
+				err = &os.LinkError{Op: "rename", Old: fill, New: rec.Top, Err: err}
+			}
+		}
+	} else if err = os.MkdirAll(filepath.Dir(counterpart), 0o700); err == nil {
+		err = os.Rename(fill, counterpart)
+	}
+	if err != nil {
+		return fmt.Errorf("set up worktree %s: %w", quote(rec.Top), unwrapPath(err))
 	}
 	if r.prefix == "" && (req.Skip == nil || !req.Skip(".git", true)) {
-		if err := addGitEntries(res, base, rec.Top); err != nil {
-			return nil, err
+		if err := addGitEntries(res, pl.base, rec.Top); err != nil {
+			return err
 		}
 	}
-	if err := setIndex(ctx, r, rec.Top); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return setIndex(ctx, r, rec.Top, res, req)
 }
 
 // addWorktree registers the worktree and makes its branch, under the
@@ -295,37 +321,34 @@ func addGitEntries(res *Result, base, top string) error {
 // setIndex makes the worktree's index the base's for the base's paths:
 // the same entries, stages and blobs (so staged, unstaged and conflicted
 // paths read as they do in the base), then refreshes its stat data from
-// the staged files. Tracked paths outside a subdirectory base are HEAD's
-// and marked skip-worktree, as a sparse checkout would. Not carried:
-// intent-to-add, assume-unchanged and skip-worktree marks of the base's
-// own entries.
-func setIndex(ctx context.Context, r *repo, top string) error {
+// the staged files. At the repository's top the index is written whole,
+// with the stat data of every staged file the base's index proves clean
+// (worktree_index.go), so that the refresh hashes only the rest. Tracked
+// paths outside a subdirectory base are HEAD's and marked skip-worktree,
+// as a sparse checkout would. Not carried: intent-to-add, assume-unchanged
+// and skip-worktree marks of the base's own entries.
+func setIndex(ctx context.Context, r *repo, top string, res *Result, req Request) error {
+	if r.prefix == "" {
+		list, written, err := readBaseIndex(ctx, r)
+		switch {
+		case err == nil:
+			carryStat(list, res, top, written, req)
+			path, err := worktreeIndexPath(top)
+			if err != nil {
+				return err
+			}
+			if err := writeIndex(path, list, len(r.head)/2); err != nil {
+				return err
+			}
+			return refreshIndex(ctx, top)
+		case !errors.Is(err, errIndexDebug):
+			return err
+		}
+	}
 	var info bytes.Buffer
 	if r.prefix != "" {
-		if _, err := git.In(top).Run(ctx, "read-tree", r.head); err != nil {
-			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
-		}
-		out, err := git.In(top).Run(ctx, "ls-files", "-z")
-		if err != nil {
-			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
-		}
-		var outside bytes.Buffer
-		zero := strings.Repeat("0", len(r.head))
-		for _, p := range bytes.Split(out, []byte{0}) {
-			if len(p) == 0 {
-				continue
-			}
-			if strings.HasPrefix(string(p), r.prefix) {
-				fmt.Fprintf(&info, "0 %s\t%s\x00", zero, p)
-			} else {
-				outside.Write(p)
-				outside.WriteByte(0)
-			}
-		}
-		if outside.Len() > 0 {
-			if _, err := git.In(top).RunInput(ctx, outside.Bytes(), "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
-				return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
-			}
+		if err := readTreeOutside(ctx, r, top, &info); err != nil {
+			return err
 		}
 	}
 	out, err := git.In(r.dir).Run(ctx, "ls-files", "-s", "-z", "--full-name")
@@ -338,7 +361,46 @@ func setIndex(ctx context.Context, r *repo, top string) error {
 			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
 		}
 	}
-	// -q: paths that differ from the index stay unrefreshed, as they should.
+	return refreshIndex(ctx, top)
+}
+
+// readTreeOutside gives the index of a worktree whose base is a
+// subdirectory HEAD's entries, the base's paths dropped (info gets an
+// --index-info line removing each) and every other path marked
+// skip-worktree.
+func readTreeOutside(ctx context.Context, r *repo, top string, info *bytes.Buffer) error {
+	if _, err := git.In(top).Run(ctx, "read-tree", r.head); err != nil {
+		return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
+	}
+	out, err := git.In(top).Run(ctx, "ls-files", "-z")
+	if err != nil {
+		return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
+	}
+	var outside bytes.Buffer
+	zero := strings.Repeat("0", len(r.head))
+	for _, p := range bytes.Split(out, []byte{0}) {
+		if len(p) == 0 {
+			continue
+		}
+		if strings.HasPrefix(string(p), r.prefix) {
+			fmt.Fprintf(info, "0 %s\t%s\x00", zero, p)
+		} else {
+			outside.Write(p)
+			outside.WriteByte(0)
+		}
+	}
+	if outside.Len() > 0 {
+		if _, err := git.In(top).RunInput(ctx, outside.Bytes(), "update-index", "--skip-worktree", "-z", "--stdin"); err != nil {
+			return fmt.Errorf("set up the index of worktree %s: %w", quote(top), err)
+		}
+	}
+	return nil
+}
+
+// refreshIndex refreshes the stat data of the worktree's index entries
+// that have none from the staged files. -q: paths that differ from the
+// index stay unrefreshed, as they should.
+func refreshIndex(ctx context.Context, top string) error {
 	if _, err := git.In(top).Run(ctx, "update-index", "-q", "--refresh"); err != nil {
 		return fmt.Errorf("refresh the index of worktree %s: %w", quote(top), err)
 	}
@@ -355,10 +417,11 @@ func undoWorktree(ctx context.Context, dir string, rec *worktreeRecord, added bo
 			errs = append(errs, err)
 		}
 	}
-	for _, p := range []string{dir + ".gitfile", recordPath(dir)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
-		}
+	if err := removeTree(ctx, filling(dir)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.Remove(recordPath(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

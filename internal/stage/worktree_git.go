@@ -48,6 +48,7 @@ type repo struct {
 	common string // the repository's common git directory (shared by all its worktrees)
 	prefix string // the base relative to top, slash-separated with a trailing slash; "" at the top
 	head   string // the commit HEAD names
+	index  string // the base's index file
 }
 
 // errNotRepo marks a base that is not in a git work tree.
@@ -67,17 +68,20 @@ func findRepo(ctx context.Context, base string) (*repo, error) {
 	if err != nil || strings.TrimSpace(string(out)) != "true" {
 		return nil, fmt.Errorf("base %s is %w: --backend worktree needs a git repository; use --backend copy", quote(base), errNotRepo)
 	}
-	out, err = git.In(base).Run(ctx, "rev-parse", "--show-toplevel", "--git-common-dir", "--show-prefix")
+	out, err = git.In(base).Run(ctx, "rev-parse", "--show-toplevel", "--git-common-dir", "--show-prefix", "--git-path", "index")
 	if err != nil {
 		return nil, fmt.Errorf("locate the git repository of %s: %w", quote(base), err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) != 3 {
+	if len(lines) != 4 {
 		return nil, fmt.Errorf("locate the git repository of %s: unexpected answer %q from git rev-parse", quote(base), out)
 	}
-	r := &repo{dir: base, top: lines[0], common: lines[1], prefix: lines[2]}
+	r := &repo{dir: base, top: lines[0], common: lines[1], prefix: lines[2], index: lines[3]}
 	if !filepath.IsAbs(r.common) {
 		r.common = filepath.Join(base, r.common)
+	}
+	if !filepath.IsAbs(r.index) {
+		r.index = filepath.Join(base, r.index)
 	}
 	if c, err := filepath.EvalSymlinks(r.common); err == nil {
 		r.common = c

@@ -10,8 +10,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
@@ -251,7 +254,7 @@ func TestWorktreeRefuses(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Stage = %v, want an error with %q", err, tt.want)
 			}
-			for _, p := range []string{dir, recordPath(dir), dir + ".worktree", dir + ".gitfile"} {
+			for _, p := range []string{dir, recordPath(dir), dir + ".worktree", filling(dir)} {
 				if _, err := os.Lstat(p); err == nil {
 					t.Errorf("%s left behind", p)
 				}
@@ -484,4 +487,187 @@ func TestSweepWorktrees(t *testing.T) {
 		t.Errorf("second sweep: %v, %v", again, err)
 	}
 	must(t, b.Remove(ctx, owned))
+}
+
+// TestWorktreeIndexCarriesStat: at the repository's top, the staged
+// index carries the stat data of each staged file the base's index proves
+// clean, so that git need not read it again, and none for a file changed
+// since the base's index was written, even one whose size and mtime were
+// put back.
+func TestWorktreeIndexCarriesStat(t *testing.T) {
+	needGit(t)
+	ctx := context.Background()
+	repo := dirtyRepo(t)
+	// Same size, mtime put back: only its ctime and bytes tell.
+	c := filepath.Join(repo, "sub", "c.txt")
+	fi, err := os.Stat(c)
+	must(t, err)
+	// The base's index is written once every file's stat is out of the
+	// window, so that its entries are not racily clean.
+	waitProven(t, repo)
+	run(t, repo, "update-index", "-q", "--really-refresh")
+	waitProven(t, filepath.Join(repo, ".git"))
+	write(t, c, "C\n", 0o644)
+	must(t, os.Chtimes(c, fi.ModTime(), fi.ModTime()))
+	dir := txDir(t, t.TempDir(), "s1")
+	b := worktreeBackend{}
+	// A clock that proves every stat: the test trees are made within
+	// moments of being staged.
+	req := Request{Base: repo, Dir: dir, StateClock: provesAll, BaseClock: provesAll}
+	if _, err := b.Stage(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Remove(context.Background(), dir) })
+	inos := map[string]string{}
+	out := run(t, dir, "ls-files", "--debug")
+	var path string
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, " ") {
+			path = line
+			continue
+		}
+		if _, ino, ok := strings.Cut(line, "ino: "); ok {
+			inos[path] = ino
+		}
+	}
+	ino := func(p string) string {
+		var st syscall.Stat_t
+		must(t, syscall.Lstat(filepath.Join(dir, p), &st))
+		return fmt.Sprint(uint32(st.Ino))
+	}
+	if got, want := inos[".gitignore"], ino(".gitignore"); got != want {
+		t.Errorf(".gitignore: staged index has inode %s, the staged file is %s", got, want)
+	}
+	if got := inos["sub/c.txt"]; got == ino("sub/c.txt") {
+		t.Errorf("sub/c.txt changed since the base's index was written, yet its staged entry has the staged file's stat")
+	}
+	for _, args := range [][]string{
+		{"status", "--porcelain"},
+		{"diff", "--cached", "--stat"},
+		{"diff", "--stat"},
+	} {
+		if got, want := run(t, dir, args...), run(t, repo, args...); got != want {
+			t.Errorf("git %s in the staged tree:\n%s\nin the base:\n%s", strings.Join(args, " "), got, want)
+		}
+	}
+	if got := run(t, dir, "status", "--porcelain", "--", "sub/c.txt"); got != " M sub/c.txt\n" {
+		t.Errorf("git status of sub/c.txt in the staged tree: %q", got)
+	}
+}
+
+// provesAll is a timestamp clock whose window is a nanosecond.
+var provesAll = fsclock.Clock{StoredNs: 1, Measured: true}
+
+func TestParseIndexDebug(t *testing.T) {
+	oid := strings.Repeat("ab", 20)
+	out := "100644 " + oid + " 0\ta b.txt\x00" +
+		"  ctime: 1796180800:913546755\n  mtime: -2:7\n  dev: 65024\tino: -1\n  uid: 0\tgid: 5\n  size: 20\tflags: 4000\n" +
+		"120000 " + oid + " 2\tlnk\x00" +
+		"  ctime: 1:2\n  mtime: 3:4\n  dev: 5\tino: 6\n  uid: 7\tgid: 8\n  size: 9\tflags: 0\n"
+	list, err := parseIndexDebug([]byte(out))
+	must(t, err)
+	if len(list) != 2 {
+		t.Fatalf("%d entries, want 2", len(list))
+	}
+	a, l := list[0], list[1]
+	if a.path != "a b.txt" || a.mode != 0o100644 || a.stage != 0 || a.flags != 0x4000 ||
+		a.stat != (indexStat{ctimeS: 1796180800, ctimeN: 913546755, mtimeS: 1<<32 - 2, mtimeN: 7, dev: 65024, ino: 1<<32 - 1, gid: 5, size: 20}) {
+		t.Errorf("first entry %+v", a)
+	}
+	if l.path != "lnk" || l.mode != 0o120000 || l.stage != 2 || l.stat.size != 9 {
+		t.Errorf("second entry %+v", l)
+	}
+	for _, bad := range []string{
+		"100644 " + oid + " 0\tx\x00  ctime: 1:2\n",
+		"100644 " + oid + " 0\tx\x00  ctime: 1:2\n  mtime: 3:4\n  dev: 5\tinode: 6\n  uid: 7\tgid: 8\n  size: 9\tflags: 0\n",
+		"100644 " + oid + " 0\tx",
+		"100644 xyz 0\tx\x00",
+	} {
+		if _, err := parseIndexDebug([]byte(bad)); err == nil {
+			t.Errorf("parseIndexDebug(%q) = nil error", bad)
+		}
+	}
+}
+
+func TestCarryStat(t *testing.T) {
+	base, staged := t.TempDir(), t.TempDir()
+	write(t, filepath.Join(base, "f"), "x\n", 0o644)
+	write(t, filepath.Join(staged, "f"), "x\n", 0o644)
+	walk := func(dir string) *manifest.Manifest {
+		m, err := manifest.Walk(t.Context(), dir, manifest.WalkOptions{})
+		must(t, err)
+		return m
+	}
+	res := &Result{Base: walk(base), Staged: walk(staged)}
+	req := Request{StateClock: provesAll, BaseClock: provesAll}
+	clean := statOfEntry(res.Base.Entries[0])
+	clean.uid, clean.gid = 1000, 1000 // another owner's base: ownership does not count
+	stagedIno := uint32(res.Staged.Entries[0].Ino)
+	written := time.Now().UnixNano()
+	tests := []struct {
+		name    string
+		e       indexEntry
+		written int64
+		carried bool
+	}{
+		{"clean", indexEntry{mode: gitModeFile, stat: clean}, written, true},
+		{"executable", indexEntry{mode: gitModeExec, stat: clean}, written, true},
+		{"index unknown", indexEntry{mode: gitModeFile, stat: clean}, 0, false},
+		{"racily clean", indexEntry{mode: gitModeFile, stat: clean}, res.Base.Entries[0].CtimeNs, false},
+		{"conflicted", indexEntry{mode: gitModeFile, stage: 2, stat: clean}, written, false},
+		{"skip-worktree", indexEntry{mode: gitModeFile, flags: 1 << 30, stat: clean}, written, false},
+		{"symlink", indexEntry{mode: 0o120000, stat: clean}, written, false},
+		{"other ctime", indexEntry{mode: gitModeFile, stat: func() indexStat { s := clean; s.ctimeN++; return s }()}, written, false},
+		{"other inode", indexEntry{mode: gitModeFile, stat: func() indexStat { s := clean; s.ino++; return s }()}, written, false},
+		{"smudged", indexEntry{mode: gitModeFile, stat: func() indexStat { s := clean; s.size = 0; return s }()}, written, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.e.path = "f"
+			list := []indexEntry{tt.e}
+			if got := carryStat(list, res, staged, tt.written, req); got != map[bool]int{true: 1, false: 0}[tt.carried] {
+				t.Fatalf("carried %d entries", got)
+			}
+			switch {
+			case tt.carried && (list[0].stat.ino != stagedIno || list[0].stat.uid != uint32(os.Getuid())):
+				t.Errorf("carried stat %+v, not the staged file's (inode %d)", list[0].stat, stagedIno)
+			case !tt.carried && list[0].stat != (indexStat{}):
+				t.Errorf("an entry not carried has stat data %+v", list[0].stat)
+			}
+		})
+	}
+	// Not as staging measured it: written since.
+	write(t, filepath.Join(staged, "f"), "y\n", 0o644)
+	list := []indexEntry{{mode: gitModeFile, path: "f", stat: clean}}
+	if carryStat(list, res, staged, written, req) != 0 {
+		t.Errorf("a staged file changed since it was measured was carried")
+	}
+}
+
+// TestWorktreeSHA256: the index airlock writes in a SHA-256 repository has
+// SHA-256 ids and checksum.
+func TestWorktreeSHA256(t *testing.T) {
+	needGit(t)
+	repo, err := filepath.EvalSymlinks(t.TempDir())
+	must(t, err)
+	if out, err := exec.Command("git", "init", "-q", "--object-format=sha256", repo).CombinedOutput(); err != nil {
+		t.Skipf("this git makes no SHA-256 repository: %v\n%s", err, out)
+	}
+	write(t, filepath.Join(repo, "a.txt"), "a\n", 0o644)
+	write(t, filepath.Join(repo, "b.txt"), "b\n", 0o644)
+	run(t, repo, "add", "-A")
+	run(t, repo, "commit", "-q", "-m", "one")
+	write(t, filepath.Join(repo, "a.txt"), "a\nmore\n", 0o644)
+	dir := txDir(t, t.TempDir(), "h1")
+	b := worktreeBackend{}
+	if _, err := b.Stage(context.Background(), Request{Base: repo, Dir: dir, StateClock: provesAll, BaseClock: provesAll}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Remove(context.Background(), dir) })
+	if got, want := run(t, dir, "status", "--porcelain"), run(t, repo, "status", "--porcelain"); got != want {
+		t.Errorf("git status in the staged tree:\n%s\nin the base:\n%s", got, want)
+	}
+	if got, want := run(t, dir, "ls-files", "-s"), run(t, repo, "ls-files", "-s"); got != want {
+		t.Errorf("staged index:\n%s\nthe base's:\n%s", got, want)
+	}
 }
