@@ -476,11 +476,13 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	// Where one flush of the objects' file system stands for an fsync of
 	// each object, the objects are written under temporary names, flushed
 	// together, and only then named by their digests.
-	fss, err := safefs.OpenFSSync(objects)
-	if err != nil {
-		return err
+	var fss *safefs.FSSync
+	if files >= safefs.FSSyncMin {
+		if fss, err = safefs.OpenFSSync(objects); err != nil {
+			return err
+		}
+		defer fss.Close()
 	}
-	defer fss.Close()
 	// The objects written and not yet named, with their digests.
 	type object struct {
 		tmp    *safefs.TempFile

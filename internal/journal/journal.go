@@ -127,11 +127,14 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 	// Where one flush of the state's file system stands for an fsync of
 	// each backup and of their directory, the backups are written without
 	// one and flushed together below, before the journal that names them.
-	fss, err := safefs.OpenFSSync(bdir)
-	if err != nil {
-		return nil, err
+	var fss *safefs.FSSync
+	if backups(ops) >= safefs.FSSyncMin {
+		var err error
+		if fss, err = safefs.OpenFSSync(bdir); err != nil {
+			return nil, err
+		}
+		defer fss.Close()
 	}
-	defer fss.Close()
 	for i := range ops {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -183,6 +186,17 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 		return nil, err
 	}
 	return j, safefs.SyncDir(filepath.Dir(dir))
+}
+
+// backups counts the operations whose before entry Prepare backs up.
+func backups(ops []Op) int {
+	n := 0
+	for _, op := range ops {
+		if op.Before.Kind == manifest.KindFile {
+			n++
+		}
+	}
+	return n
 }
 
 // sameBefore compares what is in the base now with what the checks saw. The
@@ -452,14 +466,16 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 	a := &applier{ctx: ctx, root: root, j: j, onBase: onBase, res: &ApplyResult{},
 		pl: &placer{onBase: onBase, aside: map[int]string{}}, kept: map[string]bool{},
 		touched: map[string]bool{}, kinds: beforeKinds(j.Ops)}
-	// Opened before the first write, so that a write-back of any of them
-	// that fails is reported to its flush.
-	fss, err := root.FSSync()
-	if err != nil {
-		return a.res, err
+	if len(j.Ops) >= safefs.FSSyncMin {
+		// Opened before the first write, so that a write-back of any of
+		// them that fails is reported to its flush.
+		fss, err := root.FSSync()
+		if err != nil {
+			return a.res, err
+		}
+		defer fss.Close()
+		a.fss = fss
 	}
-	defer fss.Close()
-	a.fss = fss
 	if onBase {
 		var bytes int64
 		for _, op := range j.Ops {

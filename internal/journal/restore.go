@@ -86,12 +86,14 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 	if err != nil {
 		return nil, err
 	}
-	// Opened before the first write: see apply.
-	fss, err := root.FSSync()
-	if err != nil {
-		return nil, err
+	var fss *safefs.FSSync
+	if len(j.Ops) >= safefs.FSSyncMin {
+		// Opened before the first write: see apply.
+		if fss, err = root.FSSync(); err != nil {
+			return nil, err
+		}
+		defer fss.Close()
 	}
-	defer fss.Close()
 	r := &restorer{ctx: ctx, root: root, j: j, dir: dir, only: only, released: released,
 		res: &RestoreResult{}, touched: map[string]bool{}, kinds: beforeKinds(j.Ops),
 		kept: map[int]bool{}, edited: map[int]bool{}}

@@ -19,6 +19,11 @@ type FSSync struct {
 	f *os.File
 }
 
+// FSSyncMin is the fewest files a caller should batch into one FSSync:
+// below it, an fsync of each costs less than a flush of the whole file
+// system, which also writes out whatever other programs left dirty there.
+const FSSyncMin = 16
+
 // OpenFSSync opens a handle on the file system that holds the directory
 // dir. It returns nil and no error where one flush of the whole file
 // system cannot stand for an fsync of each file ([Root.FSSync] says
