@@ -473,6 +473,27 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 		return fmt.Errorf("freeze: open the staged tree: %w", err)
 	}
 	defer root.Close()
+	// Where one flush of the objects' file system stands for an fsync of
+	// each object, the objects are written under temporary names, flushed
+	// together, and only then named by their digests.
+	var fss *safefs.FSSync
+	if files >= safefs.FSSyncMin {
+		if fss, err = safefs.OpenFSSync(objects); err != nil {
+			return err
+		}
+		defer fss.Close()
+	}
+	// The objects written and not yet named, with their digests.
+	type object struct {
+		tmp    *safefs.TempFile
+		digest string
+	}
+	var pending []object
+	defer func() {
+		for _, o := range pending {
+			o.tmp.Cleanup()
+		}
+	}()
 	meter := progress.Start(ctx, "committing", files, bytes)
 	defer meter.Done()
 	frozen := 0
@@ -484,10 +505,11 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 		if c.Result.Kind != manifest.KindFile {
 			continue
 		}
-		d, err := freezeFile(ctx, root, c.Path, c.Result, objects)
+		tmp, d, err := freezeFile(ctx, root, c.Path, c.Result, objects, fss == nil)
 		if err != nil {
 			return err
 		}
+		pending = append(pending, object{tmp, d})
 		c.Result.Digest = d
 		meter.Add(1, c.Result.Size)
 		frozen++
@@ -495,14 +517,28 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 		// between two files, as an agent timing the freeze would.
 		fault.Count("freeze", frozen)
 	}
+	if fss != nil && len(pending) > 0 {
+		if err := fss.Sync(); err != nil {
+			return fmt.Errorf("freeze into %s: %w", objects, err)
+		}
+	}
+	for _, o := range pending {
+		if err := o.tmp.RenameSynced(ObjectPath(objects, o.digest)); err != nil {
+			return fmt.Errorf("freeze into %s: %w", objects, err)
+		}
+	}
 	return safefs.SyncDir(objects)
 }
 
-func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifest.Entry, objects string) (string, error) {
+// freezeFile copies the staged file rel, which must be the file want
+// measured, into a new temporary file in objects and returns it, closed,
+// with the digest of its bytes; with fsync, those are fsync'd. The caller
+// names it by that digest once its bytes are durable, or cleans it up.
+func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifest.Entry, objects string, fsync bool) (*safefs.TempFile, string, error) {
 	want.Path = rel
 	in, err := OpenStaged(root, want)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	defer in.Close()
 	if testHookOpened != nil {
@@ -510,36 +546,46 @@ func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifes
 	}
 	tmp, err := safefs.CreateTemp(objects, ".freeze-*")
 	if err != nil {
-		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
-	defer tmp.Cleanup()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Cleanup()
+		}
+	}()
 	h := sha256.New()
 	// One byte past the measured size tells a file that grew; nothing
 	// more is read, whatever the file has become. Holes stay holes in the
 	// object, and are hashed as the zeros they read as.
 	n, err := filecopy.Copy(ctx, tmp.File, in, filecopy.Options{Hash: h, Max: want.Size + 1})
 	if err != nil {
-		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
 	if n != want.Size {
 		how := "grew"
 		if n < want.Size {
 			how = "shrank"
 		}
-		return "", &StagedChangedError{Path: rel, File: in.Name(), What: fmt.Sprintf("%s while it was being read (%d bytes measured)", how, want.Size)}
+		return nil, "", &StagedChangedError{Path: rel, File: in.Name(), What: fmt.Sprintf("%s while it was being read (%d bytes measured)", how, want.Size)}
 	}
 	fi, err := in.Stat()
 	if err != nil {
-		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
 	if what := notSameFile(manifest.FromFileInfo(fi), want); what != "" {
-		return "", &StagedChangedError{Path: rel, File: in.Name(), What: what + " while it was being read"}
+		return nil, "", &StagedChangedError{Path: rel, File: in.Name(), What: what + " while it was being read"}
 	}
-	d := manifest.Sum(h)
-	if err := tmp.Rename(ObjectPath(objects, d)); err != nil {
-		return "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+	if fsync {
+		if err := tmp.Sync(); err != nil {
+			return nil, "", fmt.Errorf("freeze %s: fsync: %w", in.Name(), err)
+		}
 	}
-	return d, nil
+	if err := tmp.Close(); err != nil {
+		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	ok = true
+	return tmp, manifest.Sum(h), nil
 }
 
 // testHookOpened, set only by this package's tests, runs between the open

@@ -124,6 +124,17 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 	if err := os.MkdirAll(bdir, 0o700); err != nil {
 		return nil, fmt.Errorf("create journal %s: %w", dir, err)
 	}
+	// Where one flush of the state's file system stands for an fsync of
+	// each backup and of their directory, the backups are written without
+	// one and flushed together below, before the journal that names them.
+	var fss *safefs.FSSync
+	if backups(ops) >= safefs.FSSyncMin {
+		var err error
+		if fss, err = safefs.OpenFSSync(bdir); err != nil {
+			return nil, err
+		}
+		defer fss.Close()
+	}
 	for i := range ops {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -143,7 +154,7 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 			continue
 		}
 		op.Backup = fmt.Sprintf("%06d", i)
-		d, err := backup(ctx, root, op, filepath.Join(bdir, op.Backup))
+		d, err := backup(ctx, root, op, filepath.Join(bdir, op.Backup), fss == nil)
 		if err != nil {
 			return nil, err
 		}
@@ -154,7 +165,11 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 		}
 		op.Before.Digest = d
 	}
-	if err := safefs.SyncDir(bdir); err != nil {
+	if fss != nil {
+		if err := fss.Sync(); err != nil {
+			return nil, fmt.Errorf("back up for the journal %s: %w", dir, err)
+		}
+	} else if err := safefs.SyncDir(bdir); err != nil {
 		return nil, err
 	}
 	j := &Journal{Version: 1, TxID: txID, Base: manifest.Bytes(root.Path()), Ops: ops, dir: dir}
@@ -171,6 +186,17 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 		return nil, err
 	}
 	return j, safefs.SyncDir(filepath.Dir(dir))
+}
+
+// backups counts the operations whose before entry Prepare backs up.
+func backups(ops []Op) int {
+	n := 0
+	for _, op := range ops {
+		if op.Before.Kind == manifest.KindFile {
+			n++
+		}
+	}
+	return n
 }
 
 // sameBefore compares what is in the base now with what the checks saw. The
@@ -248,9 +274,10 @@ func entryOf(i safefs.Info) manifest.Entry {
 }
 
 // backup copies a base file's bytes to dst, holes kept, and returns their
-// digest. The source is re-checked after the copy: a file written meanwhile
-// is drift.
-func backup(ctx context.Context, root *safefs.Root, op *Op, dst string) (string, error) {
+// digest; with fsync it fsyncs them (else the caller flushes the backups'
+// file system once they are all written). The source is re-checked after
+// the copy: a file written meanwhile is drift.
+func backup(ctx context.Context, root *safefs.Root, op *Op, dst string, fsync bool) (string, error) {
 	src, err := root.Open(op.Path)
 	if escaped(err) {
 		return "", &EscapeError{Path: op.Path, Err: err}
@@ -268,8 +295,10 @@ func backup(ctx context.Context, root *safefs.Root, op *Op, dst string) (string,
 	if err != nil {
 		return "", fmt.Errorf("back up %s: %w", op.Path, err)
 	}
-	if err := out.Sync(); err != nil {
-		return "", fmt.Errorf("back up %s: fsync: %w", op.Path, err)
+	if fsync {
+		if err := out.Sync(); err != nil {
+			return "", fmt.Errorf("back up %s: fsync: %w", op.Path, err)
+		}
 	}
 	after, err := measure(root, op.Path)
 	if err != nil {
@@ -437,6 +466,16 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 	a := &applier{ctx: ctx, root: root, j: j, onBase: onBase, res: &ApplyResult{},
 		pl: &placer{onBase: onBase, aside: map[int]string{}}, kept: map[string]bool{},
 		touched: map[string]bool{}, kinds: beforeKinds(j.Ops)}
+	if len(j.Ops) >= safefs.FSSyncMin {
+		// Opened before the first write, so that a write-back of any of
+		// them that fails is reported to its flush.
+		fss, err := root.FSSync()
+		if err != nil {
+			return a.res, err
+		}
+		defer fss.Close()
+		a.fss = fss
+	}
 	if onBase {
 		var bytes int64
 		for _, op := range j.Ops {
@@ -469,7 +508,7 @@ func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string)
 			return a.res, err
 		}
 	}
-	return a.res, syncDirs(root, a.touched)
+	return a.res, syncTouched(root, a.fss, a.touched)
 }
 
 // applier is one apply in progress.
@@ -483,6 +522,12 @@ type applier struct {
 	kinds  map[string]manifest.Kind // each journaled path's kind before
 	meter  *progress.Task           // nil off the base
 
+	// fss, where one flush of the tree's file system stands for fsyncs,
+	// makes the apply durable at its two ordering points: the new
+	// entries before any is renamed into place, and everything before
+	// the apply returns. Without it each new file and every touched
+	// directory is fsync'd on its own.
+	fss     *safefs.FSSync
 	kept    map[string]bool // directories left for what others added to them
 	touched map[string]bool // directories whose entries changed: synced at the end
 	steps   int             // operations done (fault point "apply:N")
@@ -586,10 +631,17 @@ func (a *applier) remove(i int) (bool, error) {
 	}
 }
 
-// creations carries out the creations and rewrites, shallowest first. New
-// directories are made owner-writable so their children can be created;
-// final directory modes are set last, deepest first.
+// creations carries out the creations and rewrites, shallowest first, in
+// two passes with one ordering point between them. The first makes every
+// new directory (owner-writable, so that its children can be created;
+// final modes are set last, deepest first) and writes every new file and
+// symlink under its temporary name beside its path. Then those are made
+// durable together, and only then does the second pass put each new entry
+// at its path: no name of the base points at bytes that a power cut could
+// still lose.
 func (a *applier) creations(open func(string) (*os.File, error)) error {
+	written := false
+	inPlace := map[int]bool{} // changes of mode alone, decided once
 	for i := range a.j.Ops {
 		if err := a.ctx.Err(); err != nil {
 			return err
@@ -598,18 +650,53 @@ func (a *applier) creations(open func(string) (*os.File, error)) error {
 		if op.After.Kind == manifest.KindNone {
 			continue
 		}
+		if op.After.Kind == manifest.KindDir {
+			if op.Before.Kind == manifest.KindDir {
+				if err := a.guard(op); err != nil {
+					return err
+				}
+			}
+			if err := makeDir(a.root, op, a.pl); err != nil {
+				return err
+			}
+			a.touched[parent(op.Path)] = true
+			a.touched[op.Path] = true
+			a.step(op)
+			continue
+		}
+		if op.After.Kind == manifest.KindFile && modeOnly(a.root, op) {
+			inPlace[i] = true
+			continue
+		}
+		if err := stageNew(a.root, a.j, i, open, a.fss == nil); err != nil {
+			return err
+		}
+		written = written || op.After.Kind == manifest.KindFile
+	}
+	if written && a.fss != nil {
+		if err := a.fss.Sync(); err != nil {
+			return err
+		}
+	}
+	// Fault point "apply-staged": every new entry written and durable
+	// under its temporary name, none at its path yet.
+	if a.onBase {
+		fault.Point("apply-staged")
+	}
+	for i := range a.j.Ops {
+		op := &a.j.Ops[i]
+		if op.After.Kind == manifest.KindNone || op.After.Kind == manifest.KindDir {
+			continue
+		}
 		if op.Before.Kind != manifest.KindNone && !needsRemoval(op) {
 			if err := a.guard(op); err != nil {
 				return err
 			}
 		}
-		if err := create(a.root, a.j, i, open, a.pl); err != nil {
+		if err := placeNew(a.root, a.j, i, a.pl, inPlace[i], a.fss == nil); err != nil {
 			return err
 		}
 		a.touched[parent(op.Path)] = true
-		if op.After.Kind == manifest.KindDir {
-			a.touched[op.Path] = true
-		}
 		a.step(op)
 	}
 	return nil
@@ -642,50 +729,64 @@ type placer struct {
 	aside  map[int]string
 }
 
-// create makes op i's path hold its After.
-func create(root *safefs.Root, j *Journal, i int, open func(string) (*os.File, error), pl *placer) error {
+// makeDir makes op's path the directory its After names, unless it is
+// one already (its mode is set with the other directories').
+func makeDir(root *safefs.Root, op *Op, pl *placer) error {
+	if op.Before.Kind == manifest.KindDir {
+		return nil
+	}
+	err := root.Mkdir(op.Path, 0o700)
+	if errors.Is(err, fs.ErrExist) && pl.onBase {
+		return &DriftError{Path: op.Path} // someone made it meanwhile
+	}
+	return err
+}
+
+// modeOnly reports whether op i only changes the mode of a file, which
+// then keeps its inode: no bytes to rewrite. A file with other hard links
+// is rewritten instead: a chmod of the shared inode would change them
+// too, and they may lie outside the base.
+func modeOnly(root *safefs.Root, op *Op) bool {
+	return op.Before.Kind == manifest.KindFile && op.After.Kind == manifest.KindFile &&
+		op.Before.Digest == op.After.Digest && op.After.Digest != "" && singleLink(root, op.Path)
+}
+
+// stageNew writes op i's new file or symlink under its temporary name;
+// with fsync, it fsyncs the file.
+func stageNew(root *safefs.Root, j *Journal, i int, open func(string) (*os.File, error), fsync bool) error {
 	op := &j.Ops[i]
 	tmp := opName(j.TxID, i, op.Path)
 	switch op.After.Kind {
-	case manifest.KindDir:
-		if op.Before.Kind == manifest.KindDir {
-			return nil // mode set with the other directories
-		}
-		err := root.Mkdir(op.Path, 0o700)
-		if errors.Is(err, fs.ErrExist) && pl.onBase {
-			return &DriftError{Path: op.Path} // someone made it meanwhile
-		}
-		return err
 	case manifest.KindSymlink:
-		if err := root.Symlink(op.After.Target, tmp); err != nil {
-			return err
-		}
-		return pl.place(root, op, i, tmp)
+		return root.Symlink(op.After.Target, tmp)
 	case manifest.KindFile:
-		if op.Before.Kind == manifest.KindFile && op.Before.Digest == op.After.Digest && op.After.Digest != "" && singleLink(root, op.Path) {
-			// Only the mode changed: no bytes to rewrite, and so no temp
-			// file fsync'd on its way in. The new mode lives in the
-			// file's inode, which no directory fsync writes: fsync the
-			// file itself, or a power cut after `committed` can lose it.
-			// A file with other hard links is rewritten instead: a chmod
-			// of the shared inode would change them too, and they may lie
-			// outside the base.
-			if err := root.Chmod(op.Path, op.After.Mode); err != nil {
-				return err
-			}
-			return syncFile(root, op.Path)
-		}
 		src, err := open(op.After.Digest)
 		if err != nil {
 			return fmt.Errorf("read frozen content of %s: %w", op.Path, err)
 		}
 		defer src.Close()
-		if err := writeTemp(root, tmp, op.Path, src, op.After); err != nil {
-			return err
-		}
-		return pl.place(root, op, i, tmp)
+		return writeTemp(root, tmp, op.Path, src, op.After, fsync)
 	}
 	return fmt.Errorf("%s: cannot create an entry of kind %s", op.Path, op.After.Kind)
+}
+
+// placeNew makes op i's path hold the file or symlink stageNew wrote, or,
+// for a change of mode alone (inPlace), sets the mode in place. With
+// fsync, that mode is fsync'd at once: it lives in the file's inode, which
+// no directory fsync writes, and a power cut after `committed` could lose
+// it. Without, the apply's last flush of the file system covers it.
+func placeNew(root *safefs.Root, j *Journal, i int, pl *placer, inPlace, fsync bool) error {
+	op := &j.Ops[i]
+	if inPlace {
+		if err := root.Chmod(op.Path, op.After.Mode); err != nil {
+			return err
+		}
+		if !fsync {
+			return nil
+		}
+		return syncFile(root, op.Path)
+	}
+	return pl.place(root, op, i, opName(j.TxID, i, op.Path))
 }
 
 // place moves the new entry at tmp to op.Path. Off the base it is a plain
@@ -765,10 +866,11 @@ func singleLink(root *safefs.Root, rel string) bool {
 }
 
 // writeTemp writes src to the new file tmp (beside rel, named for its
-// operation), holes kept, checks its digest against want, sets mode and mtime and
-// fsyncs it: the new entry is on disk before any name of the base points at
-// it.
-func writeTemp(root *safefs.Root, tmp, rel string, src *os.File, want manifest.Entry) error {
+// operation), holes kept, checks its digest against want, sets mode and
+// mtime and, with fsync, fsyncs it: the new entry is on disk before any
+// name of the base points at it. Without, the caller flushes the file
+// system before it renames the file into place.
+func writeTemp(root *safefs.Root, tmp, rel string, src *os.File, want manifest.Entry, fsync bool) error {
 	f, err := root.CreateExcl(tmp)
 	if err != nil {
 		return err
@@ -800,8 +902,10 @@ func writeTemp(root *safefs.Root, tmp, rel string, src *os.File, want manifest.E
 			return err
 		}
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: fsync: %w", shown, err)
+	if fsync {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("write %s: fsync: %w", shown, err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", shown, err)
@@ -820,6 +924,16 @@ func syncFile(root *safefs.Root, rel string) error {
 		return nil
 	}
 	return err
+}
+
+// syncTouched makes durable what an apply or restore changed: with fss,
+// in one flush of the tree's file system; without, by an fsync of every
+// directory whose entries changed.
+func syncTouched(root *safefs.Root, fss *safefs.FSSync, dirs map[string]bool) error {
+	if fss != nil {
+		return fss.Sync()
+	}
+	return syncDirs(root, dirs)
 }
 
 func syncDirs(root *safefs.Root, dirs map[string]bool) error {

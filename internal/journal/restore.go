@@ -86,6 +86,14 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 	if err != nil {
 		return nil, err
 	}
+	var fss *safefs.FSSync
+	if len(j.Ops) >= safefs.FSSyncMin {
+		// Opened before the first write: see apply.
+		if fss, err = root.FSSync(); err != nil {
+			return nil, err
+		}
+		defer fss.Close()
+	}
 	r := &restorer{ctx: ctx, root: root, j: j, dir: dir, only: only, released: released,
 		res: &RestoreResult{}, touched: map[string]bool{}, kinds: beforeKinds(j.Ops),
 		kept: map[int]bool{}, edited: map[int]bool{}}
@@ -107,7 +115,7 @@ func restoreOps(ctx context.Context, root *safefs.Root, j *Journal, dir string, 
 	if err := r.resetDirModes(); err != nil {
 		return nil, err
 	}
-	if err := syncDirs(root, r.touched); err != nil {
+	if err := syncTouched(root, fss, r.touched); err != nil {
 		return nil, err
 	}
 	// Prove it: every path reachable and as before, and the digest over
@@ -434,7 +442,7 @@ func recreate(root *safefs.Root, j *Journal, op *Op, tmp, dir string) error {
 		return fmt.Errorf("restore %s: backup: %w", op.Path, err)
 	}
 	defer src.Close()
-	return writeTemp(root, tmp, op.Path, src, op.Before)
+	return writeTemp(root, tmp, op.Path, src, op.Before, true)
 }
 
 // settleOut decides on an entry that came out of op i's path, now at name:

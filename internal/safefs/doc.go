@@ -30,5 +30,7 @@
 // and reports the opened file's own stat facts for the caller to match.
 //
 // The package also holds the durable write helpers for airlock's own state
-// files ([WriteFile], [SyncDir]), which live outside any base tree.
+// files ([WriteFile], [SyncDir]), which live outside any base tree, and
+// [FSSync], which makes many files written to one file system durable in one
+// syncfs(2) where that call can stand for an fsync of each.
 package safefs

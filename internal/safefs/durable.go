@@ -90,6 +90,18 @@ func (t *TempFile) Link(path string) error {
 	return nil
 }
 
+// RenameSynced renames the file, closed without an fsync of its own, over
+// path: for a caller that writes many temporary files, closes each, makes
+// them all durable with one [FSSync.Sync] of their file system, and only
+// then publishes them. It must not be called before that flush.
+func (t *TempFile) RenameSynced(path string) error {
+	if err := os.Rename(t.Name(), path); err != nil {
+		return err
+	}
+	t.gone = true
+	return nil
+}
+
 // finish makes the bytes durable before any other name points at them.
 func (t *TempFile) finish() error {
 	if err := t.Sync(); err != nil {

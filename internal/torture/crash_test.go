@@ -211,7 +211,7 @@ func crashTorture(t *testing.T, w *world, seed uint64, iters int) {
 	t.Logf("%d apply steps; a recover takes %v", steps, rd)
 	c.tally = map[string]int{}
 
-	points := []string{"journal-synced", "checked", "applied"}
+	points := []string{"journal-synced", "checked", "apply-staged", "applied"}
 	faults := 0
 	for i := range iters {
 		id := c.prepare()
@@ -222,7 +222,7 @@ func crashTorture(t *testing.T, w *world, seed uint64, iters int) {
 		case i%5 == 1:
 			// A named fault point: the fixed ones in turn, and apply:N
 			// sampled over the whole apply.
-			p := points[(i/5)%len(points)]
+			p := points[(i/10)%len(points)]
 			if (i/5)%2 == 1 {
 				p = fmt.Sprintf("apply:%d", 1+rng.IntN(steps))
 			}

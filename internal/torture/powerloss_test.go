@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
@@ -73,21 +74,39 @@ func powerLossTrees(t *testing.T, w *world) (tree, tree) {
 // before its bytes are fsync'd; the journal, every backup and the in-flight
 // marker are durable before the first change to the base; and every file
 // and directory the apply changed is fsync'd before `committed` is
-// printed.
+// printed. A syncfs of a file system counts as an fsync of everything on
+// it: the commit batches its fsyncs so where the file system is trusted
+// to (syncfs), and fsyncs each file and directory where it is not
+// (fsync-each, forced by AIRLOCK_TEST_OFF=syncfs).
 func TestPowerLossOrder(t *testing.T) {
 	needStrace(t)
+	t.Run("syncfs", func(t *testing.T) { powerLossOrder(t, nil) })
+	t.Run("fsync-each", func(t *testing.T) { powerLossOrder(t, []string{fault.OffEnv + "=syncfs"}) })
+}
+
+func powerLossOrder(t *testing.T, env []string) {
 	w := newWorld(t)
 	_, b := powerLossTrees(t, w)
 	staged := w.open("p1")
 	materialize(t, staged, b)
 	tr := filepath.Join(w.root, "commit.trace")
-	if r := testbin.Run(t, straceCmd(w, tr, nil, "commit", "p1")); r.Code != 0 || !strings.Contains(r.Stdout+r.Stderr, "airlock.outcome=committed") {
+	if r := testbin.Run(t, straceCmd(w, tr, env, "commit", "p1")); r.Code != 0 || !strings.Contains(r.Stdout+r.Stderr, "airlock.outcome=committed") {
 		t.Fatalf("traced commit: %v", r)
 	}
 	if got := snapshot(t, w.base); !got.equal(b) {
 		t.Fatalf("the traced commit did not produce the change set:\n%s", b.diff(got, 10))
 	}
 	tl := parseTrace(t, tr)
+	syncfs := 0
+	for _, ev := range tl.events {
+		if ev.name == "syncfs" && ev.ok {
+			syncfs++
+		}
+	}
+	t.Logf("%d syncfs calls", syncfs)
+	if env != nil && syncfs > 0 {
+		t.Errorf("%d syncfs calls with syncfs turned off: the fallback that fsyncs each file is not the one tested", syncfs)
+	}
 	ops := journalOps(t, filepath.Join(w.txDir("p1"), "applied.json"))
 	committed := tl.firstWrite2("airlock.outcome=committed")
 	if committed < 0 {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airlockdev/airlock/internal/testbin"
@@ -157,7 +158,7 @@ func (tl *traceLog) derive(ev *sysEvent) {
 		ev.path = join(fdPath(arg(0)), unquote(arg(1)))
 	case "symlinkat":
 		ev.path = join(fdPath(arg(1)), unquote(arg(2)))
-	case "write", "pwrite64", "fsync", "fdatasync", "fchmod", "copy_file_range", "sync_file_range":
+	case "write", "pwrite64", "fsync", "fdatasync", "syncfs", "fchmod", "copy_file_range", "sync_file_range":
 		ev.path = fdPath(arg(0))
 	case "syscall_0x1c4": // fchmodat2, which strace 6.1 does not decode: the directory only
 		if n, err := strconv.ParseInt(strings.TrimPrefix(arg(0), "0x"), 16, 64); err == nil {
@@ -207,15 +208,36 @@ func (ev sysEvent) mutates(root string) (bool, []string) {
 	return false, nil
 }
 
-// fsyncedAfter returns the index of the first fsync of p in (from, to), or
-// -1.
+// fsyncedAfter returns the index of the first fsync of p in (from, to),
+// or of the first syncfs of the file system that holds p, or -1.
 func (tl *traceLog) fsyncedAfter(p string, from, to int) int {
 	for _, ev := range tl.events[max(from+1, 0):min(to, len(tl.events))] {
 		if (ev.name == "fsync" || ev.name == "fdatasync") && ev.ok && ev.path == p {
 			return ev.i
 		}
+		if ev.name == "syncfs" && ev.ok && sameFS(ev.path, p) {
+			return ev.i
+		}
 	}
 	return -1
+}
+
+// sameFS reports whether the paths a and b, or the nearest of their
+// parents that still exist, lie on one file system.
+func sameFS(a, b string) bool {
+	da, oka := devOf(a)
+	db, okb := devOf(b)
+	return oka && okb && da == db
+}
+
+func devOf(p string) (uint64, bool) {
+	for ; p != "/" && p != "." && p != ""; p = path.Dir(p) {
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) == nil {
+			return uint64(st.Dev), true
+		}
+	}
+	return 0, false
 }
 
 // firstWrite2 is the index of the first write to stderr that contains s.
