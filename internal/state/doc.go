@@ -42,6 +42,9 @@
 //	                         so that any base its path or identity names refuses
 //	<root>/trash/            transaction directories being removed by gc
 //	<root>/lock              global flock for id and port allocation
+//	<root>/txindex.json      the transactions known settled, so that an open reads the
+//	                         records of open ones alone (see TxIndex): a cache, rebuilt
+//	                         from the records when missing, torn or not the user's own
 //	<root>/fsclock.json      the measured timestamp clocks of the file systems the root
 //	                         was on (internal/fsclock), by file-system id: a cache
 //
