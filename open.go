@@ -106,7 +106,11 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	if rec.Digest, err = rec.seal(); err != nil {
 		return nil, err
 	}
-	if err := st.WriteOnce(recordFile, rec); err != nil {
+	// The record's name is made durable by the append of the opened event
+	// below: it creates the event log, and so syncs the directory (once
+	// for the record, the log and the port file). Everything the record
+	// depends on was synced before it was published (see saveOpened).
+	if err := st.WriteOnceUnsynced(recordFile, rec); err != nil {
 		return nil, err
 	}
 	if err := st.Append(state.Event{Time: time.Now().UTC(), Event: eventOpened, Detail: map[string]any{"entries": len(res.Base.Entries)}}); err != nil {
@@ -262,7 +266,8 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 		return nil, nil, g.err
 	}
 	if g.snap != nil {
-		if err := st.WriteOnce(gitFile, g.snap); err != nil {
+		// Its name is synced with the manifests' (see saveOpened).
+		if err := st.WriteOnceUnsynced(gitFile, g.snap); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -281,11 +286,14 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 // saveOpened saves the manifests open measured: the base's (written
 // while the staged one is), its symlinks, kept apart so that every
 // commit's protection check (project.LinkAliases) need not read the whole base
-// manifest, and the staged workspace's.
+// manifest, and the staged workspace's. The staged manifest's save, the
+// last, syncs the transaction directory after all of them and the git
+// snapshot are in: the open record is published only after that, so a
+// record that survives a crash finds every file it names.
 func saveOpened(st *state.Tx, res *stage.Result) error {
 	baseSaved := make(chan error, 1)
 	go func() { baseSaved <- res.Base.Save(st.Path(baseManifestFile)) }()
-	err := st.Write(baseLinksFile, project.BaseLinks(res.Base))
+	err := st.WriteUnsynced(baseLinksFile, project.BaseLinks(res.Base))
 	if err == nil {
 		err = res.Staged.Save(st.Path(stagedOpenFile))
 	}

@@ -253,13 +253,19 @@ func (s *Store) portsTaken(ix *state.TxIndex) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		if t, err := s.loadTx(st); err == nil {
+		t, err := s.loadTx(st)
+		if err == nil {
 			if status, err := t.Status(); err == nil && status.Settled() {
 				ix.Settled(id)
 				continue
 			}
 		}
 		p, ok, err := st.PortBase()
+		if (err != nil || !ok) && t != nil && t.rec.PortBase != 0 {
+			// The record holds the port too: a crash may have lost the
+			// port file's name, not the record's (see AllocatePorts).
+			p, ok, err = t.rec.PortBase, true, nil
+		}
 		if err != nil || !ok {
 			continue
 		}

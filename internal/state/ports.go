@@ -68,7 +68,10 @@ func (s *Store) AllocatePorts(ctx context.Context, txID string, taken func(ix *T
 		if overlaps(p, held) || !listenable(p) {
 			continue
 		}
-		if err := t.Write(PortFile, p); err != nil {
+		// Visible before the lock is released; durable with the open
+		// record, which holds the same port and whose publication syncs
+		// the directory (a reader falls back on the record's port).
+		if err := t.WriteUnsynced(PortFile, p); err != nil {
 			return 0, err
 		}
 		return p, nil
