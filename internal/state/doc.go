@@ -54,4 +54,8 @@
 // rename, fsync of the directory). Write-once records are published with
 // link(2), so they appear complete or not at all and are never overwritten.
 // Each event is appended with one write and fsync'd before Append returns.
+// WriteUnsynced and WriteOnceUnsynced leave the directory's fsync to the
+// caller's next durable write there (the file's bytes are still fsync'd
+// before its name appears). txindex.json is a cache: replaced by rename
+// without fsync, sealed by a digest, rebuilt from the records when torn.
 package state
