@@ -116,7 +116,7 @@ func (ix *TxIndex) Unsettled() []string {
 // Settled records that the transaction id is settled, as the caller read
 // from its records.
 func (ix *TxIndex) Settled(id string) {
-	if !ix.settled[id] && slices.Contains(ix.ids, id) {
+	if _, there := slices.BinarySearch(ix.ids, id); there && !ix.settled[id] {
 		ix.settled[id] = true
 		ix.changed = true
 	}
