@@ -195,7 +195,10 @@ func (t *Tx) Read(name string, v any) error {
 }
 
 // Append adds ev to the event log with a single O_APPEND write and fsyncs
-// it before returning. A zero Time is set to now.
+// it before returning. A zero Time is set to now. The append that creates
+// the log also fsyncs the transaction's directory, which makes every name
+// in it durable: an open relies on that for its record (see
+// WriteOnceUnsynced).
 func (t *Tx) Append(ev Event) error {
 	path, err := t.resolve(EventsFile)
 	if err != nil {
