@@ -2,7 +2,9 @@ package airlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"time"
@@ -64,17 +66,16 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	if err != nil {
 		return nil, err
 	}
-	id := o.ID
-	if id == "" {
-		id = state.NewID(time.Now())
+	if o.ID != "" {
+		if err := state.ValidID(o.ID); err != nil {
+			return nil, fmt.Errorf("--id: %w", err)
+		}
 	}
-	if err := state.ValidID(id); err != nil {
-		return nil, fmt.Errorf("--id: %w", err)
-	}
-	st, err := s.st.Create(id)
+	st, err := createTx(s.st, o.ID, func() string { return state.NewID(time.Now()) })
 	if err != nil {
 		return nil, err
 	}
+	id := st.ID()
 	ok := false
 	defer func() {
 		if !ok {
@@ -122,6 +123,23 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	}
 	ok = true
 	return tx, nil
+}
+
+// createTx makes the state of a new transaction: id, or where id is ""
+// one newID generates. A generated id is the second and 16 random bits,
+// so opens started in the same second may draw the same one (one chance
+// in 65536 for two): that is no reason to fail, and another is drawn. A
+// chosen id that is taken fails.
+func createTx(st *state.Store, id string, newID func() string) (*state.Tx, error) {
+	if id != "" {
+		return st.Create(id)
+	}
+	for tries := 1; ; tries++ {
+		tx, err := st.Create(newID())
+		if err == nil || !errors.Is(err, fs.ErrExist) || tries == 8 {
+			return tx, err
+		}
+	}
 }
 
 // rules are what a transaction is opened under: the project and its

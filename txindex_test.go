@@ -3,6 +3,8 @@ package airlock
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -122,5 +124,28 @@ func noErr(tb testing.TB, err error) {
 	tb.Helper()
 	if err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// TestCreateTxRedrawsAGeneratedID: a generated id that another open drew
+// in the same second is drawn again; a chosen one that is taken fails.
+func TestCreateTxRedrawsAGeneratedID(t *testing.T) {
+	s := newStore(t)
+	must(t, s.ensure())
+	if _, err := s.st.Create("20261202-041752-14f4"); err != nil {
+		t.Fatal(err)
+	}
+	draws := []string{"20261202-041752-14f4", "20261202-041752-14f4", "20261202-041752-0b1e"}
+	next := func() string { id := draws[0]; draws = draws[1:]; return id }
+	tx, err := createTx(s.st, "", next)
+	if err != nil || tx.ID() != "20261202-041752-0b1e" {
+		t.Fatalf("createTx = %v, %v; want the third draw", tx, err)
+	}
+	if _, err := createTx(s.st, "20261202-041752-14f4", next); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("createTx of a taken chosen id = %v, want fs.ErrExist", err)
+	}
+	always := func() string { return "20261202-041752-14f4" }
+	if _, err := createTx(s.st, "", always); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("createTx whose every draw is taken = %v, want fs.ErrExist", err)
 	}
 }
