@@ -2,7 +2,9 @@ package airlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"time"
@@ -64,17 +66,16 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	if err != nil {
 		return nil, err
 	}
-	id := o.ID
-	if id == "" {
-		id = state.NewID(time.Now())
+	if o.ID != "" {
+		if err := state.ValidID(o.ID); err != nil {
+			return nil, fmt.Errorf("--id: %w", err)
+		}
 	}
-	if err := state.ValidID(id); err != nil {
-		return nil, fmt.Errorf("--id: %w", err)
-	}
-	st, err := s.st.Create(id)
+	st, err := createTx(s.st, o.ID, func() string { return state.NewID(time.Now()) })
 	if err != nil {
 		return nil, err
 	}
+	id := st.ID()
 	ok := false
 	defer func() {
 		if !ok {
@@ -117,7 +118,11 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	if rec.Digest, err = rec.seal(); err != nil {
 		return nil, err
 	}
-	if err := st.WriteOnce(recordFile, rec); err != nil {
+	// The record's name is made durable by the append of the opened event
+	// below: it creates the event log, and so syncs the directory (once
+	// for the record, the log and the port file). Everything the record
+	// depends on was synced before it was published (see saveOpened).
+	if err := st.WriteOnceUnsynced(recordFile, rec); err != nil {
 		return nil, err
 	}
 	if err := st.Append(state.Event{Time: time.Now().UTC(), Event: eventOpened, Detail: map[string]any{"entries": len(res.Base.Entries)}}); err != nil {
@@ -129,6 +134,23 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	}
 	ok = true
 	return tx, nil
+}
+
+// createTx makes the state of a new transaction: id, or where id is ""
+// one newID generates. A generated id is the second and 16 random bits,
+// so opens started in the same second may draw the same one (one chance
+// in 65536 for two): that is no reason to fail, and another is drawn. A
+// chosen id that is taken fails.
+func createTx(st *state.Store, id string, newID func() string) (*state.Tx, error) {
+	if id != "" {
+		return st.Create(id)
+	}
+	for tries := 1; ; tries++ {
+		tx, err := st.Create(newID())
+		if err == nil || !errors.Is(err, fs.ErrExist) || tries == 8 {
+			return tx, err
+		}
+	}
 }
 
 // rules are what a transaction is opened under: the project and its
@@ -273,7 +295,8 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 		return nil, nil, g.err
 	}
 	if g.snap != nil {
-		if err := st.WriteOnce(gitFile, g.snap); err != nil {
+		// Its name is synced with the manifests' (see saveOpened).
+		if err := st.WriteOnceUnsynced(gitFile, g.snap); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -292,11 +315,14 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 // saveOpened saves the manifests open measured: the base's (written
 // while the staged one is), its symlinks, kept apart so that every
 // commit's protection check (project.LinkAliases) need not read the whole base
-// manifest, and the staged workspace's.
+// manifest, and the staged workspace's. The staged manifest's save, the
+// last, syncs the transaction directory after all of them and the git
+// snapshot are in: the open record is published only after that, so a
+// record that survives a crash finds every file it names.
 func saveOpened(st *state.Tx, res *stage.Result) error {
 	baseSaved := make(chan error, 1)
 	go func() { baseSaved <- res.Base.Save(st.Path(baseManifestFile)) }()
-	err := st.Write(baseLinksFile, project.BaseLinks(res.Base))
+	err := st.WriteUnsynced(baseLinksFile, project.BaseLinks(res.Base))
 	if err == nil {
 		err = res.Staged.Save(st.Path(stagedOpenFile))
 	}

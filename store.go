@@ -243,26 +243,34 @@ const (
 	eventStagedPooled = "staged_pooled"
 )
 
-// portsTaken lists the port bases of transactions still open.
-func (s *Store) portsTaken() ([]int, error) {
-	ids, err := s.st.IDs()
-	if err != nil {
-		return nil, err
-	}
+// portsTaken lists the port bases of transactions still open: of those
+// the index does not know to be settled (see state.TxIndex), every one with
+// a port whose records do not show it settled, unreadable ones included.
+// Those it reads and finds settled it adds to the index, so that a warm
+// open reads the records of the transactions still open, not of every
+// transaction gc has not removed yet.
+func (s *Store) portsTaken(ix *state.TxIndex) ([]int, error) {
 	var taken []int
-	for _, id := range ids {
+	for _, id := range ix.Unsettled() {
 		st, err := s.st.Tx(id)
 		if err != nil {
 			continue
 		}
-		p, ok, err := st.PortBase()
-		if err != nil || !ok {
-			continue
-		}
-		if t, err := s.loadTx(st); err == nil {
+		t, err := s.loadTx(st)
+		if err == nil {
 			if status, err := t.Status(); err == nil && status.Settled() {
+				ix.Settled(id)
 				continue
 			}
+		}
+		p, ok, err := st.PortBase()
+		if (err != nil || !ok) && t != nil && t.rec.PortBase != 0 {
+			// The record holds the port too: a crash may have lost the
+			// port file's name, not the record's (see AllocatePorts).
+			p, ok, err = t.rec.PortBase, true, nil
+		}
+		if err != nil || !ok {
+			continue
 		}
 		taken = append(taken, p)
 	}

@@ -135,3 +135,26 @@ func TestSnapshotIgnoresHostileGitEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// A repository without a commit has no ancestors to offer; one whose
+// base directory's name holds a newline keeps its whole prefix.
+func TestSnapshotUnbornAndOddPrefix(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		testbin.Missing(t, "git is not installed: gitbase has nothing to read")
+	}
+	repo := t.TempDir()
+	run(t, repo, "init", "-q")
+	odd := filepath.Join(repo, "a\nb")
+	write(t, filepath.Join(odd, "f"), "f\n")
+	for _, dir := range []string{repo, odd} {
+		if s, err := Take(context.Background(), dir); s != nil || err != nil {
+			t.Fatalf("Take of %q before the first commit = %v, %v; want nil, nil", dir, s, err)
+		}
+	}
+	run(t, repo, "add", ".")
+	run(t, repo, "commit", "-q", "-m", "init")
+	s, err := Take(context.Background(), odd)
+	if err != nil || s == nil || s.Prefix != "a\nb/" || len(s.Head) < 40 {
+		t.Fatalf("Take = %+v, %v; want prefix %q and HEAD", s, err, "a\nb/")
+	}
+}

@@ -42,6 +42,9 @@
 //	                         so that any base its path or identity names refuses
 //	<root>/trash/            transaction directories being removed by gc
 //	<root>/lock              global flock for id and port allocation
+//	<root>/txindex.json      the transactions known settled, so that an open reads the
+//	                         records of open ones alone (see TxIndex): a cache, rebuilt
+//	                         from the records when missing, torn or not the user's own
 //	<root>/fsclock.json      the measured timestamp clocks of the file systems the root
 //	                         was on (internal/fsclock), by file-system id: a cache
 //
@@ -51,4 +54,8 @@
 // rename, fsync of the directory). Write-once records are published with
 // link(2), so they appear complete or not at all and are never overwritten.
 // Each event is appended with one write and fsync'd before Append returns.
+// WriteUnsynced and WriteOnceUnsynced leave the directory's fsync to the
+// caller's next durable write there (the file's bytes are still fsync'd
+// before its name appears). txindex.json is a cache: replaced by rename
+// without fsync, sealed by a digest, rebuilt from the records when torn.
 package state

@@ -36,7 +36,11 @@ func (s *Store) LockGlobal(ctx context.Context) (unlock func(), err error) {
 // P in the transaction's PortFile before releasing the global lock, so that
 // a concurrent allocation whose taken() reads PortFile of the open
 // transactions cannot hand out the same range.
-func (s *Store) AllocatePorts(ctx context.Context, txID string, taken func() ([]int, error)) (int, error) {
+//
+// taken reads the transactions ix does not know to be settled, and marks
+// those it finds settled (see TxIndex), which is saved before the lock is
+// released. txID itself is never taken as settled.
+func (s *Store) AllocatePorts(ctx context.Context, txID string, taken func(ix *TxIndex) ([]int, error)) (int, error) {
 	t, err := s.Tx(txID)
 	if err != nil {
 		return 0, err
@@ -46,17 +50,28 @@ func (s *Store) AllocatePorts(ctx context.Context, txID string, taken func() ([]
 		return 0, err
 	}
 	defer unlock()
+	ix, err := s.loadTxIndex()
+	if err != nil {
+		return 0, fmt.Errorf("allocate ports for %s: %w", txID, err)
+	}
+	ix.forget(txID)
 	var held []int
 	if taken != nil {
-		if held, err = taken(); err != nil {
+		if held, err = taken(ix); err != nil {
 			return 0, fmt.Errorf("allocate ports for %s: %w", txID, err)
 		}
+	}
+	if err := ix.save(); err != nil {
+		return 0, fmt.Errorf("allocate ports for %s: %w", txID, err)
 	}
 	for p := firstPort; p <= lastPort; p += portSpan {
 		if overlaps(p, held) || !listenable(p) {
 			continue
 		}
-		if err := t.Write(PortFile, p); err != nil {
+		// Visible before the lock is released; durable with the open
+		// record, which holds the same port and whose publication syncs
+		// the directory (a reader falls back on the record's port).
+		if err := t.WriteUnsynced(PortFile, p); err != nil {
 			return 0, err
 		}
 		return p, nil

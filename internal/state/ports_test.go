@@ -18,7 +18,7 @@ func TestAllocatePorts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	none := func() ([]int, error) { return nil, nil }
+	none := func(*TxIndex) ([]int, error) { return nil, nil }
 	p0, err := s.AllocatePorts(t.Context(), "a", none)
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestAllocatePorts(t *testing.T) {
 	}
 
 	// Taken by another open transaction: skipped.
-	p1, err := s.AllocatePorts(t.Context(), "b", func() ([]int, error) { return []int{p0}, nil })
+	p1, err := s.AllocatePorts(t.Context(), "b", func(*TxIndex) ([]int, error) { return []int{p0}, nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestAllocatePorts(t *testing.T) {
 		t.Fatal("allocated ports for a missing transaction")
 	}
 	boom := errors.New("boom")
-	if _, err := s.AllocatePorts(t.Context(), "d", func() ([]int, error) { return nil, boom }); !errors.Is(err, boom) {
+	if _, err := s.AllocatePorts(t.Context(), "d", func(*TxIndex) ([]int, error) { return nil, boom }); !errors.Is(err, boom) {
 		t.Fatalf("taken() error not reported: %v", err)
 	}
 }

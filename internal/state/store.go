@@ -60,7 +60,9 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
 	// Checked before anything is created, so that a refused location is
-	// left as it was, and again after, for a directory swapped meanwhile.
+	// left as it was, and again after creating it, for a directory
+	// swapped meanwhile (where nothing was created, the first check is the
+	// last word: checkDir below refuses a root swapped since).
 	if err := checkAncestors(abs); err != nil {
 		return nil, err
 	}
@@ -71,9 +73,9 @@ func Open(dir string) (*Store, error) {
 		if err := safefs.SyncDir(filepath.Dir(abs)); err != nil {
 			return nil, err
 		}
-	}
-	if err := checkAncestors(abs); err != nil {
-		return nil, err
+		if err := checkAncestors(abs); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkDir(abs); err != nil {
 		return nil, stateErr("state directory", abs, err)

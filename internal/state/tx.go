@@ -88,7 +88,14 @@ func encode(path string, v any) ([]byte, error) {
 // fsync'd under a temporary name and then published with link(2), which
 // fails if the name is taken, so a reader sees the whole record or none.
 // A second write fails with an error matching fs.ErrExist.
-func (t *Tx) WriteOnce(name string, v any) error {
+func (t *Tx) WriteOnce(name string, v any) error { return t.writeOnce(name, v, true) }
+
+// WriteOnceUnsynced is WriteOnce without the fsync of the directory: the
+// record's bytes are durable, its name once the caller's next durable
+// write into the same directory fsyncs it (see [Tx.WriteUnsynced]).
+func (t *Tx) WriteOnceUnsynced(name string, v any) error { return t.writeOnce(name, v, false) }
+
+func (t *Tx) writeOnce(name string, v any, syncDir bool) error {
 	path, err := t.resolve(name)
 	if err != nil {
 		return err
@@ -113,6 +120,9 @@ func (t *Tx) WriteOnce(name string, v any) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if !syncDir {
+		return nil
+	}
 	return safefs.SyncDir(dir)
 }
 
@@ -127,6 +137,36 @@ func (t *Tx) Write(name string, v any) error {
 		return err
 	}
 	return safefs.WriteFile(path, data, 0o600)
+}
+
+// WriteUnsynced is Write without the fsync of the directory: the file's
+// bytes are durable before its name appears (a crash never leaves it torn),
+// and its name once the caller's next durable write into the same
+// directory fsyncs that directory. For state that a later record is
+// ordered behind: a transaction's files written while it opens, whose
+// directory the open syncs once before and once after it publishes the
+// open record, rather than once for every file.
+func (t *Tx) WriteUnsynced(name string, v any) error {
+	path, err := t.resolve(name)
+	if err != nil {
+		return err
+	}
+	data, err := encode(path, v)
+	if err != nil {
+		return err
+	}
+	tmp, err := safefs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer tmp.Cleanup()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Rename(path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // Read decodes the JSON state file name into v after checking it. A missing
@@ -155,7 +195,10 @@ func (t *Tx) Read(name string, v any) error {
 }
 
 // Append adds ev to the event log with a single O_APPEND write and fsyncs
-// it before returning. A zero Time is set to now.
+// it before returning. A zero Time is set to now. The append that creates
+// the log also fsyncs the transaction's directory, which makes every name
+// in it durable: an open relies on that for its record (see
+// WriteOnceUnsynced).
 func (t *Tx) Append(ev Event) error {
 	path, err := t.resolve(EventsFile)
 	if err != nil {
