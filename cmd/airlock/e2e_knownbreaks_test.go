@@ -112,7 +112,7 @@ func TestKnownBreakWatchPooledMapping(t *testing.T) {
 			x := newH(t)
 			build(t, x.base, tree{"a": F(0o644, "orig\n")})
 			sock, fds := takeFD(t)
-			r1, j1 := x.runJSON(nil, "echo warm > warm.txt && "+attack2Command(t, "give-fd", "a", sock))
+			r1, j1 := x.runJSON(nil, "echo warm > warm.txt && "+attackCommand(t, "give-fd", "a", sock))
 			wantCode(t, r1, 0)
 			if j1.Outcome != "committed" {
 				t.Fatalf("first run: %+v, want committed", j1)

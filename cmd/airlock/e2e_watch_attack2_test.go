@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -22,44 +21,6 @@ import (
 
 	"github.com/airlockdev/airlock/internal/testbin"
 )
-
-// attack2Prefix starts the first argument of a start of the test binary
-// that plays one of this file's parts (see init) instead of the tests.
-const attack2Prefix = "-airlock-watch-attack2="
-
-func init() {
-	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], attack2Prefix) {
-		var err error
-		switch part, args := strings.TrimPrefix(os.Args[1], attack2Prefix), os.Args[2:]; {
-		case part == "setattr" && len(args) == 1:
-			err = fileSetattrNodump(args[0])
-		case part == "give-fd" && len(args) == 2:
-			err = giveFD(args[0], args[1])
-		default:
-			err = fmt.Errorf("unknown part %q %q", part, args)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "attack part:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-}
-
-// attack2Command is a shell word list that starts the test binary playing
-// part.
-func attack2Command(t *testing.T, part string, args ...string) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	words := append([]string{exe, attack2Prefix + part}, args...)
-	for i, w := range words {
-		words[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-	}
-	return strings.Join(words, " ")
-}
 
 // The file_getattr(2) and file_setattr(2) system calls (Linux 6.17; one
 // number on every architecture), and struct file_attr.
@@ -191,10 +152,10 @@ func TestE2EWatchAttack2SetattrRecord(t *testing.T) {
 			if !walk {
 				// The guard: a watched command has no file_setattr, and
 				// sets flags through an open file (which the watch sees).
-				x.watchedRefuses(attack2Command(t, "setattr", "a"), "function not implemented")
+				x.watchedRefuses(attackCommand(t, "setattr", "a"), "function not implemented")
 				return
 			}
-			r2, j2 := x.runJSON(env, "echo two > two.txt && "+attack2Command(t, "setattr", "a"))
+			r2, j2 := x.runJSON(env, "echo two > two.txt && "+attackCommand(t, "setattr", "a"))
 			wantCode(t, r2, 0)
 			if j2.Outcome != "committed" {
 				t.Fatalf("second run: %+v, want committed\n%s", j2, r2.Stderr)

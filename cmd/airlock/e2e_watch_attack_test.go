@@ -24,7 +24,8 @@ import (
 )
 
 // attackPrefix starts the first argument of a start of the test binary
-// that plays one of this file's parts (see init) instead of the tests.
+// that plays one of the watch attacks' parts (see init) instead of the
+// tests.
 const attackPrefix = "-airlock-watch-attack="
 
 func init() {
@@ -37,6 +38,10 @@ func init() {
 			err = mmapGive(args[0], args[1], args[2])
 		case part == "fanotify-write" && len(args) == 2:
 			err = fanotifyWrite(args[0], args[1])
+		case part == "setattr" && len(args) == 1:
+			err = fileSetattrNodump(args[0])
+		case part == "give-fd" && len(args) == 2:
+			err = giveFD(args[0], args[1])
 		default:
 			err = fmt.Errorf("unknown part %q %q", part, args)
 		}

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -57,15 +57,42 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
+// watched writes a tree, measures it and watches it.
+func watched(t *testing.T) (string, *manifest.Manifest, *watch.Watch) {
+	t.Helper()
+	root := tree(t)
+	before, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watch.Start(root, dirsOf(before))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, before, w
+}
+
+// patchEqualsWalk fails the test unless the manifest the watch's changes
+// make of before is what a walk of root measures now.
+func patchEqualsWalk(t *testing.T, what, root string, before *manifest.Manifest, w *watch.Watch) {
+	t.Helper()
+	got, err := patched(t, root, before, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same(t, what, got, want)
+}
+
 // patched is the manifest the watch's changes make of before.
 func patched(t *testing.T, root string, before *manifest.Manifest, w *watch.Watch) (*manifest.Manifest, error) {
 	t.Helper()
 	ch, err := w.Stop()
 	if err != nil {
 		t.Fatalf("stop: %v", err)
-	}
-	if os.Getenv("WATCH_DEBUG") != "" {
-		t.Logf("paths %q trees %q", keys(ch.Paths), keys(ch.Trees))
 	}
 	return manifest.Patch(context.Background(), root, before, keys(ch.Paths), keys(ch.Trees), manifest.WalkOptions{})
 }
@@ -96,28 +123,12 @@ func same(t *testing.T, what string, got, want *manifest.Manifest) {
 func TestPatchEqualsWalk(t *testing.T) {
 	for seed := range uint64(60) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			root := tree(t)
-			before, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := watch.Start(root, dirsOf(before))
-			if err != nil {
-				t.Fatal(err)
-			}
+			root, before, w := watched(t)
 			rng := rand.New(rand.NewPCG(seed, 7))
 			for range 30 {
 				mutate(t, rng, root)
 			}
-			got, err := patched(t, root, before, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			same(t, "seed "+fmt.Sprint(seed), got, want)
+			patchEqualsWalk(t, "seed "+fmt.Sprint(seed), root, before, w)
 		})
 	}
 }
@@ -246,15 +257,7 @@ func mmapWrite(path string) {
 // TestManyWritesDoNotOverflow: a command writing far more files than the
 // kernel queues events for (an npm install) is read as it goes.
 func TestManyWritesDoNotOverflow(t *testing.T) {
-	root := tree(t)
-	before, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := watch.Start(root, dirsOf(before))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, before, w := watched(t)
 	queue := 16384
 	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
 		fmt.Sscan(string(b), &queue)
@@ -269,32 +272,16 @@ func TestManyWritesDoNotOverflow(t *testing.T) {
 		f.WriteString("x")
 		f.Close()
 		if i%1000 == 0 {
-			runtime_Gosched()
+			runtime.Gosched()
 		}
 	}
-	got, err := patched(t, root, before, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	same(t, "many writes", got, want)
+	patchEqualsWalk(t, "many writes", root, before, w)
 }
 
 // TestSecondNameFailsThePatch: a file that has another name (made by a
 // process no guard covered) fails the patch rather than be trusted.
 func TestSecondNameFailsThePatch(t *testing.T) {
-	root := tree(t)
-	before, err := manifest.Walk(context.Background(), root, manifest.WalkOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := watch.Start(root, dirsOf(before))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, before, w := watched(t)
 	if err := os.Link(filepath.Join(root, "a", "x0"), filepath.Join(root, "d", "again")); err != nil {
 		t.Fatal(err)
 	}
@@ -303,9 +290,10 @@ func TestSecondNameFailsThePatch(t *testing.T) {
 	}
 }
 
-// TestWatchLimitFailsStart: a directory that cannot be watched fails
-// Start, naming it, and the caller walks.
-func TestWatchLimitFailsStart(t *testing.T) {
+// TestStartFailsOnWhatItCannotWatch: a directory that cannot be watched
+// (gone, or swapped for a symlink) fails Start, naming it, and the caller
+// walks. (The watch limit fails it the same way: ENOSPC.)
+func TestStartFailsOnWhatItCannotWatch(t *testing.T) {
 	root := tree(t)
 	if _, err := watch.Start(root, []string{"a", "missing"}); err == nil || !errors.Is(err, syscall.ENOENT) {
 		t.Fatalf("start with a missing directory: %v", err)
@@ -313,5 +301,4 @@ func TestWatchLimitFailsStart(t *testing.T) {
 	if _, err := watch.Start(root, []string{"link"}); err == nil {
 		t.Fatal("start watched a symlink")
 	}
-	_ = slices.Sort[[]string]
 }
