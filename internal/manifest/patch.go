@@ -67,18 +67,7 @@ func Patch(ctx context.Context, root string, m *Manifest, paths, trees []string,
 	// under asks of rel and each of its ancestors, not of the tree that
 	// sorts next to it: "d.old" sorts between "d" and "d/f".
 	under := func(rel string) bool {
-		if len(inTrees) == 0 {
-			return false
-		}
-		if inTrees[""] || inTrees[rel] {
-			return true
-		}
-		for i := 0; i < len(rel); i++ {
-			if rel[i] == '/' && inTrees[rel[:i]] {
-				return true
-			}
-		}
-		return false
+		return len(inTrees) > 0 && (inTrees[""] || inTrees[rel] || beneath(inTrees, rel))
 	}
 	changed := map[string]bool{}
 	for _, rel := range paths {
@@ -126,16 +115,23 @@ func outermost(trees []string) []string {
 	}
 	var out []string
 	for t := range all {
-		beneath := false
-		for i := 0; i < len(t) && !beneath; i++ {
-			beneath = t[i] == '/' && all[t[:i]]
-		}
-		if !beneath {
+		if !beneath(all, t) {
 			out = append(out, t)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// beneath reports whether one of rel's proper ancestors (other than the
+// root) is in set.
+func beneath(set map[string]bool, rel string) bool {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] == '/' && set[rel[:i]] {
+			return true
+		}
+	}
+	return false
 }
 
 type patcher struct {
