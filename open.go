@@ -279,8 +279,17 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	req := stage.Request{Base: base, Dir: staged, Skip: skip, Hosted: hosted, Progress: o.Progress, StateClock: stateClock, BaseClock: baseClock}
 	staging := &Staging{}
 	var res *stage.Result
+	if backend.Name() == stage.Copy && o.ForRun {
+		// Before the base is measured: the tree this run settles may be
+		// pooled, and its refresh then measures only what changed in the
+		// base after this moment (internal/watchd).
+		staging.BaseToken = s.baseToken(base)
+		if staging.BaseToken != "" {
+			staging.SkipKey = skipKey(r)
+		}
+	}
 	if backend.Name() == stage.Copy && !o.Fresh {
-		res, staging.Recycled, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req)
+		res, staging.Recycled, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, skipKey(r))
 	}
 	if res == nil {
 		res, err = backend.Stage(ctx, req)

@@ -2,6 +2,8 @@ package airlock
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"github.com/airlockdev/airlock/internal/running"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
+	"github.com/airlockdev/airlock/internal/watchd"
 )
 
 // Recycling. Copying a large base for every transaction is the cost users
@@ -40,6 +43,12 @@ type Staging struct {
 	// as staging made it.
 	RootDevice uint64 `json:"root_device,omitempty"`
 	RootInode  uint64 `json:"root_inode,omitempty"`
+	// BaseToken is the token of the state root's watch daemon taken
+	// before the base was measured (internal/watchd), and SkipKey what
+	// that measurement skipped: settling pools them with the tree, so that
+	// the next refresh measures only what changed in the base since.
+	BaseToken string `json:"base_token,omitempty"`
+	SkipKey   string `json:"skip_key,omitempty"`
 }
 
 // Recycled says what refreshing a pooled tree took.
@@ -49,6 +58,10 @@ type Recycled struct {
 	Copied  int    `json:"copied"`  // files and symlinks copied from the base
 	Bytes   int64  `json:"bytes"`   // bytes copied
 	Removed int    `json:"removed"` // entries removed
+	// Watched says which of the refresh's two measurements a watch made
+	// instead of a walk: "tree" (the pooled tree), "base", or
+	// "tree+base"; empty when both were walked.
+	Watched string `json:"watched,omitempty"`
 }
 
 // commands is the registry of the contained commands running under the
@@ -115,13 +128,54 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 		Walked: t.walked, WalkNs: t.walkedNs, WalkedRoot: t.walkedRoot,
 		Source: t.poolSrc, SourceWalkNs: t.rec.Staging.WalkNs,
 		Contained: t.contained && t.registered, Running: t.store.commands(),
+		Held:      t.handWatch(),
+		BaseToken: t.rec.Staging.BaseToken, SkipKey: t.rec.Staging.SkipKey, BaseManifest: t.st.Path(baseManifestFile),
 	})
+}
+
+// daemon is the client of the state root's watch daemon (internal/watchd),
+// or nil where none is to be asked: the watch is off (NoWatchEnv), or this
+// program cannot start it.
+func (s *Store) daemon() *watchd.Client {
+	if os.Getenv(NoWatchEnv) == "1" || !watchd.Available() || !recycles() {
+		return nil
+	}
+	return watchd.New(s.Dir())
+}
+
+// baseToken asks the daemon for a token before an open measures the
+// base of a tree that may be pooled; "" where there is none to have.
+func (s *Store) baseToken(base string) string {
+	d := s.daemon()
+	if d == nil {
+		return ""
+	}
+	tok, err := d.Token(base)
+	if err != nil {
+		return ""
+	}
+	return tok
+}
+
+// skipKey names what an open's measurement of the base skips: its
+// exclude and noise selectors and where the project's root lies. A base
+// manifest measured under another key is never patched into this one.
+func skipKey(r *rules) string {
+	h := sha256.New()
+	for _, part := range [][]string{r.exclude, r.noise, {r.proj.Under}} {
+		for _, x := range part {
+			h.Write([]byte(x))
+			h.Write([]byte{0})
+		}
+		h.Write([]byte{1})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // recycle makes req.Dir from one of the base's pooled trees, refreshed to
 // the base (pool.Take). It returns nil (and why, when there was a tree to
 // try) when no tree could be used: the caller stages afresh.
-func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request) (*stage.Result, *Recycled, string) {
+func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, skipKey string) (*stage.Result, *Recycled, string) {
 	if !recycles() {
 		return nil, nil, ""
 	}
@@ -129,11 +183,24 @@ func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req st
 	if err != nil {
 		return nil, nil, ""
 	}
-	res, used, why := pool.Take(ctx, dir, txDir, req, s.commands())
+	var w *pool.Watched
+	if d := s.daemon(); d != nil {
+		w = &pool.Watched{Daemon: d, SkipKey: skipKey}
+	}
+	res, used, why := pool.Take(ctx, dir, txDir, req, s.commands(), w)
 	if res == nil {
 		return nil, nil, why
 	}
-	return res, &Recycled{From: used.From, Kept: used.Kept, Copied: used.Copied, Bytes: used.Bytes, Removed: used.Removed}, ""
+	rc := &Recycled{From: used.From, Kept: used.Kept, Copied: used.Copied, Bytes: used.Bytes, Removed: used.Removed}
+	switch {
+	case used.TreeWatched && used.BaseWatched:
+		rc.Watched = "tree+base"
+	case used.TreeWatched:
+		rc.Watched = "tree"
+	case used.BaseWatched:
+		rc.Watched = "base"
+	}
+	return res, rc, ""
 }
 
 // gcPools trims every base's pool (see GCOptions.DropPool), and removes a

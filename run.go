@@ -15,6 +15,7 @@ import (
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/pool"
 	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/watchd"
 )
 
 // RunOptions says how Tx.Run runs a command and settles its transaction.
@@ -171,7 +172,7 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 		// transaction's directory (its tree; the hooks of an agent run
 		// inside it), and nothing else there, so it cannot forge what a
 		// later transaction trusts (pool records, clock facts, journals).
-		ReadOnly: t.store.Dir(), Writable: []string{t.Path(), hooks}, Hidden: []string{t.store.commands().Dir()},
+		ReadOnly: t.store.Dir(), Writable: []string{t.Path(), hooks}, Hidden: []string{t.store.commands().Dir(), watchd.New(t.store.Dir()).Dir()},
 		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 	}
 	if fsType, data, ok := stage.HostedMount(t.Base(), t.Path()); ok {
@@ -184,6 +185,7 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 	// a second name for a file (launch.Spec.Watched).
 	spec.Watched = t.watch.watching()
 	started := time.Now()
+	defer t.watch.close()
 	lr, registered, runErr := t.store.launchRegistered(ctx, t.ID(), spec)
 	t.watch.stop(lr.Contained)
 	// What the command left running, and whether its tree can be pooled:

@@ -17,6 +17,7 @@ import (
 	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/watchd"
 )
 
 const (
@@ -188,7 +189,7 @@ func (t *Tx) runValidators(ctx context.Context, cmds []string, gate *project.Pro
 			Argv: []string{shell, "-c", cmd}, Staged: at.dir, Base: at.base, Dir: at.sub, Env: env,
 			SamePath: true, Stdout: logf, Stderr: logf, EndGroup: true, Contain: !fault.Off("contain"),
 			// The state root is read-only to it but for its candidate.
-			ReadOnly: t.store.Dir(), Writable: []string{at.dir}, Hidden: []string{t.store.commands().Dir()},
+			ReadOnly: t.store.Dir(), Writable: []string{at.dir}, Hidden: []string{t.store.commands().Dir(), watchd.New(t.store.Dir()).Dir()},
 		})
 		logf.Sync()
 		if res.Interrupted != 0 {

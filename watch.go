@@ -2,9 +2,12 @@ package airlock
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/launch"
@@ -35,6 +38,9 @@ type watched struct {
 	// when it cannot be trusted, and off says why.
 	changes *watch.Changes
 	off     string
+	// kept is the watch after the command, still watching, until settling
+	// hands it to the state root's daemon (handWatch) or closes it.
+	kept *watch.Watch
 }
 
 // startWatch watches a tree open has just staged for a run (ForRun) and
@@ -83,16 +89,88 @@ func (wd *watched) stop(contained bool) {
 	if wd == nil || wd.w == nil {
 		return
 	}
-	ch, err := wd.w.Stop()
+	ch, err := wd.w.Pause()
 	switch {
 	case err != nil:
 		wd.off = err.Error()
+		wd.w.Close()
 	case !contained:
 		wd.off = "the command ran uncontained: its processes may outlive the watch"
+		wd.w.Close()
 	default:
-		wd.changes = ch
+		wd.changes, wd.kept = ch, wd.w
 	}
 	wd.w = nil
+}
+
+// close ends what is left of the watch once the run has settled.
+func (wd *watched) close() {
+	if wd == nil {
+		return
+	}
+	if wd.w != nil {
+		wd.w.Stop()
+		wd.w = nil
+	}
+	if wd.kept != nil {
+		wd.kept.Close()
+		wd.kept = nil
+	}
+}
+
+// handWatch hands the watch that has watched the run's tree since open to
+// the state root's daemon, as the tree is pooled, and returns the key it
+// is held under ("" where it is not). The watch goes on from where the
+// change set was read: nothing written to the tree after the command goes
+// unseen until the next open asks (internal/watchd). Only a watch whose
+// directories are all still where it watched them qualifies: one that saw
+// a directory made, moved or deleted has none on the new ones, or a stale
+// path on the moved ones; and one that saw agent noise written leaves in
+// the tree files the pooled walk does not list, which the refresh finds
+// only by walking.
+func (t *Tx) handWatch() string {
+	wd := t.watch
+	if wd == nil || wd.kept == nil || wd.changes == nil || len(wd.changes.Trees) > 0 {
+		return ""
+	}
+	d := t.store.daemon()
+	if d == nil {
+		return ""
+	}
+	noise, err := selector.New(t.rec.Noise)
+	if err != nil {
+		return ""
+	}
+	for p := range wd.changes.Paths {
+		if noisy(noise, p) {
+			return ""
+		}
+	}
+	var key [16]byte
+	rand.Read(key[:])
+	k := hex.EncodeToString(key[:])
+	fd, dirs := wd.kept.Hand()
+	if err := d.Hold(k, t.Base(), t.Path(), fd, dirs); err != nil {
+		return ""
+	}
+	return k
+}
+
+// noisy reports whether p or one of its directories is agent noise.
+func noisy(noise *selector.Set, p string) bool {
+	if noise.MatchSelf(p, false) {
+		return true
+	}
+	for {
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return false
+		}
+		p = p[:i]
+		if noise.MatchSelf(p, true) {
+			return true
+		}
+	}
 }
 
 // watchedTree is the staged tree as a walk would measure it now, made from

@@ -209,3 +209,28 @@ func TestKnownBreakRootRemountsStateRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestKnownBreakWatchdSecondNameMadeOutside: a link made outside the base
+// to one of its files, after the state root's watch daemon began watching
+// the base, reports no event to the base's directories (the kernel tells
+// only watches of the file itself that its link count moved). A write
+// through that outside name then changes the base file with no event
+// naming it, and the next warm run's tree keeps the old bytes, where the
+// walk the daemon replaced would have seen the file's new stat. (A commit
+// that touches that path is still refused as drift: the commit measures
+// the base itself.)
+func TestKnownBreakWatchdSecondNameMadeOutside(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	build(t, x.base, tree{"f": F(0o644, "f\n"), "later": F(0o644, "later\n")})
+	backdate(t, x.base, time.Hour)
+	wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+	x.runSeesBase("before the link")
+	outside := testbin.RealDir(t)
+	if err := os.Link(filepath.Join(x.base, "later"), filepath.Join(outside, "later")); err != nil {
+		t.Fatal(err)
+	}
+	x.runSeesBase("after the link")
+	writeFile(t, filepath.Join(outside, "later"), "written through the outside name\n")
+	x.runSeesBase("after a write through the outside name")
+}

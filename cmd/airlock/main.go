@@ -8,12 +8,16 @@ import (
 
 	"github.com/airlockdev/airlock/internal/cli"
 	"github.com/airlockdev/airlock/internal/launch"
+	"github.com/airlockdev/airlock/internal/watchd"
 )
 
 func main() {
 	// First: a start of this binary as the same-path mount helper never
 	// returns from Init.
 	launch.Init()
+	// Then: a start of it as the state root's watch daemon serves, and
+	// exits.
+	watchd.Main()
 	limitMemory()
 	io := cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrTerminal: isTerminal(os.Stderr)}
 	stop := profile()

@@ -31,7 +31,7 @@ var ErrLinked = errors.New("a file with more than one name")
 // beneath it absent rather than measured elsewhere. A measured file with
 // more than one name fails Patch with ErrLinked.
 func Patch(ctx context.Context, root string, m *Manifest, paths, trees []string, opts WalkOptions) (*Manifest, error) {
-	p := &patcher{root: root, skip: opts.Skip, dirs: map[string]int{}}
+	p := &patcher{root: root, skip: opts.Skip, linked: opts.Linked, dirs: map[string]int{}}
 	defer p.close()
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -135,8 +135,9 @@ func beneath(set map[string]bool, rel string) bool {
 }
 
 type patcher struct {
-	root string
-	skip func(rel string, isDir bool) bool
+	root   string
+	skip   func(rel string, isDir bool) bool
+	linked bool // WalkOptions.Linked
 	// dirs are the directories opened so far, by path ("" the root); -1
 	// for one that is not a directory (absent, a symlink, a file).
 	dirs map[string]int
@@ -203,7 +204,7 @@ func (p *patcher) stat(rel string) (Entry, bool, error) {
 	if p.skip != nil && p.skip(rel, e.Kind == KindDir) {
 		return Entry{}, false, nil
 	}
-	if e.Kind == KindFile && st.Nlink > 1 {
+	if e.Kind == KindFile && st.Nlink > 1 && !p.linked {
 		return Entry{}, false, fmt.Errorf("%s: %w", filepath.Join(p.root, rel), ErrLinked)
 	}
 	return e, true, nil

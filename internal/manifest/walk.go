@@ -31,6 +31,11 @@ type WalkOptions struct {
 	// read, its names are taken from it (see Since). Every entry is
 	// measured all the same.
 	Since *Since
+	// Linked, for Patch, measures a file with more than one name like any
+	// other instead of failing with ErrLinked: the caller accounts for
+	// writes through the other names itself (internal/watchd names every
+	// such file of a base at every refresh).
+	Linked bool
 }
 
 // Manifest is a measured tree: entries sorted by path, the root excluded.

@@ -68,7 +68,7 @@ func BenchmarkRefresh(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var done *stage.Refreshed
+			var done *Refreshed
 			// CPU time too: on a loaded machine it says more than the
 			// wall clock does.
 			var cpu time.Duration

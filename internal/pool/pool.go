@@ -22,6 +22,7 @@ import (
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
+	"github.com/airlockdev/airlock/internal/watchd"
 )
 
 const (
@@ -38,6 +39,9 @@ const (
 	recordFile = "pool.json"
 	treeFile   = "tree.manifest"
 	sourceFile = "source.manifest"
+	// baseFile is the base as the tree's open measured it, after its
+	// token (Record.BaseToken): what a watch of the base patches.
+	baseFile = "base.manifest"
 	// claimDir is where Take claims a slot, in the claiming transaction's
 	// directory.
 	claimDir = "recycle"
@@ -82,6 +86,17 @@ type Record struct {
 	// root ran (running.Registry.QuietSince). Nil (an older airlock's
 	// record): never reused.
 	Quiet *uint64 `json:"quiet,omitempty"`
+	// Held is the key under which the daemon of the state root holds the
+	// watch that has watched the tree since its open (internal/watchd):
+	// the refresh measures what it names instead of walking the tree.
+	Held string `json:"held,omitempty"`
+	// BaseToken is the daemon's token taken before the tree's open
+	// measured the base (saved as base.manifest), and SkipKey what that
+	// measurement skipped (Watched.SkipKey): the refresh measures what
+	// changed in the base since instead of walking it, when it skips the
+	// same.
+	BaseToken string `json:"base_token,omitempty"`
+	SkipKey   string `json:"skip_key,omitempty"`
 }
 
 // Settled is a copy-backend transaction's staged tree as its settling
@@ -111,6 +126,10 @@ type Settled struct {
 	// Running is the registry of the commands running under the state
 	// root: Put marks its quiet generation in the pooled record.
 	Running *running.Registry
+	// Held, BaseToken and SkipKey: see Record. BaseManifest is the file
+	// of the base's manifest that open saved after taking BaseToken.
+	Held, BaseToken, SkipKey string
+	BaseManifest             string
 }
 
 // Put moves a settled tree into the pool at dir and trims the pool, and
@@ -165,6 +184,12 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 	}
 	if unlisted, ok := s.Source.Listed(); ok {
 		rec.Listed, rec.Unlisted = true, asBytes(unlisted)
+	}
+	rec.Held = s.Held
+	// The base manifest is linked, not written again: it is the open's
+	// own file, which nothing writes after open (safefs writes anew).
+	if s.BaseToken != "" && s.BaseManifest != "" && os.Link(s.BaseManifest, filepath.Join(tmp, baseFile)) == nil {
+		rec.BaseToken, rec.SkipKey = s.BaseToken, s.SkipKey
 	}
 	for i := range s.Walked.Entries {
 		rec.Bytes += s.Walked.Entries[i].Size
@@ -292,6 +317,19 @@ func Drop(ctx context.Context, dir string) error {
 type Reused struct {
 	From string // the transaction whose tree it was
 	stage.Refreshed
+	// TreeWatched and BaseWatched say the daemon's watch measured the
+	// tree, and the base, instead of a walk.
+	TreeWatched, BaseWatched bool
+}
+
+// Watched is how Take asks the daemon of the state root what changed
+// (internal/watchd): nil, it walks.
+type Watched struct {
+	Daemon *watchd.Client
+	// SkipKey names what this open's base measurement skips (its exclude
+	// and noise selectors): a base manifest measured under another is not
+	// patched.
+	SkipKey string
 }
 
 // Take makes req.Dir from one of the pooled trees at dir, refreshed to the
@@ -302,7 +340,7 @@ type Reused struct {
 // (and why, when there was a tree to try) when no tree could be used: the
 // caller stages afresh. A tree that fails a proof of its own is deleted,
 // never reused; one that waits for a quiet moment stays pooled.
-func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *running.Registry) (*stage.Result, *Reused, string) {
+func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *running.Registry, w *Watched) (*stage.Result, *Reused, string) {
 	if !Supported() || commands == nil {
 		return nil, nil, ""
 	}
@@ -333,10 +371,10 @@ func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *r
 		if err := os.Rename(sl.Dir, claimed); err != nil {
 			continue
 		}
-		res, done, err := refreshClaimed(ctx, claimed, sl.Record, req)
+		res, done, err := refreshClaimed(ctx, claimed, sl.Record, req, w)
 		if err == nil {
 			os.RemoveAll(claimed)
-			return res, &Reused{From: sl.Record.Tx, Refreshed: *done}, ""
+			return res, &Reused{From: sl.Record.Tx, Refreshed: done.Refreshed, TreeWatched: done.TreeWatched, BaseWatched: done.BaseWatched}, ""
 		}
 		why = err.Error()
 		// Whatever is left of it is deleted, never reused: from the pool's
@@ -356,7 +394,7 @@ func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *r
 
 // refreshClaimed moves a claimed pooled tree to req.Dir, checks that it is
 // the very directory that was pooled, and refreshes it there.
-func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.Request) (*stage.Result, *stage.Refreshed, error) {
+func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.Request, w *Watched) (*stage.Result, *Refreshed, error) {
 	load := func(name string) (*manifest.Manifest, error) {
 		p := filepath.Join(claimed, name)
 		data, err := state.ReadFile(p)
@@ -377,13 +415,26 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 	if at, err := manifest.Lstat(req.Dir); err != nil || at.Kind != manifest.KindDir || at.Dev != rec.RootDevice || at.Ino != rec.RootInode {
 		return nil, nil, fmt.Errorf("the pooled tree at %s is not the directory that was pooled", req.Dir)
 	}
-	return Refresh(ctx, req, Pooled{
+	p := Pooled{
 		Tree:       func() (*manifest.Manifest, error) { return load(treeFile) },
 		Source:     func() (*manifest.Manifest, error) { return load(sourceFile) },
 		TreeWalkNs: rec.TreeWalkNs, SourceWalkNs: rec.SourceWalkNs,
 		Ignore: noise.MatchSelf,
 		Listed: rec.Listed, Unlisted: asStrings(rec.Unlisted),
-	})
+	}
+	if w != nil && w.Daemon != nil {
+		// Asked now, once the claim is made and no writer can be left
+		// (Take): what either names is what changed up to this moment.
+		if rec.Held != "" {
+			p.TreeChanges, _ = w.Daemon.Take(rec.Held)
+		}
+		if rec.BaseToken != "" && rec.SkipKey == w.SkipKey {
+			if ch, err := w.Daemon.Since(string(rec.Base), rec.BaseToken); err == nil {
+				p.BaseChanges, p.Base = ch, func() (*manifest.Manifest, error) { return load(baseFile) }
+			}
+		}
+	}
+	return Refresh(ctx, req, p)
 }
 
 // CollectOptions say which pooled trees Collect removes.

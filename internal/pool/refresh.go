@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/watchd"
 )
 
 // Pooled is a staged tree kept after its transaction settled, to be made
@@ -49,6 +50,23 @@ type Pooled struct {
 	// Source, the tree's from Tree.
 	Listed   bool
 	Unlisted []string
+	// TreeChanges, when set, is every path of the tree that an event
+	// touched since its watch began, from open to now (internal/watchd):
+	// the tree is measured by measuring those again over the pooled walk
+	// (manifest.Patch), not by a walk.
+	TreeChanges *watchd.Changes
+	// BaseChanges, when set, is every path of the base that changed since
+	// Base loads was measured, by the same token: the base is measured by
+	// measuring those again over it, not by a walk.
+	BaseChanges *watchd.Changes
+	Base        func() (*manifest.Manifest, error)
+}
+
+// Refreshed is what Refresh did, and which of the two measurements a
+// watch made instead of a walk.
+type Refreshed struct {
+	stage.Refreshed
+	TreeWatched, BaseWatched bool
 }
 
 // Source makes Pooled.Source for a settled tree: for each entry the
@@ -103,7 +121,7 @@ var ErrTouched = errors.New("the pooled tree was written after its transaction e
 // the caller's to have proved first (Take: a quiet moment after it
 // settled), so that the walk is taken when no writer is left. On any error
 // the tree is in an unknown state: the caller deletes it.
-func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *stage.Refreshed, error) {
+func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *Refreshed, error) {
 	// The pooled manifests are decoded beside the walks, which take
 	// directories' names from them (since) once they are ready.
 	var rec, src *manifest.Manifest
@@ -112,9 +130,10 @@ func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *
 	go func() { defer close(recReady); rec, recErr = p.Tree() }()
 	go func() { defer close(srcReady); src, srcErr = p.Source() }()
 	treeSince, baseSince := since(p, req, recReady, srcReady, &rec, &src)
-	return stage.Refresh(ctx, req, stage.Existing{
+	var out Refreshed
+	ex := stage.Existing{
 		Measure: func(ctx context.Context) (*manifest.Manifest, []bool, error) {
-			tree, err := manifest.Walk(ctx, req.Dir, manifest.WalkOptions{Since: treeSince})
+			tree, watched, err := measureTree(ctx, req.Dir, p.TreeChanges, treeSince, recReady, &rec)
 			<-recReady
 			if err != nil {
 				return nil, nil, fmt.Errorf("measure pooled tree: %w", err)
@@ -126,12 +145,67 @@ func Refresh(ctx context.Context, req stage.Request, p Pooled) (*stage.Result, *
 			if err != nil {
 				return nil, nil, err
 			}
+			out.TreeWatched = watched
 			return tree, covered, nil
 		},
 		TreeWalkNs:   p.TreeWalkNs,
 		Source:       func() (*manifest.Manifest, error) { <-srcReady; return src, srcErr },
 		SourceWalkNs: p.SourceWalkNs, BaseSince: baseSince,
-	})
+	}
+	if p.BaseChanges != nil && p.Base != nil {
+		ex.MeasureBase = func(ctx context.Context) (*manifest.Manifest, error) {
+			m, watched, err := measureBase(ctx, req, p.Base, p.BaseChanges, baseSince)
+			out.BaseWatched = watched
+			return m, err
+		}
+	}
+	res, done, err := stage.Refresh(ctx, req, ex)
+	if err != nil {
+		return nil, nil, err
+	}
+	out.Refreshed = *done
+	return res, &out, nil
+}
+
+// measureTree measures the pooled tree as a walk would: the pooled walk
+// (rec, once recReady) with every path the watch named measured again,
+// when there is a watch's word (ch); else, or where the patch cannot be
+// trusted (a named file with a second name), a walk. watched says the
+// watch's word was used.
+func measureTree(ctx context.Context, dir string, ch *watchd.Changes, treeSince *manifest.Since, recReady <-chan struct{}, rec **manifest.Manifest) (*manifest.Manifest, bool, error) {
+	if ch != nil {
+		<-recReady
+		if *rec != nil {
+			m, err := manifest.Patch(ctx, dir, *rec, ch.Paths, ch.Trees, manifest.WalkOptions{})
+			if err == nil {
+				return m, true, nil
+			}
+			if ctx.Err() != nil {
+				return nil, false, err
+			}
+		}
+	}
+	m, err := manifest.Walk(ctx, dir, manifest.WalkOptions{Since: treeSince})
+	return m, false, err
+}
+
+// measureBase measures the base as a walk with req.Skip would: the base
+// as the pooled tree's open measured it, with every path that changed
+// since measured again (files with a second name among them: the watch
+// names them every time, as a write through another name names nothing
+// here); else a walk.
+func measureBase(ctx context.Context, req stage.Request, load func() (*manifest.Manifest, error), ch *watchd.Changes, baseSince *manifest.Since) (*manifest.Manifest, bool, error) {
+	if prev, err := load(); err == nil {
+		m, err := manifest.Patch(ctx, req.Base, prev, ch.Paths, ch.Trees, manifest.WalkOptions{Skip: req.Skip, Linked: true})
+		if err == nil {
+			return m, true, nil
+		}
+		if ctx.Err() != nil {
+			return nil, false, err
+		}
+	}
+	m, err := manifest.Walk(ctx, req.Base, manifest.WalkOptions{Skip: req.Skip, Since: baseSince})
+	return m, false, err
 }
 
 // since says how the tree's walk and the base's may take a directory's

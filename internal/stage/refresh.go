@@ -50,6 +50,10 @@ type Existing struct {
 	// directories whose stat proves them unchanged from a previous
 	// measurement instead of reading them (manifest.Since).
 	BaseSince *manifest.Since
+	// MeasureBase, if set, measures the base instead of the walk: the
+	// manifest a walk with Request.Skip would give now (internal/pool
+	// makes it from a watch of the base, falling back to the walk).
+	MeasureBase func(ctx context.Context) (*manifest.Manifest, error)
 
 	source *manifest.Manifest // Source, once loaded
 }
@@ -152,7 +156,11 @@ func walkBoth(ctx context.Context, base string, req Request, e Existing) (m, tre
 			cancel(treeErr)
 		}
 	})
-	m, err = manifest.Walk(wctx, base, manifest.WalkOptions{Skip: req.Skip, Since: e.BaseSince})
+	if e.MeasureBase != nil {
+		m, err = e.MeasureBase(wctx)
+	} else {
+		m, err = manifest.Walk(wctx, base, manifest.WalkOptions{Skip: req.Skip, Since: e.BaseSince})
+	}
 	if err != nil {
 		cancel(err)
 	}

@@ -207,10 +207,18 @@ func (w *Watch) failLocked(err error) {
 // system call makes its change, so what is queued then is everything.
 // An error means the names cannot be trusted and the tree must be walked.
 func (w *Watch) Stop() (*Changes, error) {
+	ch, err := w.Pause()
+	w.Close()
+	return ch, err
+}
+
+// Pause is Stop that keeps watching: the events after it stay queued on
+// the watch's inotify instance, for whoever Hand gives it to, until
+// Close.
+func (w *Watch) Pause() (*Changes, error) {
 	unix.Write(w.wake[1], []byte{0})
 	<-w.done
 	w.drain(make([]byte, 64<<10))
-	unix.Close(w.fd)
 	unix.Close(w.wake[0])
 	unix.Close(w.wake[1])
 	w.mu.Lock()
@@ -219,4 +227,20 @@ func (w *Watch) Stop() (*Changes, error) {
 		return nil, w.err
 	}
 	return &w.changes, nil
+}
+
+// Hand returns, after Pause, the watch's inotify instance and the
+// directory (relative to the root) of each of its watch descriptors, for
+// another process to read on from where Pause left (internal/watchd). The
+// descriptor stays the Watch's to close.
+func (w *Watch) Hand() (fd int, dirs map[int32]string) { return w.fd, w.dirs }
+
+// Close closes the inotify instance after Pause; again, nothing.
+func (w *Watch) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd >= 0 {
+		unix.Close(w.fd)
+		w.fd = -1
+	}
 }

@@ -20,3 +20,12 @@ func Start(root string, dirs []string) (*Watch, error) {
 
 // Stop is never reached.
 func (w *Watch) Stop() (*Changes, error) { return nil, errors.New("no watch") }
+
+// Pause is never reached.
+func (w *Watch) Pause() (*Changes, error) { return nil, errors.New("no watch") }
+
+// Hand is never reached.
+func (w *Watch) Hand() (int, map[int32]string) { return -1, nil }
+
+// Close does nothing.
+func (w *Watch) Close() {}

@@ -1,0 +1,187 @@
+package watchd
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Dir is the daemon's directory in a state root: its socket and locks.
+// A run's command is kept from it (launch.Spec.Hidden).
+const Dir = "watchd"
+
+// Client asks the daemon of one state root.
+type Client struct{ dir string }
+
+// New is the client of the daemon of the state root stateDir.
+func New(stateDir string) *Client { return &Client{dir: filepath.Join(stateDir, Dir)} }
+
+// Dir is the daemon's directory.
+func (c *Client) Dir() string { return c.dir }
+
+// ErrUnknown is wrapped by an answer that cannot say what changed: the
+// caller walks.
+var ErrUnknown = errors.New("the watch cannot say what changed")
+
+// Available reports whether this binary can start the daemon (Main was
+// called first in main).
+func Available() bool { return mainCalled.Load() }
+
+// Token watches base (starting the daemon where none answers) and returns
+// a token for this moment: Since(base, token) later names what changed
+// after it. Take the token before measuring the base.
+func (c *Client) Token(base string) (string, error) {
+	rep, err := c.call(request{Op: "token", Base: base}, -1, true, 30*time.Second)
+	if err != nil {
+		return "", err
+	}
+	if rep.Unknown != "" {
+		return "", fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
+	}
+	return rep.Token, nil
+}
+
+// Since names what changed in base after token.
+func (c *Client) Since(base, token string) (*Changes, error) {
+	rep, err := c.call(request{Op: "since", Base: base, Token: token}, -1, false, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Changes == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
+	}
+	return rep.Changes, nil
+}
+
+// Hold hands the daemon a run's watch of the tree at root (fd, an inotify
+// instance, and its watch descriptors' directories) under key, for Take
+// to ask later; base is the tree's base. fd stays the caller's to close.
+func (c *Client) Hold(key, base, root string, fd int, dirs map[int32]string) error {
+	rep, err := c.call(request{Op: "hold", Key: key, Base: base, Root: root, Dirs: dirs}, fd, false, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	if rep.Unknown != "" {
+		return fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
+	}
+	return nil
+}
+
+// Take names every path of the tree held under key that changed since
+// its watch began, and ends the watch.
+func (c *Client) Take(key string) (*Changes, error) {
+	rep, err := c.call(request{Op: "take", Key: key}, -1, false, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Changes == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
+	}
+	return rep.Changes, nil
+}
+
+// call sends one request (with fd, when not -1) and reads its reply. start
+// says a missing daemon is started.
+func (c *Client) call(req request, fd int, start bool, timeout time.Duration) (reply, error) {
+	var rep reply
+	conn, err := c.dial()
+	if err != nil && start {
+		conn, err = c.start()
+	}
+	if err != nil {
+		return rep, fmt.Errorf("%w: no daemon answers at %s: %v", ErrUnknown, c.dir, err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	data, err := json.Marshal(req)
+	if err != nil {
+		return rep, err
+	}
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	if _, _, err := conn.WriteMsgUnix(data, oob, nil); err != nil {
+		return rep, fmt.Errorf("%w: ask the daemon at %s: %v", ErrUnknown, c.dir, err)
+	}
+	conn.CloseWrite()
+	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&rep); err != nil {
+		return rep, fmt.Errorf("%w: the daemon at %s did not answer: %v", ErrUnknown, c.dir, err)
+	}
+	if rep.Error != "" {
+		return rep, fmt.Errorf("%w: the daemon at %s: %s", ErrUnknown, c.dir, rep.Error)
+	}
+	return rep, nil
+}
+
+// dial connects to the socket, through a descriptor of the directory (see
+// listen).
+func (c *Client) dial() (*net.UnixConn, error) {
+	dfd, err := unix.Open(c.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dfd)
+	return net.DialUnix("unix", nil, &net.UnixAddr{Name: "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + sockName, Net: "unix"})
+}
+
+// start starts the daemon, one starter at a time, and connects to it.
+func (c *Client) start() (*net.UnixConn, error) {
+	if !mainCalled.Load() {
+		return nil, errors.New("this program cannot start the daemon (watchd.Main is not called in its main)")
+	}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(c.dir, spawnName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return nil, err
+	}
+	// Another starter may have been first.
+	if conn, err := c.dial(); err == nil {
+		return conn, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{daemonArg0}
+	cmd.Env = append(os.Environ(), daemonEnv+"="+c.dir)
+	cmd.Dir = "/"
+	cmd.ExtraFiles = []*os.File{w}
+	// Its own session: a terminal's signals to this process's group do
+	// not reach it, and it outlives this process.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return nil, err
+	}
+	// Reaped by whoever inherits it; this process does not wait.
+	cmd.Process.Release()
+	r.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, _ := bufio.NewReader(r).ReadString('\n')
+	if msg, isErr := strings.CutPrefix(line, "error "); isErr {
+		return nil, errors.New(strings.TrimSpace(msg))
+	}
+	// "ready", or nothing: another daemon held the lock and this one
+	// left. Either way one should answer now.
+	return c.dial()
+}

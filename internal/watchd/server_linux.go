@@ -1,0 +1,558 @@
+package watchd
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The daemon is this binary started again with daemonArg0 as argv[0] and
+// daemonEnv naming its directory; Main recognises it by both.
+const (
+	daemonArg0 = "airlock-watchd"
+	daemonEnv  = "AIRLOCK_WATCHD"
+	// readyFD is where the daemon finds the pipe on which it says it is
+	// listening: ExtraFiles[0].
+	readyFD = 3
+
+	sockName  = "sock"
+	lockName  = "daemon.lock"
+	spawnName = "spawn.lock"
+
+	// maxHeld bounds the held trees: each is an inotify instance of the
+	// user's (fs.inotify.max_user_instances, 128 by default).
+	maxHeld = 32
+	// baseIdle is how long a base watch no held tree refers to is kept
+	// after its last token: long enough for the next run of an agent's
+	// loop, short enough not to pin watches nobody asks about.
+	baseIdle = 3 * time.Minute
+	// emptyIdle is how long the daemon waits, holding nothing, before it
+	// exits.
+	emptyIdle = 5 * time.Second
+)
+
+var mainCalled atomic.Bool
+
+// Main must be called first in main, after launch.Init. In a normal start
+// it only records that this binary can be started as the daemon; started
+// as the daemon, it serves until it holds nothing, and exits.
+func Main() {
+	mainCalled.Store(true)
+	dir := os.Getenv(daemonEnv)
+	if dir == "" {
+		return
+	}
+	os.Unsetenv(daemonEnv)
+	if len(os.Args) == 0 || os.Args[0] != daemonArg0 {
+		return
+	}
+	ready := os.NewFile(readyFD, "ready")
+	err := serve(dir, ready)
+	if err != nil {
+		fmt.Fprintf(ready, "error %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+type server struct {
+	dir      string
+	instance string
+	seq      atomic.Uint64
+
+	mu    sync.Mutex
+	bases map[string]*baseWatch
+	held  map[string]*heldTree
+	// spent is every key handed over before: a key handed twice is one
+	// nobody can vouch for.
+	spent map[string]bool
+	empty time.Time // when the daemon last started holding nothing
+
+	mountMu sync.Mutex
+	// mountinfo is polled for changes of the mount table (mountsChanged):
+	// a raw descriptor, never in Go's poller, whose own polls would take
+	// the change before this one sees it.
+	mountinfo int
+}
+
+type baseWatch struct {
+	t       *tree
+	f       *os.File // t.fd, in Go's poller
+	lastUse time.Time
+	refs    int // held trees of this base
+}
+
+type heldTree struct {
+	t    *tree
+	f    *os.File
+	base string
+}
+
+func (s *server) next() uint64 { return s.seq.Add(1) }
+
+// serve runs the daemon of dir. It returns nil when another daemon holds
+// dir already, or once it has held nothing for a while.
+func serve(dir string, ready *os.File) error {
+	os.Chdir("/")
+	lock, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		ready.Close()
+		return nil // another daemon serves dir
+	}
+	var id [8]byte
+	rand.Read(id[:])
+	s := &server{dir: dir, instance: hex.EncodeToString(id[:]), bases: map[string]*baseWatch{}, held: map[string]*heldTree{},
+		spent: map[string]bool{}, empty: time.Now(), mountinfo: -1}
+	l, err := listen(dir)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	s.mountsChanged() // opened before any watch is set
+	go s.accept(l)
+	fmt.Fprintln(ready, "ready")
+	ready.Close()
+	for range time.Tick(time.Second) {
+		if s.idle() {
+			// Gone before the lock is: a client that finds no socket
+			// starts the next daemon, which waits for the lock.
+			l.Close()
+			return nil
+		}
+	}
+	return nil
+}
+
+// listen binds the socket in dir. The path goes through a descriptor of
+// dir, so that a deep state root does not exceed a socket path's 108
+// bytes.
+func listen(dir string) (*net.UnixListener, error) {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	p := "/proc/self/fd/" + strconv.Itoa(dfd) + "/" + sockName
+	unix.Unlinkat(dfd, sockName, 0)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", filepath.Join(dir, sockName), err)
+	}
+	l.SetUnlinkOnClose(false)
+	return l, nil
+}
+
+// idle drops what is no longer needed, and reports whether the daemon
+// should exit: it holds nothing and has not for a while, or its state
+// root is gone.
+func (s *server) idle() bool {
+	if _, err := os.Stat(s.dir); err != nil {
+		return true
+	}
+	s.mountsChanged()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, h := range s.held {
+		h.t.mu.Lock()
+		gone := h.t.gone
+		h.t.mu.Unlock()
+		if gone {
+			s.dropHeld(key)
+		}
+	}
+	for root, b := range s.bases {
+		b.t.mu.Lock()
+		gone := b.t.gone
+		b.t.mu.Unlock()
+		if gone || (b.refs == 0 && time.Since(b.lastUse) > baseIdle) {
+			shut(b.t, b.f)
+			delete(s.bases, root)
+		}
+	}
+	if len(s.held) > 0 || len(s.bases) > 0 {
+		s.empty = time.Now()
+		return false
+	}
+	return time.Since(s.empty) > emptyIdle
+}
+
+// mountsChanged reports whether the mount table changed since it was
+// last asked, and marks every watch broken when it did: a file system
+// mounted over part of a watched tree shows entries no watch covers. It is
+// asked before every answer, so that a mount made before a question is
+// seen by its answer (the kernel counts the change before mount(2)
+// returns).
+func (s *server) mountsChanged() {
+	s.mountMu.Lock()
+	defer s.mountMu.Unlock()
+	if s.mountinfo < 0 {
+		fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			s.breakAll("the mount table cannot be watched: " + err.Error())
+			return
+		}
+		s.mountinfo = fd // its first poll reports no change: the watches began after it
+		return
+	}
+	fds := []unix.PollFd{{Fd: int32(s.mountinfo), Events: unix.POLLPRI}}
+	for {
+		_, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			s.breakAll("the mount table cannot be watched: " + err.Error())
+		} else if fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0 {
+			s.breakAll("the mount table changed")
+		}
+		return
+	}
+}
+
+func (s *server) breakAll(why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range s.bases {
+		b.t.mu.Lock()
+		b.t.breakAt(why)
+		b.t.mu.Unlock()
+	}
+	for _, h := range s.held {
+		h.t.mu.Lock()
+		h.t.breakAt(why)
+		h.t.mu.Unlock()
+	}
+}
+
+// read takes t's events off its queue as they come, so that a busy tree
+// does not overflow it, until f is closed.
+func read(t *tree, f *os.File) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Read(func(uintptr) bool {
+		t.mu.Lock()
+		t.drain()
+		t.mu.Unlock()
+		return false // wait for the next event
+	})
+}
+
+// shut closes a tree's watch: marked closed first, so that no reader
+// takes a number the kernel may give to another descriptor.
+func shut(t *tree, f *os.File) {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	f.Close()
+}
+
+// poll wraps t's descriptor for Go's poller and starts its reader.
+func poll(t *tree) *os.File {
+	f := os.NewFile(uintptr(t.fd), "inotify")
+	go read(t, f)
+	return f
+}
+
+func (s *server) accept(l *net.UnixListener) {
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		go s.serveConn(c)
+	}
+}
+
+// request is one call, and reply its answer, as JSON on the socket; a
+// hold's descriptor comes with it (SCM_RIGHTS).
+type request struct {
+	Op    string           `json:"op"` // "token", "since", "hold", "take"
+	Base  string           `json:"base,omitempty"`
+	Token string           `json:"token,omitempty"`
+	Key   string           `json:"key,omitempty"`
+	Root  string           `json:"root,omitempty"`
+	Dirs  map[int32]string `json:"dirs,omitempty"`
+}
+
+type reply struct {
+	Token   string   `json:"token,omitempty"`
+	Changes *Changes `json:"changes,omitempty"`
+	// Unknown says why what changed cannot be said: the caller walks.
+	Unknown string `json:"unknown,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+func (s *server) serveConn(c *net.UnixConn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Minute))
+	if !samePeer(c) {
+		return
+	}
+	req, fds, err := readRequest(c)
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	var rep reply
+	if err != nil {
+		rep.Error = err.Error()
+	} else {
+		s.mountsChanged()
+		rep = s.handle(req, &fds)
+	}
+	json.NewEncoder(c).Encode(rep)
+}
+
+// samePeer reports whether the process at the other end is of this
+// daemon's own user.
+func samePeer(c *net.UnixConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var cred *unix.Ucred
+	rc.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	return err == nil && cred != nil && int(cred.Uid) == os.Geteuid()
+}
+
+func readRequest(c *net.UnixConn) (request, []int, error) {
+	var req request
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return req, nil, err
+	}
+	var fds []int
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			return req, nil, err
+		}
+		for _, m := range msgs {
+			rights, err := unix.ParseUnixRights(&m)
+			if err == nil {
+				fds = append(fds, rights...)
+			}
+		}
+	}
+	rest, err := io.ReadAll(c)
+	if err != nil {
+		return req, fds, err
+	}
+	data := append(buf[:n], rest...)
+	if err := json.Unmarshal(data, &req); err != nil {
+		return req, fds, fmt.Errorf("a malformed request: %w", err)
+	}
+	return req, fds, nil
+}
+
+func (s *server) handle(req request, fds *[]int) reply {
+	switch req.Op {
+	case "token":
+		return s.token(req.Base)
+	case "since":
+		return s.since(req.Base, req.Token)
+	case "hold":
+		if len(*fds) != 1 {
+			return reply{Error: "hold: one descriptor must come with it"}
+		}
+		fd := (*fds)[0]
+		*fds = nil
+		return s.hold(req, fd)
+	case "take":
+		return s.take(req.Key)
+	}
+	return reply{Error: fmt.Sprintf("unknown request %q", req.Op)}
+}
+
+func (s *server) token(base string) reply {
+	if !filepath.IsAbs(base) || filepath.Clean(base) != base {
+		return reply{Error: fmt.Sprintf("token: %q is not a clean absolute path", base)}
+	}
+	s.mu.Lock()
+	b := s.bases[base]
+	s.mu.Unlock()
+	if b != nil {
+		b.t.mu.Lock()
+		b.t.drain()
+		broken := b.t.broken != 0 || b.t.moved()
+		b.t.mu.Unlock()
+		if broken {
+			s.mu.Lock()
+			if s.bases[base] == b {
+				shut(b.t, b.f)
+				delete(s.bases, base)
+			}
+			s.mu.Unlock()
+			b = nil
+		}
+	}
+	if b == nil {
+		// Set outside the lock: a large base takes a while, and other
+		// calls need not wait for it.
+		t, err := watchBase(base, s.next)
+		if err != nil {
+			return reply{Unknown: err.Error()}
+		}
+		nb := &baseWatch{t: t}
+		nb.f = poll(t)
+		s.mu.Lock()
+		if old := s.bases[base]; old != nil {
+			shut(old.t, old.f)
+			nb.refs = old.refs
+		}
+		s.bases[base] = nb
+		s.mu.Unlock()
+		b = nb
+	}
+	s.mu.Lock()
+	b.lastUse = time.Now()
+	s.mu.Unlock()
+	// A token is a point after every event of a system call that
+	// returned before it was asked for: the kernel queues an event as
+	// the call makes its change.
+	return reply{Token: s.instance + ":" + strconv.FormatUint(s.next(), 10)}
+}
+
+func (s *server) since(base, token string) reply {
+	from, ok := s.parseToken(token)
+	if !ok {
+		return reply{Unknown: "the token is another daemon's (it was restarted since)"}
+	}
+	s.mu.Lock()
+	b := s.bases[base]
+	if b != nil {
+		b.lastUse = time.Now()
+	}
+	s.mu.Unlock()
+	if b == nil {
+		return reply{Unknown: "the base is not watched (any more)"}
+	}
+	b.t.mu.Lock()
+	defer b.t.mu.Unlock()
+	b.t.drain()
+	c, why := b.t.since(from)
+	if c == nil {
+		return reply{Unknown: why}
+	}
+	return reply{Changes: c}
+}
+
+func (s *server) parseToken(token string) (uint64, bool) {
+	inst, n, ok := cut(token, ':')
+	if !ok || inst != s.instance {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(n, 10, 64)
+	return v, err == nil
+}
+
+func cut(s string, sep byte) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+func (s *server) hold(req request, fd int) reply {
+	if req.Key == "" || len(req.Dirs) == 0 || !filepath.IsAbs(req.Root) {
+		unix.Close(fd)
+		return reply{Error: "hold: a key, a root and the watch's directories are needed"}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spent[req.Key] {
+		unix.Close(fd)
+		s.dropHeld(req.Key) // handed twice: neither is to be trusted
+		return reply{Error: "hold: that key was handed over before"}
+	}
+	s.spent[req.Key] = true
+	if len(s.held) >= maxHeld {
+		unix.Close(fd)
+		return reply{Unknown: fmt.Sprintf("hold: %d trees are held already", maxHeld)}
+	}
+	// The descriptor must be an inotify instance: anything else would
+	// never report an event.
+	if !isInotify(fd) {
+		unix.Close(fd)
+		return reply{Error: "hold: the descriptor is not an inotify instance"}
+	}
+	unix.SetNonblock(fd, true)
+	t := held(req.Root, fd, req.Dirs, s.next)
+	h := &heldTree{t: t, base: req.Base}
+	h.f = poll(t)
+	s.held[req.Key] = h
+	if b := s.bases[req.Base]; b != nil {
+		b.refs++
+	}
+	return reply{}
+}
+
+// isInotify reports whether fd is an inotify instance.
+func isInotify(fd int) bool {
+	link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	return err == nil && link == "anon_inode:inotify"
+}
+
+func (s *server) take(key string) reply {
+	s.mu.Lock()
+	h := s.held[key]
+	if h != nil {
+		delete(s.held, key)
+		if b := s.bases[h.base]; b != nil {
+			b.refs--
+			b.lastUse = time.Now()
+		}
+	}
+	s.mu.Unlock()
+	if h == nil {
+		return reply{Unknown: "the pooled tree's watch is not held (the daemon was restarted, or it was handed over twice)"}
+	}
+	defer shut(h.t, h.f)
+	h.t.mu.Lock()
+	defer h.t.mu.Unlock()
+	h.t.drain()
+	c, why := h.t.since(0)
+	if c == nil {
+		return reply{Unknown: why}
+	}
+	return reply{Changes: c}
+}
+
+// dropHeld forgets a held tree; s.mu is held.
+func (s *server) dropHeld(key string) {
+	h := s.held[key]
+	if h == nil {
+		return
+	}
+	delete(s.held, key)
+	shut(h.t, h.f)
+	if b := s.bases[h.base]; b != nil {
+		b.refs--
+	}
+}

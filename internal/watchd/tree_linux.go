@@ -1,0 +1,431 @@
+package watchd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// baseEvents is every change to a watched directory's entries and to the
+// directory itself, and every open and close of a file in it: a file
+// open for writing can change through a shared mapping with no event of
+// its own until its last close.
+const baseEvents = unix.IN_OPEN | unix.IN_CLOSE_WRITE | unix.IN_CLOSE_NOWRITE | unix.IN_MODIFY | unix.IN_ATTRIB |
+	unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+
+// maxNamed bounds what a tree remembers: past it, the tree forgets and
+// every token given before then is unknown.
+const maxNamed = 1 << 20
+
+// tree is one watched tree: a base (watched by the daemon itself, new
+// directories included) or a held tree (a run's watch, handed over).
+type tree struct {
+	mu   sync.Mutex
+	root string
+	fd   int
+	base bool
+	seq  func() uint64 // the daemon's next sequence number
+
+	dirs map[int32]string // watch descriptor -> directory, relative to root ("" the root)
+	// named is the last sequence number at which an event touched each
+	// path; trees, at which each subtree was made, moved or deleted.
+	named, trees map[string]uint64
+	// opens counts, per file of a base, opens less closes seen: a file
+	// whose count is not zero may be open for writing.
+	opens map[string]int
+	// linked is every file of a base known to have a second name.
+	linked map[string]bool
+	// from is the sequence number at which the watch was whole; broken,
+	// when not zero, the one at which it stopped being exact. gone says
+	// the root itself is gone.
+	from, broken uint64
+	gone         bool
+	why          string
+	// dev and ino name the root directory watched: a base whose path
+	// names another directory now is another base.
+	dev, ino uint64
+	// closed says fd is closed (or about to be): nothing reads it again.
+	closed bool
+}
+
+// watchBase sets a watch on every directory of the base at root,
+// beneath it and never through a symlink, and notes its files with a
+// second name. from is the sequence number it is whole from.
+func watchBase(root string, seq func() uint64) (*tree, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("inotify_init1: %w", err)
+	}
+	t := &tree{root: root, fd: fd, base: true, seq: seq, dirs: map[int32]string{},
+		named: map[string]uint64{}, trees: map[string]uint64{}, opens: map[string]int{}, linked: map[string]bool{}}
+	rfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open %s: %w", root, err)
+	}
+	defer unix.Close(rfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(rfd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("stat %s: %w", root, err)
+	}
+	t.dev, t.ino = st.Dev, st.Ino
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.add(rfd, ""); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	t.from = seq()
+	return t, nil
+}
+
+// held makes the tree of a run's watch handed over: fd is its inotify
+// instance, dirs its watch descriptors' directories. Every event queued
+// on it is since the watch began.
+func held(root string, fd int, dirs map[int32]string, seq func() uint64) *tree {
+	return &tree{root: root, fd: fd, seq: seq, dirs: dirs, named: map[string]uint64{}, trees: map[string]uint64{}}
+}
+
+// add watches the directory open at dfd, rel beneath the root, and
+// every directory beneath it; t.mu is held. The watch is set on the very
+// directory open (through its /proc/self/fd link), and the directories
+// beneath are opened from it, never through a symlink: a directory
+// swapped for a link while this runs is never watched in its place.
+func (t *tree) add(dfd int, rel string) error {
+	wd, err := unix.InotifyAddWatch(t.fd, "/proc/self/fd/"+strconv.Itoa(dfd), baseEvents|unix.IN_ONLYDIR|unix.IN_EXCL_UNLINK)
+	if err != nil {
+		if errors.Is(err, unix.ENOSPC) {
+			return fmt.Errorf("watch %s: the user's inotify watch limit (fs.inotify.max_user_watches) is reached", t.abs(rel))
+		}
+		return fmt.Errorf("watch %s: %w", t.abs(rel), err)
+	}
+	t.dirs[int32(wd)] = rel
+	// The names are read after the watch is set: one made since is in the
+	// listing, or its event comes, or both. The listing reads a duplicate
+	// of dfd, which the caller closes.
+	dup, err := unix.FcntlInt(uintptr(dfd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", t.abs(rel), err)
+	}
+	d := os.NewFile(uintptr(dup), t.abs(rel))
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", t.abs(rel), err)
+	}
+	for _, name := range names {
+		child := join(rel, name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // gone since the listing: its event names it
+			}
+			return fmt.Errorf("lstat %s: %w", t.abs(child), err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			if st.Nlink > 1 {
+				t.linked[child] = true
+			}
+		case unix.S_IFDIR:
+			cfd, err := unix.Openat2(dfd, name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+				Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+			if err != nil {
+				if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+					continue // swapped or gone since: its parent's event names it
+				}
+				return fmt.Errorf("open %s: %w", t.abs(child), err)
+			}
+			err = t.add(cfd, child)
+			unix.Close(cfd)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (t *tree) abs(rel string) string {
+	if rel == "" {
+		return t.root
+	}
+	return t.root + "/" + rel
+}
+
+func join(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// drain reads every queued event; t.mu is held.
+func (t *tree) drain() {
+	if t.closed {
+		t.breakAt("the watch was closed")
+		return
+	}
+	var buf [64 << 10]byte
+	for {
+		n, err := unix.Read(t.fd, buf[:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return
+		case err != nil:
+			t.breakAt(fmt.Sprintf("read the watch of %s: %v", t.root, err))
+			return
+		}
+		t.parse(buf[:n])
+	}
+}
+
+func (t *tree) parse(b []byte) {
+	for len(b) >= unix.SizeofInotifyEvent {
+		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
+		end := unix.SizeofInotifyEvent + int(ev.Len)
+		if end > len(b) {
+			t.breakAt("a torn inotify event")
+			return
+		}
+		name := strings.TrimRight(string(b[unix.SizeofInotifyEvent:end]), "\x00")
+		b = b[end:]
+		t.event(ev.Wd, ev.Mask, name)
+	}
+}
+
+// breakAt marks the watch as no longer exact from now on.
+func (t *tree) breakAt(why string) {
+	if t.broken == 0 {
+		t.broken, t.why = t.seq(), why
+	}
+}
+
+func (t *tree) name(rel string) {
+	if len(t.named) >= maxNamed {
+		t.breakAt("too many paths changed to remember")
+		return
+	}
+	t.named[rel] = t.seq()
+}
+
+// event records one event; t.mu is held.
+func (t *tree) event(wd int32, mask uint32, name string) {
+	switch {
+	case mask&unix.IN_Q_OVERFLOW != 0:
+		t.breakAt(fmt.Sprintf("the kernel's queue of events for %s overflowed (fs.inotify.max_queued_events)", t.root))
+		return
+	case mask&unix.IN_UNMOUNT != 0:
+		t.breakAt(fmt.Sprintf("a file system under %s was unmounted", t.root))
+		return
+	}
+	dir, ok := t.dirs[wd]
+	if !ok {
+		return // a watch removed (a directory moved or deleted): its parent's event named it
+	}
+	if mask&unix.IN_IGNORED != 0 {
+		delete(t.dirs, wd)
+		if dir == "" {
+			t.gone = true
+			t.breakAt(fmt.Sprintf("%s is gone", t.root))
+		}
+		return
+	}
+	if name == "" {
+		// The directory itself.
+		switch {
+		case mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0 && dir == "":
+			if mask&unix.IN_DELETE_SELF != 0 || t.base {
+				// A base moved is another path's; a held tree moves
+				// into and out of its pool slot, its entries unchanged.
+				t.gone = mask&unix.IN_DELETE_SELF != 0
+				t.breakAt(fmt.Sprintf("%s was moved or deleted", t.root))
+			}
+		case mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
+			t.trees[dir] = t.seq()
+		case mask&(unix.IN_OPEN|unix.IN_CLOSE_NOWRITE) != 0 && t.base:
+			// A listing read: nothing changed.
+		default:
+			t.name(dir)
+		}
+		return
+	}
+	p := join(dir, name)
+	isDir := mask&unix.IN_ISDIR != 0
+	if t.base && !isDir {
+		switch {
+		case mask&unix.IN_OPEN != 0:
+			t.opens[p]++
+			t.settle(p)
+			return
+		case mask&unix.IN_CLOSE_NOWRITE != 0:
+			t.opens[p]--
+			t.settle(p)
+			return
+		case mask&unix.IN_CLOSE_WRITE != 0:
+			t.opens[p]--
+			t.settle(p)
+		}
+	}
+	if t.base && isDir && mask&(unix.IN_OPEN|unix.IN_CLOSE_NOWRITE) != 0 {
+		return // a listing read
+	}
+	if mask&(unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0 {
+		// A change of the listing moves the directory's own times.
+		t.name(dir)
+		if isDir {
+			t.trees[p] = t.seq()
+			if t.base {
+				t.rewatch(wd, p, mask)
+			}
+			return
+		}
+	}
+	if t.base && mask&(unix.IN_ATTRIB|unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+		t.checkLinked(wd, p, name)
+	}
+	t.name(p)
+}
+
+// settle forgets a balanced count.
+func (t *tree) settle(p string) {
+	if t.opens[p] == 0 {
+		delete(t.opens, p)
+	}
+}
+
+// rewatch follows a directory of a base made, moved or deleted: a
+// directory that left (or was deleted) is no longer watched under its old
+// path, and one that came is watched with everything beneath it. Its
+// subtree is named whole either way.
+func (t *tree) rewatch(parentWd int32, p string, mask uint32) {
+	if mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0 {
+		for wd, d := range t.dirs {
+			if d == p || strings.HasPrefix(d, p+"/") {
+				unix.InotifyRmWatch(t.fd, uint32(wd))
+				delete(t.dirs, wd)
+			}
+		}
+		return
+	}
+	// Made or moved in: open it beneath its parent, as add does.
+	pfd, err := t.openDir(t.dirs[parentWd])
+	if err != nil {
+		t.breakAt(err.Error())
+		return
+	}
+	defer unix.Close(pfd)
+	_, name := splitLast(p)
+	cfd, err := unix.Openat2(pfd, name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			return // gone or swapped since: a later event names it
+		}
+		t.breakAt(fmt.Sprintf("open %s: %v", t.abs(p), err))
+		return
+	}
+	defer unix.Close(cfd)
+	if err := t.add(cfd, p); err != nil {
+		t.breakAt(err.Error())
+	}
+}
+
+// openDir opens the base's directory rel beneath the root, never through
+// a symlink.
+func (t *tree) openDir(rel string) (int, error) {
+	rfd, err := unix.Open(t.root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil || rel == "" {
+		if err != nil {
+			return -1, fmt.Errorf("open %s: %w", t.root, err)
+		}
+		return rfd, nil
+	}
+	defer unix.Close(rfd)
+	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", t.abs(rel), err)
+	}
+	return fd, nil
+}
+
+// checkLinked notes a file of a base that has a second name now (a link
+// made to it moves its ctime: IN_ATTRIB).
+func (t *tree) checkLinked(wd int32, p, name string) {
+	pfd, err := t.openDir(t.dirs[wd])
+	if err != nil {
+		return // the directory is gone: its parent's event names it
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+		t.linked[p] = true
+	}
+}
+
+func splitLast(p string) (dir, name string) {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return "", p
+}
+
+// Changes is what a watch names since a point: the paths to measure
+// again, and the subtrees to measure whole.
+type Changes struct {
+	Paths []string `json:"paths"`
+	Trees []string `json:"trees"`
+}
+
+// moved reports whether the root's path names another directory than the
+// one watched (the base, or a directory above it, was moved or replaced).
+func (t *tree) moved() bool {
+	var st unix.Stat_t
+	return unix.Stat(t.root, &st) != nil || st.Dev != t.dev || st.Ino != t.ino
+}
+
+// since is what changed after sequence number from, or why that cannot
+// be said; t.mu is held and the queue drained.
+func (t *tree) since(from uint64) (*Changes, string) {
+	switch {
+	case t.base && t.moved():
+		return nil, fmt.Sprintf("%s is another directory than the one watched", t.root)
+	case t.broken != 0 && t.broken > from:
+		return nil, t.why
+	case from < t.from:
+		return nil, "the watch began after that point"
+	}
+	c := &Changes{}
+	for p, s := range t.named {
+		if s > from || t.opens[p] != 0 || t.linked[p] {
+			c.Paths = append(c.Paths, p)
+		}
+	}
+	for p := range t.opens {
+		if _, ok := t.named[p]; !ok {
+			c.Paths = append(c.Paths, p)
+		}
+	}
+	for p := range t.linked {
+		if _, ok := t.named[p]; !ok && t.opens[p] == 0 {
+			c.Paths = append(c.Paths, p)
+		}
+	}
+	for p, s := range t.trees {
+		if s > from {
+			c.Trees = append(c.Trees, p)
+		}
+	}
+	return c, ""
+}
