@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"unsafe"
 )
 
 // The manifest file format. Version 1 was JSON: readable, but decoding a
@@ -140,7 +141,11 @@ func decode(data []byte) ([]Entry, error) {
 		return nil, errTruncated
 	}
 	es := make([]Entry, count)
-	var prev []byte
+	// Paths, targets and digests are strings over a few large buffers
+	// that nothing writes again, not an allocation each: decoding a large
+	// tree's manifest is on every warm run's path.
+	var a arena
+	var prev string
 	for i := range es {
 		shared := d.uvarint()
 		rest := d.bytes()
@@ -150,13 +155,12 @@ func decode(data []byte) ([]Entry, error) {
 		if shared > uint64(len(prev)) {
 			return nil, fmt.Errorf("entry %d shares more than the previous path", i)
 		}
-		path := make([]byte, 0, int(shared)+len(rest))
-		path = append(append(path, prev[:shared]...), rest...)
-		if i > 0 && bytes.Compare(prev, path) >= 0 {
+		path := a.join(prev[:shared], rest)
+		if i > 0 && prev >= path {
 			return nil, fmt.Errorf("entries out of order at %q", path)
 		}
 		e := &es[i]
-		e.Path = string(path)
+		e.Path = path
 		e.Kind = Kind(d.byte())
 		e.Mode = fs.FileMode(d.uvarint())
 		e.Size = d.varint()
@@ -164,8 +168,8 @@ func decode(data []byte) ([]Entry, error) {
 		e.CtimeNs = d.varint()
 		e.Ino = d.uvarint()
 		e.Dev = d.uvarint()
-		e.Target = string(d.bytes())
-		e.Digest = string(d.bytes())
+		e.Target = a.join("", d.bytes())
+		e.Digest = a.join("", d.bytes())
 		if d.err != nil {
 			return nil, d.err
 		}
@@ -178,4 +182,22 @@ func decode(data []byte) ([]Entry, error) {
 		return nil, errors.New("trailing data")
 	}
 	return es, nil
+}
+
+// arena makes strings out of large buffers, each written once and never
+// again, so that many short strings cost a few allocations.
+type arena struct{ buf []byte }
+
+// join returns a+b as a string in the arena.
+func (a *arena) join(x string, y []byte) string {
+	n := len(x) + len(y)
+	if n == 0 {
+		return ""
+	}
+	if cap(a.buf)-len(a.buf) < n {
+		a.buf = make([]byte, 0, max(64<<10, n))
+	}
+	start := len(a.buf)
+	a.buf = append(append(a.buf, x...), y...)
+	return unsafe.String(&a.buf[start], n)
 }
