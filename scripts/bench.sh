@@ -140,8 +140,12 @@ mj() {
 		[ "$w" = run ] && break
 		call+=("$w")
 	done
-	if [ -n "$tx" ] && "${call[@]}" show "$tx" --json 2>/dev/null | grep -q '"recycled"'; then
-		REC[$name]="${REC[$name]:-} yes"
+	local shown watched
+	if [ -n "$tx" ] && shown=$("${call[@]}" show "$tx" --json 2>/dev/null) && grep -q '"recycled"' <<<"$shown"; then
+		# and which of its refresh's measurements the state root's watch
+		# daemon made instead of a walk
+		watched=$(grep -o '"watched": "[^"]*"' <<<"$shown" | cut -d'"' -f4)
+		REC[$name]="${REC[$name]:-} yes${watched:+($watched)}"
 	else
 		REC[$name]="${REC[$name]:-} no"
 	fi
@@ -581,6 +585,9 @@ for r in $(seq 1 "$RUNS"); do
 	# issue 20: the default backend's warm run, here and on the 1k-file
 	# tree (its fixed cost), each after a run that pooled its tree
 	mj "warm run -- true (default)" "$AIRLOCK" run --workdir "$BIG" --json -- true
+	# the same with every measurement walked (AIRLOCK_NO_WATCH=1: no watch
+	# of the run's tree, no daemon asked), as before the watches
+	mj "warm run -- true (default, every measurement walked)" env AIRLOCK_NO_WATCH=1 "$AIRLOCK" run --workdir "$BIG" --json -- true
 	quiet
 	"$AIRLOCK" run --workdir "$SMALL" --quiet -- true
 	mj "warm run -- true (default, 1k-file tree)" "$AIRLOCK" run --workdir "$SMALL" --json -- true
@@ -813,6 +820,10 @@ i20 "commit of $([ "$NEWFILES" = 0 ] && echo 5000 || echo "$NEWFILES") new ~200-
 i20 "\`npm install $NPM_PKGS\` through \`run\`${NPM_PATHS:+ ($((NPM_PATHS)) paths)}${NPM_HOW:+, from $NPM_HOW}" "npm install (through run)" "direct, in a copy" "npm install (direct, in a copy)" 1.2 "$NPM_WHY"
 i20diff "\`go build\` of a small module (warm cache) through \`run\`" "go build (through run)" "direct, in a copy" "go build (direct, in a copy)" 150 "$GO_WHY"
 echo
+if [ -n "${T["warm run -- true (default, every measurement walked)"]:-}" ]; then
+	echo "the watches' part: a warm default \`run -- true\` here takes $(ms "warm run -- true (default)") ms$(recycled "warm run -- true (default)"), and $(ms "warm run -- true (default, every measurement walked)") ms with every measurement walked (AIRLOCK_NO_WATCH=1)$(recycled "warm run -- true (default, every measurement walked)"): $(pr "warm run -- true (default)" "warm run -- true (default, every measurement walked)")× (median of the rounds' ratios)"
+	echo
+fi
 echo "targets (issue 20):"
 printf '%s\n' "${I20[@]}"
 echo
