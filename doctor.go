@@ -8,10 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/stage"
+	"github.com/airlockdev/airlock/internal/watchd"
 )
 
 // Check is one capability that airlock doctor reports.
@@ -64,7 +66,8 @@ func (s *Store) Doctor(base string) []Check {
 		}
 		out = append(out, Check{"auto", true, "picks " + b.Name() + " for " + base + ": " + detail})
 	}
-	out = append(out, s.recycleCheck(base, contain.Supported))
+	rc := s.recycleCheck(base, contain.Supported)
+	out = append(out, rc, s.watchCheck(rc.Supported))
 	out = append(out, s.clockChecks(base)...)
 	gitOK, gitWhy := gitVersion()
 	out = append(out, Check{"git", gitOK, gitWhy})
@@ -95,6 +98,29 @@ func (s *Store) recycleCheck(base string, contained bool) Check {
 		}
 	}
 	return Check{"recycle", true, why}
+}
+
+// watchCheck reports whether the state root's watch daemon measures warm
+// runs' refreshes here (internal/watchd), and whether it runs now.
+// recycled is the recycle check's verdict.
+func (s *Store) watchCheck(recycled bool) Check {
+	switch {
+	case !recycled:
+		return Check{"watch", false, "nothing is recycled here, so there is nothing to keep watching between runs"}
+	case os.Getenv(NoWatchEnv) == "1":
+		return Check{"watch", false, NoWatchEnv + "=1: every run walks its tree and the base"}
+	case !watchd.Available():
+		return Check{"watch", false, "this program cannot start the watch daemon (it is not the airlock command)"}
+	}
+	limit := ""
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches"); err == nil {
+		limit = "; inotify watches per user: " + strings.TrimSpace(string(b))
+	}
+	running := "not running now: the next run starts it"
+	if watchd.New(s.Dir()).Running() {
+		running = "running"
+	}
+	return Check{"watch", true, "a daemon (" + filepath.Join(s.Dir(), watchd.Dir) + ", " + running + ") keeps the watches of bases and pooled trees between runs: a warm run measures what changed, not every entry" + limit}
 }
 
 // containCheck reports how the processes of a run's command are

@@ -38,6 +38,16 @@ var ErrUnknown = errors.New("the watch cannot say what changed")
 // called first in main).
 func Available() bool { return mainCalled.Load() }
 
+// Running reports whether a daemon answers now.
+func (c *Client) Running() bool {
+	conn, err := c.dial()
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
 // Token watches base (starting the daemon where none answers) and returns
 // a token for this moment: Since(base, token) later names what changed
 // after it. Take the token before measuring the base.

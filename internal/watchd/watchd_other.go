@@ -35,6 +35,9 @@ func New(stateDir string) *Client { return &Client{dir: filepath.Join(stateDir, 
 // Dir is the daemon's directory.
 func (c *Client) Dir() string { return c.dir }
 
+// Running is false off Linux.
+func (c *Client) Running() bool { return false }
+
 func (c *Client) Token(base string) (string, error) { return "", ErrUnknown }
 
 func (c *Client) Since(base, token string) (*Changes, error) { return nil, ErrUnknown }
