@@ -18,7 +18,7 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("%s: no reason given", c.Name)
 		}
 	}
-	if got := strings.Join(names, ","); got != "namespaces,contain,terminal,overlay,overlay-rootless,reflink,worktree,auto,recycle,timestamps-state,timestamps-base,git" {
+	if got := strings.Join(names, ","); got != "namespaces,contain,terminal,overlay,overlay-rootless,reflink,worktree,auto,recycle,watch,timestamps-state,timestamps-base,git" {
 		t.Fatalf("checks %s", got)
 	}
 	for _, c := range checks {
