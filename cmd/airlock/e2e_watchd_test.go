@@ -296,3 +296,57 @@ func TestE2EWatchdHiddenFromTheCommand(t *testing.T) {
 		t.Errorf("the command sees the daemon's directory: %q", r.Stdout)
 	}
 }
+
+// dirCtimes maps each directory beneath root (not root itself) to its
+// ctime.
+func dirCtimes(t *testing.T, root string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == root {
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out[rel] = st.Ctim.Nano()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestE2ERecycleLeavesUntouchedDirectoriesAlone: a refresh sets a
+// directory's owner, mode and times only where they differ from the base.
+// Setting them anyway moves the directory's ctime past the measurement of
+// its tree, so that the next refresh cannot prove it untouched and sets
+// them again, and so on, every run.
+func TestE2ERecycleLeavesUntouchedDirectoriesAlone(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	build(t, x.base, tree{"a/b/f": F(0o644, "f\n"), "a/g": F(0o644, "g\n"), "c/h": F(0o600, "h\n"), "d": D(0o750)})
+	backdate(t, x.base, time.Hour)
+	for i := 0; i < 2; i++ {
+		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+	}
+	r := x.airlock("run", "--workdir", x.base, "--", "true")
+	wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+	tree := x.pooledTree(r.Settle["tx"])
+	before := dirCtimes(t, tree)
+	testbin.NextTick(t, x.home) // a ctime set from here on differs (same file system)
+	r = x.airlock("run", "--workdir", x.base, "--", "true")
+	wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+	after := dirCtimes(t, x.pooledTree(r.Settle["tx"]))
+	if len(after) != len(before) || len(after) != 4 {
+		t.Fatalf("the pooled tree's directories: %v, then %v", before, after)
+	}
+	for d, c := range before {
+		if after[d] != c {
+			t.Errorf("the refresh set %s again, though it was as the base has it", d)
+		}
+	}
+}

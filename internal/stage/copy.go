@@ -326,11 +326,19 @@ func (c *copier) mkdir(e, _ *manifest.Entry) error {
 
 func (c *copier) fixDir(e, staged *manifest.Entry) error {
 	p := c.dst(e.Path)
-	if err := os.Chmod(p, e.Mode); err != nil {
-		return fmt.Errorf("set mode of staged directory %s: %w", quote(p), unwrapPath(err))
+	// Only what differs is set: each call moves the ctime, and a
+	// directory of a recycled tree whose ctime moved after its tree was
+	// measured is scrubbed and fixed again by the next refresh.
+	now, err := manifest.Lstat(p)
+	if err != nil || now.Kind != manifest.KindDir || now.Mode != e.Mode {
+		if err := os.Chmod(p, e.Mode); err != nil {
+			return fmt.Errorf("set mode of staged directory %s: %w", quote(p), unwrapPath(err))
+		}
 	}
-	if err := setTimes(p, c.now, e.MtimeNs); err != nil {
-		return fmt.Errorf("set times of staged directory %s: %w", quote(p), err)
+	if err != nil || now.Kind != manifest.KindDir || now.MtimeNs != e.MtimeNs {
+		if err := setTimes(p, c.now, e.MtimeNs); err != nil {
+			return fmt.Errorf("set times of staged directory %s: %w", quote(p), err)
+		}
 	}
 	// Its children were all made before: this is its final stat.
 	return c.measure(p, e.Path, staged)

@@ -164,8 +164,14 @@ func removeDetached(path string) error {
 // afterwards. (Inode flags set with chattr are not cleared: docs/backends.md,
 // Recycled staging.)
 func scrubDir(p string) error {
-	if err := unix.Lchown(p, os.Getuid(), os.Getgid()); err != nil && err != unix.EPERM {
-		return fmt.Errorf("chown %s: %w", quote(p), err)
+	// Only what differs is set: a chown moves the ctime even when it
+	// changes nothing, and a directory whose ctime moved after its tree
+	// was measured is scrubbed again by the next refresh, and the next.
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil || int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid() {
+		if err := unix.Lchown(p, os.Getuid(), os.Getgid()); err != nil && err != unix.EPERM {
+			return fmt.Errorf("chown %s: %w", quote(p), err)
+		}
 	}
 	size, err := unix.Llistxattr(p, nil)
 	if err != nil || size == 0 {
