@@ -16,6 +16,7 @@ import (
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
+	"github.com/airlockdev/airlock/internal/watch"
 )
 
 // Open opens a transaction: it checks the preconditions, measures the base
@@ -82,15 +83,15 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 			s.st.RemoveTx(id)
 		}
 	}()
-	res, staging, err := s.stageOpen(ctx, b, st, base, backend, hosted, o, r)
+	res, staging, early, err := s.stageOpen(ctx, b, st, base, backend, hosted, o, r)
 	if err != nil {
 		return nil, err
 	}
-	// From the tree's measurement on, a run's every write is watched
-	// (watch.go).
+	// From the tree's measurement on (a recycled tree's: from before it),
+	// a run's every write is watched (watch.go).
 	var wd *watched
 	if o.ForRun {
-		wd = startWatch(backend.Name(), st.Path(stagedDir), res.Staged, hosted)
+		wd = startWatch(backend.Name(), st.Path(stagedDir), res.Staged, hosted, early)
 		defer func() {
 			if !ok {
 				wd.stop(false)
@@ -249,7 +250,13 @@ func backendFrom(o OpenOptions, r *rules) string {
 // the backend's fresh copy) and saves what open measured into st: git's
 // snapshot of the base, the base's manifest and symlinks, the staged
 // manifest.
-func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base string, backend stage.Backend, hosted bool, o OpenOptions, r *rules) (*stage.Result, *Staging, error) {
+func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base string, backend stage.Backend, hosted bool, o OpenOptions, r *rules) (_ *stage.Result, _ *Staging, early *watch.Watch, err error) {
+	defer func() {
+		if err != nil && early != nil {
+			early.Stop()
+			early = nil
+		}
+	}()
 	staged := st.Path(stagedDir)
 	// What git knows of the base (HEAD, the tracked paths that were dirty)
 	// is read while the workspace is staged: it costs one git status,
@@ -268,7 +275,7 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	// the project's, relative to its root.
 	noiseSel, err := selector.New(r.noise)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	skip := func(rel string, isDir bool) bool {
 		return r.excludeSel.MatchSelf(rel, isDir) || noiseSel.MatchSelf(rel, isDir)
@@ -289,7 +296,10 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 		}
 	}
 	if backend.Name() == stage.Copy && !o.Fresh {
-		res, staging.Recycled, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, skipKey(r))
+		// A run's watch is set as the pooled tree is claimed, before
+		// anything measures it.
+		watchIt := o.ForRun && watchable(backend.Name(), hosted) == ""
+		res, staging.Recycled, early, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, skipKey(r), watchIt)
 	}
 	if res == nil {
 		res, err = backend.Stage(ctx, req)
@@ -298,19 +308,19 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	if err != nil {
 		// A backend the project config chose (worktree over a base that is
 		// not a git repository) is refused naming the config.
-		return nil, nil, fmt.Errorf("%w%s", err, backendFrom(o, r))
+		return nil, nil, nil, fmt.Errorf("%w%s", err, backendFrom(o, r))
 	}
 	if g.err != nil {
-		return nil, nil, g.err
+		return nil, nil, nil, g.err
 	}
 	if g.snap != nil {
 		// Its name is synced with the manifests' (see saveOpened).
 		if err := st.WriteOnceUnsynced(gitFile, g.snap); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	if err := saveOpened(st, res); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	staging.WalkNs = res.WalkNs
 	// The staged root's identity: settling pools only this very
@@ -318,7 +328,7 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	if root, err := manifest.Lstat(staged); err == nil && root.Kind == manifest.KindDir {
 		staging.RootDevice, staging.RootInode = root.Dev, root.Ino
 	}
-	return res, staging, nil
+	return res, staging, early, nil
 }
 
 // saveOpened saves the manifests open measured: the base's (written

@@ -14,6 +14,7 @@ import (
 	"github.com/airlockdev/airlock/internal/running"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
+	"github.com/airlockdev/airlock/internal/watch"
 	"github.com/airlockdev/airlock/internal/watchd"
 )
 
@@ -175,21 +176,18 @@ func skipKey(r *rules) string {
 // recycle makes req.Dir from one of the base's pooled trees, refreshed to
 // the base (pool.Take). It returns nil (and why, when there was a tree to
 // try) when no tree could be used: the caller stages afresh.
-func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, skipKey string) (*stage.Result, *Recycled, string) {
+func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, skipKey string, watchIt bool) (*stage.Result, *Recycled, *watch.Watch, string) {
 	if !recycles() {
-		return nil, nil, ""
+		return nil, nil, nil, ""
 	}
 	dir, err := b.PoolDir()
 	if err != nil {
-		return nil, nil, ""
+		return nil, nil, nil, ""
 	}
-	var w *pool.Watched
-	if d := s.daemon(); d != nil {
-		w = &pool.Watched{Daemon: d, SkipKey: skipKey}
-	}
+	w := &pool.Watched{Daemon: s.daemon(), SkipKey: skipKey, Watch: watchIt}
 	res, used, why := pool.Take(ctx, dir, txDir, req, s.commands(), w)
 	if res == nil {
-		return nil, nil, why
+		return nil, nil, nil, why
 	}
 	rc := &Recycled{From: used.From, Kept: used.Kept, Copied: used.Copied, Bytes: used.Bytes, Removed: used.Removed}
 	switch {
@@ -200,7 +198,7 @@ func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req st
 	case used.BaseWatched:
 		rc.Watched = "base"
 	}
-	return res, rc, ""
+	return res, rc, used.Watch, ""
 }
 
 // gcPools trims every base's pool (see GCOptions.DropPool), and removes a

@@ -41,30 +41,60 @@ type watched struct {
 	// kept is the watch after the command, still watching, until settling
 	// hands it to the state root's daemon (handWatch) or closes it.
 	kept *watch.Watch
+	// continuous says the watch was set before the tree's measurement at
+	// open (a recycled tree's), not after it: nothing written to the tree
+	// since that measurement went unseen, which handing it over needs.
+	continuous bool
+}
+
+// watchable says why a run's tree over backend cannot be watched, or ""
+// where it can (or the backend reads the change set itself: see
+// startWatch).
+func watchable(backend string, hosted bool) string {
+	if hosted {
+		return ""
+	}
+	if b, err := stage.Get(backend); err != nil {
+		return err.Error()
+	} else if _, ok := b.(stage.Differ); ok {
+		return ""
+	}
+	switch {
+	case os.Getenv(NoWatchEnv) == "1":
+		return NoWatchEnv + "=1"
+	case fault.Off("contain"):
+		return "the command is not contained"
+	case !launch.LinkGuard():
+		return "this kernel has no seccomp filters, which keep the command from making hard links"
+	}
+	return ""
 }
 
 // startWatch watches a tree open has just staged for a run (ForRun) and
 // measured as open: from here to the run's settling, every write to it
 // is seen, whoever makes it (the caller between Open and Run included).
-// It returns nil where no watch is wanted (the backend reads the change
-// set itself), or one whose off says why it could not be had.
-func startWatch(backend, staged string, open *manifest.Manifest, hosted bool) *watched {
-	off := func(why string) *watched { return &watched{off: why} }
+// early is a watch set on a recycled tree before the refresh measured it
+// (pool.Reused.Watch), which it goes on with; a fresh tree is watched from
+// here, once measured. It returns nil where no watch is wanted (the
+// backend reads the change set itself), or one whose off says why it
+// could not be had.
+func startWatch(backend, staged string, open *manifest.Manifest, hosted bool, early *watch.Watch) *watched {
+	if why := watchable(backend, hosted); why != "" {
+		if early != nil {
+			early.Stop()
+		}
+		return &watched{off: why}
+	}
 	if hosted {
 		return nil // the backend reads the change set from its upper layer
 	}
-	if b, err := stage.Get(backend); err != nil {
-		return off(err.Error())
-	} else if _, ok := b.(stage.Differ); ok {
-		return nil
+	if b, err := stage.Get(backend); err == nil {
+		if _, ok := b.(stage.Differ); ok {
+			return nil
+		}
 	}
-	switch {
-	case os.Getenv(NoWatchEnv) == "1":
-		return off(NoWatchEnv + "=1")
-	case fault.Off("contain"):
-		return off("the command is not contained")
-	case !launch.LinkGuard():
-		return off("this kernel has no seccomp filters, which keep the command from making hard links")
+	if early != nil {
+		return &watched{w: early, continuous: true}
 	}
 	var dirs []string
 	for _, e := range open.Entries {
@@ -74,7 +104,7 @@ func startWatch(backend, staged string, open *manifest.Manifest, hosted bool) *w
 	}
 	w, err := watch.Start(staged, dirs)
 	if err != nil {
-		return off(err.Error())
+		return &watched{off: err.Error()}
 	}
 	return &watched{w: w}
 }
@@ -130,7 +160,7 @@ func (wd *watched) close() {
 // only by walking.
 func (t *Tx) handWatch() string {
 	wd := t.watch
-	if wd == nil || wd.kept == nil || wd.changes == nil || len(wd.changes.Trees) > 0 {
+	if wd == nil || wd.kept == nil || !wd.continuous || wd.changes == nil || len(wd.changes.Trees) > 0 {
 		return ""
 	}
 	d := t.store.daemon()

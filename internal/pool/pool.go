@@ -22,6 +22,7 @@ import (
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
+	"github.com/airlockdev/airlock/internal/watch"
 	"github.com/airlockdev/airlock/internal/watchd"
 )
 
@@ -320,6 +321,10 @@ type Reused struct {
 	// TreeWatched and BaseWatched say the daemon's watch measured the
 	// tree, and the base, instead of a walk.
 	TreeWatched, BaseWatched bool
+	// Watch, when Watched.Watch asked for one, watches the tree from
+	// before the refresh measured it: nothing written to it since goes
+	// unseen. The caller owns it.
+	Watch *watch.Watch
 }
 
 // Watched is how Take asks the daemon of the state root what changed
@@ -330,6 +335,9 @@ type Watched struct {
 	// and noise selectors): a base manifest measured under another is not
 	// patched.
 	SkipKey string
+	// Watch asks for a watch of the tree set once it is claimed, before
+	// anything measures it (Reused.Watch): a run's.
+	Watch bool
 }
 
 // Take makes req.Dir from one of the pooled trees at dir, refreshed to the
@@ -371,10 +379,10 @@ func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *r
 		if err := os.Rename(sl.Dir, claimed); err != nil {
 			continue
 		}
-		res, done, err := refreshClaimed(ctx, claimed, sl.Record, req, w)
+		res, done, early, err := refreshClaimed(ctx, claimed, sl.Record, req, w)
 		if err == nil {
 			os.RemoveAll(claimed)
-			return res, &Reused{From: sl.Record.Tx, Refreshed: done.Refreshed, TreeWatched: done.TreeWatched, BaseWatched: done.BaseWatched}, ""
+			return res, &Reused{From: sl.Record.Tx, Refreshed: done.Refreshed, TreeWatched: done.TreeWatched, BaseWatched: done.BaseWatched, Watch: early}, ""
 		}
 		why = err.Error()
 		// Whatever is left of it is deleted, never reused: from the pool's
@@ -394,7 +402,7 @@ func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *r
 
 // refreshClaimed moves a claimed pooled tree to req.Dir, checks that it is
 // the very directory that was pooled, and refreshes it there.
-func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.Request, w *Watched) (*stage.Result, *Refreshed, error) {
+func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.Request, w *Watched) (_ *stage.Result, _ *Refreshed, early *watch.Watch, err error) {
 	load := func(name string) (*manifest.Manifest, error) {
 		p := filepath.Join(claimed, name)
 		data, err := state.ReadFile(p)
@@ -405,18 +413,35 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 	}
 	noise, err := selector.New(asStrings(rec.Noise))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := os.Rename(filepath.Join(claimed, TreeDir), req.Dir); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// The very directory that was pooled, not a symlink or another
 	// directory put in its place.
 	if at, err := manifest.Lstat(req.Dir); err != nil || at.Kind != manifest.KindDir || at.Dev != rec.RootDevice || at.Ino != rec.RootInode {
-		return nil, nil, fmt.Errorf("the pooled tree at %s is not the directory that was pooled", req.Dir)
+		return nil, nil, nil, fmt.Errorf("the pooled tree at %s is not the directory that was pooled", req.Dir)
+	}
+	tree := func() (*manifest.Manifest, error) { return load(treeFile) }
+	if w != nil && w.Watch {
+		// The run's watch is set before anything measures the tree: what
+		// is written to it from here on is the transaction's, and seen;
+		// what was written before, the refresh finds.
+		m, err := load(treeFile)
+		if err == nil {
+			early, _ = watch.Start(req.Dir, dirsOf(m))
+		}
+		tree = func() (*manifest.Manifest, error) { return m, err }
+		defer func() {
+			if err != nil && early != nil {
+				early.Stop()
+				early = nil
+			}
+		}()
 	}
 	p := Pooled{
-		Tree:       func() (*manifest.Manifest, error) { return load(treeFile) },
+		Tree:       tree,
 		Source:     func() (*manifest.Manifest, error) { return load(sourceFile) },
 		TreeWalkNs: rec.TreeWalkNs, SourceWalkNs: rec.SourceWalkNs,
 		Ignore: noise.MatchSelf,
@@ -434,7 +459,19 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 			}
 		}
 	}
-	return Refresh(ctx, req, p)
+	res, done, err := Refresh(ctx, req, p)
+	return res, done, early, err
+}
+
+// dirsOf lists the directories of m.
+func dirsOf(m *manifest.Manifest) []string {
+	var dirs []string
+	for i := range m.Entries {
+		if m.Entries[i].Kind == manifest.KindDir {
+			dirs = append(dirs, m.Entries[i].Path)
+		}
+	}
+	return dirs
 }
 
 // CollectOptions say which pooled trees Collect removes.

@@ -12,16 +12,17 @@
 //     pooled trees of that base need it. A token is an instance of the
 //     daemon and a point in its sequence of events; Client.Since names
 //     every path of the base that an event touched after that point, every
-//     file open at that moment (a file opened for writing can be written
-//     through a shared mapping without an event, until its last close),
-//     and every file with a second name (a write through the other name
+//     file open at that moment (a write through a shared mapping makes no
+//     event, but moves the file's mtime when it dirties a page), and every
+//     file with a second name (a write through the other name
 //     names no path here). Those paths measured again over the manifest
 //     measured after the token (manifest.Patch) are the base as a walk
 //     would find it.
 //   - A held tree: the inotify instance that watched a run's staged tree
-//     from open to settle (internal/watch), handed to the daemon over its
-//     socket when the settled tree is pooled, so that no moment between
-//     the settle and the next open goes unwatched. Client.Take names every
+//     from before open measured it to the settle (internal/watch), handed
+//     to the daemon over its socket when the settled tree is pooled, so
+//     that no moment between the claim and the next refresh goes
+//     unwatched. Client.Take names every
 //     path of the tree an event touched since the watch began; measured
 //     again over the settling walk, they prove the tree untouched or show
 //     what touched it, as the walk of the whole tree did.

@@ -192,12 +192,14 @@ func (s *server) idle() bool {
 	return time.Since(s.empty) > emptyIdle
 }
 
-// mountsChanged reports whether the mount table changed since it was
-// last asked, and marks every watch broken when it did: a file system
-// mounted over part of a watched tree shows entries no watch covers. It is
-// asked before every answer, so that a mount made before a question is
-// seen by its answer (the kernel counts the change before mount(2)
-// returns).
+// mountsChanged asks whether the mount table changed since it was last
+// asked, and where it did, marks broken every watch beneath which a file
+// system was mounted or unmounted since the watch began: one mounted over
+// part of a watched tree shows entries no watch covers. (A mount over a
+// directory above a base is seen by the base's identity: tree.moved.) It
+// is asked before every answer, so that a mount made before a question is
+// seen by its answer: the kernel counts the change before mount(2)
+// returns.
 func (s *server) mountsChanged() {
 	s.mountMu.Lock()
 	defer s.mountMu.Unlock()
@@ -218,8 +220,27 @@ func (s *server) mountsChanged() {
 		}
 		if err != nil {
 			s.breakAll("the mount table cannot be watched: " + err.Error())
-		} else if fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0 {
-			s.breakAll("the mount table changed")
+			return
+		}
+		if fds[0].Revents&(unix.POLLPRI|unix.POLLERR) == 0 {
+			return
+		}
+		points, err := mountPoints()
+		if err != nil {
+			s.breakAll("the mount table changed and cannot be read: " + err.Error())
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, b := range s.bases {
+			b.t.mu.Lock()
+			b.t.remount(points)
+			b.t.mu.Unlock()
+		}
+		for _, h := range s.held {
+			h.t.mu.Lock()
+			h.t.remount(points)
+			h.t.mu.Unlock()
 		}
 		return
 	}
@@ -504,6 +525,15 @@ func (s *server) hold(req request, fd int) reply {
 	}
 	unix.SetNonblock(fd, true)
 	t := held(req.Root, fd, req.Dirs, s.next)
+	// A held tree moves about the state root (into its pool slot, into
+	// the next transaction): what is mounted beneath the state root is
+	// what it must not change.
+	if points, err := mountPoints(); err == nil {
+		t.mountRoot = filepath.Dir(s.dir)
+		t.mounts = beneath(points, t.mountRoot)
+	} else {
+		t.breakAt("the mount table cannot be read: " + err.Error())
+	}
 	h := &heldTree{t: t, base: req.Base}
 	h.f = poll(t)
 	s.held[req.Key] = h

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,10 @@ type tree struct {
 	// dev and ino name the root directory watched: a base whose path
 	// names another directory now is another base.
 	dev, ino uint64
+	// mounts are the mount points beneath mountRoot (the base; a held
+	// tree's state root) when the watch began.
+	mountRoot string
+	mounts    []string
 	// closed says fd is closed (or about to be): nothing reads it again.
 	closed bool
 }
@@ -77,6 +82,14 @@ func watchBase(root string, seq func() uint64) (*tree, error) {
 		return nil, fmt.Errorf("stat %s: %w", root, err)
 	}
 	t.dev, t.ino = st.Dev, st.Ino
+	// The mount points first, the watches after: a file system mounted
+	// beneath the base in between is a change the next look sees.
+	points, err := mountPoints()
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("read the mount table: %w", err)
+	}
+	t.mountRoot, t.mounts = root, beneath(points, root)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.add(rfd, ""); err != nil {
@@ -429,3 +442,64 @@ func (t *tree) since(from uint64) (*Changes, string) {
 	}
 	return c, ""
 }
+
+// remount marks the watch broken when the file systems mounted beneath
+// its mount root are not those there when it began; t.mu is held.
+func (t *tree) remount(points []string) {
+	if t.mountRoot == "" {
+		t.breakAt("the mount table changed")
+		return
+	}
+	if !slices.Equal(beneath(points, t.mountRoot), t.mounts) {
+		t.breakAt(fmt.Sprintf("a file system was mounted or unmounted beneath %s", t.mountRoot))
+	}
+}
+
+// mountPoints lists the mount points of this mount namespace, sorted.
+func mountPoints() ([]string, error) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		out = append(out, unescapeMount(f[4]))
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// beneath is the points at or below root.
+func beneath(points []string, root string) []string {
+	var out []string
+	for _, p := range points {
+		if p == root || strings.HasPrefix(p, root+"/") || root == "/" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space, and
+// tab, newline and backslash likewise).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1]) && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
+			i += 3
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
