@@ -234,3 +234,29 @@ func TestKnownBreakWatchdSecondNameMadeOutside(t *testing.T) {
 	writeFile(t, filepath.Join(outside, "later"), "written through the outside name\n")
 	x.runSeesBase("after a write through the outside name")
 }
+
+// TestKnownBreakWatchdWriterCountCancelledByEarlierReader: a reader that had
+// the file open since before the daemon began (tail -f, a pager, an
+// editor) closes it after a writer mapped it: the daemon saw the writer's
+// open and the reader's close, counts zero, and stops naming the file
+// while the writer's mapping is still open and writable.
+func TestKnownBreakWatchdWriterCountCancelledByEarlierReader(t *testing.T) {
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := newH(t)
+		x.needWatchd()
+		c := &chain{x: x}
+		build(t, x.base, tree{"m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
+		backdate(t, x.base, time.Hour)
+		reader, err := os.Open(filepath.Join(x.base, "m"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reader.Close()
+		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+		mem := mapShared(t, filepath.Join(x.base, "m"), 11)
+		reader.Close()
+		c.warmRun()
+		copy(mem, "ABC")
+		return c.warmRun()
+	})
+}

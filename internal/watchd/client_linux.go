@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 // Dir is the daemon's directory in a state root: its socket and locks.
@@ -52,7 +54,7 @@ func (c *Client) Running() bool {
 // a token for this moment: Since(base, token) later names what changed
 // after it. Take the token before measuring the base.
 func (c *Client) Token(base string) (string, error) {
-	rep, err := c.call(request{Op: "token", Base: base}, -1, true, 30*time.Second)
+	rep, err := c.call(request{Op: "token", Base: manifest.Bytes(base)}, -1, true, 30*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -64,21 +66,25 @@ func (c *Client) Token(base string) (string, error) {
 
 // Since names what changed in base after token.
 func (c *Client) Since(base, token string) (*Changes, error) {
-	rep, err := c.call(request{Op: "since", Base: base, Token: token}, -1, false, 10*time.Second)
+	rep, err := c.call(request{Op: "since", Base: manifest.Bytes(base), Token: token}, -1, false, 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	if rep.Changes == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
 	}
-	return rep.Changes, nil
+	return fromWire(rep.Changes), nil
 }
 
 // Hold hands the daemon a run's watch of the tree at root (fd, an inotify
 // instance, and its watch descriptors' directories) under key, for Take
 // to ask later; base is the tree's base. fd stays the caller's to close.
 func (c *Client) Hold(key, base, root string, fd int, dirs map[int32]string) error {
-	rep, err := c.call(request{Op: "hold", Key: key, Base: base, Root: root, Dirs: dirs}, fd, false, 10*time.Second)
+	wire := make(map[int32]manifest.Bytes, len(dirs))
+	for wd, d := range dirs {
+		wire[wd] = manifest.Bytes(d)
+	}
+	rep, err := c.call(request{Op: "hold", Key: key, Base: manifest.Bytes(base), Root: manifest.Bytes(root), Dirs: wire}, fd, false, 10*time.Second)
 	if err != nil {
 		return err
 	}
@@ -98,7 +104,7 @@ func (c *Client) Take(key string) (*Changes, error) {
 	if rep.Changes == nil {
 		return nil, fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
 	}
-	return rep.Changes, nil
+	return fromWire(rep.Changes), nil
 }
 
 // call sends one request (with fd, when not -1) and reads its reply. start

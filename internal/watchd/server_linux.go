@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockdev/airlock/internal/manifest"
 )
 
 // The daemon is this binary started again with daemonArg0 as argv[0] and
@@ -307,21 +309,50 @@ func (s *server) accept(l *net.UnixListener) {
 
 // request is one call, and reply its answer, as JSON on the socket; a
 // hold's descriptor comes with it (SCM_RIGHTS).
+// Paths travel as manifest.Bytes: a name that is not UTF-8 is one JSON
+// would otherwise mangle.
 type request struct {
-	Op    string           `json:"op"` // "token", "since", "hold", "take"
-	Base  string           `json:"base,omitempty"`
-	Token string           `json:"token,omitempty"`
-	Key   string           `json:"key,omitempty"`
-	Root  string           `json:"root,omitempty"`
-	Dirs  map[int32]string `json:"dirs,omitempty"`
+	Op    string                   `json:"op"` // "token", "since", "hold", "take"
+	Base  manifest.Bytes           `json:"base,omitempty"`
+	Token string                   `json:"token,omitempty"`
+	Key   string                   `json:"key,omitempty"`
+	Root  manifest.Bytes           `json:"root,omitempty"`
+	Dirs  map[int32]manifest.Bytes `json:"dirs,omitempty"`
 }
 
 type reply struct {
-	Token   string   `json:"token,omitempty"`
-	Changes *Changes `json:"changes,omitempty"`
+	Token   string       `json:"token,omitempty"`
+	Changes *wireChanges `json:"changes,omitempty"`
 	// Unknown says why what changed cannot be said: the caller walks.
 	Unknown string `json:"unknown,omitempty"`
 	Error   string `json:"error,omitempty"`
+}
+
+type wireChanges struct {
+	Paths []manifest.Bytes `json:"paths"`
+	Trees []manifest.Bytes `json:"trees"`
+}
+
+func toWire(c *Changes) *wireChanges {
+	w := &wireChanges{Paths: make([]manifest.Bytes, len(c.Paths)), Trees: make([]manifest.Bytes, len(c.Trees))}
+	for i, p := range c.Paths {
+		w.Paths[i] = manifest.Bytes(p)
+	}
+	for i, p := range c.Trees {
+		w.Trees[i] = manifest.Bytes(p)
+	}
+	return w
+}
+
+func fromWire(w *wireChanges) *Changes {
+	c := &Changes{Paths: make([]string, len(w.Paths)), Trees: make([]string, len(w.Trees))}
+	for i, p := range w.Paths {
+		c.Paths[i] = string(p)
+	}
+	for i, p := range w.Trees {
+		c.Trees[i] = string(p)
+	}
+	return c
 }
 
 func (s *server) serveConn(c *net.UnixConn) {
@@ -393,9 +424,9 @@ func readRequest(c *net.UnixConn) (request, []int, error) {
 func (s *server) handle(req request, fds *[]int) reply {
 	switch req.Op {
 	case "token":
-		return s.token(req.Base)
+		return s.token(string(req.Base))
 	case "since":
-		return s.since(req.Base, req.Token)
+		return s.since(string(req.Base), req.Token)
 	case "hold":
 		if len(*fds) != 1 {
 			return reply{Error: "hold: one descriptor must come with it"}
@@ -442,6 +473,19 @@ func (s *server) token(base string) reply {
 		nb.f = poll(t)
 		s.mu.Lock()
 		if old := s.bases[base]; old != nil {
+			// What the old watch knew of files open and files with a
+			// second name still holds: a writer it counted is not
+			// forgotten by the new one, which did not see it open.
+			old.t.mu.Lock()
+			t.mu.Lock()
+			for p, n := range old.t.opens {
+				t.opens[p] += n
+			}
+			for p := range old.t.linked {
+				t.linked[p] = true
+			}
+			t.mu.Unlock()
+			old.t.mu.Unlock()
 			shut(old.t, old.f)
 			nb.refs = old.refs
 		}
@@ -479,7 +523,7 @@ func (s *server) since(base, token string) reply {
 	if c == nil {
 		return reply{Unknown: why}
 	}
-	return reply{Changes: c}
+	return reply{Changes: toWire(c)}
 }
 
 func (s *server) parseToken(token string) (uint64, bool) {
@@ -501,7 +545,7 @@ func cut(s string, sep byte) (string, string, bool) {
 }
 
 func (s *server) hold(req request, fd int) reply {
-	if req.Key == "" || len(req.Dirs) == 0 || !filepath.IsAbs(req.Root) {
+	if req.Key == "" || len(req.Dirs) == 0 || !filepath.IsAbs(string(req.Root)) {
 		unix.Close(fd)
 		return reply{Error: "hold: a key, a root and the watch's directories are needed"}
 	}
@@ -524,7 +568,11 @@ func (s *server) hold(req request, fd int) reply {
 		return reply{Error: "hold: the descriptor is not an inotify instance"}
 	}
 	unix.SetNonblock(fd, true)
-	t := held(req.Root, fd, req.Dirs, s.next)
+	dirs := make(map[int32]string, len(req.Dirs))
+	for wd, d := range req.Dirs {
+		dirs[wd] = string(d)
+	}
+	t := held(string(req.Root), fd, dirs, s.next)
 	// A held tree moves about the state root (into its pool slot, into
 	// the next transaction): what is mounted beneath the state root is
 	// what it must not change.
@@ -534,10 +582,10 @@ func (s *server) hold(req request, fd int) reply {
 	} else {
 		t.breakAt("the mount table cannot be read: " + err.Error())
 	}
-	h := &heldTree{t: t, base: req.Base}
+	h := &heldTree{t: t, base: string(req.Base)}
 	h.f = poll(t)
 	s.held[req.Key] = h
-	if b := s.bases[req.Base]; b != nil {
+	if b := s.bases[string(req.Base)]; b != nil {
 		b.refs++
 	}
 	return reply{}
@@ -571,7 +619,7 @@ func (s *server) take(key string) reply {
 	if c == nil {
 		return reply{Unknown: why}
 	}
-	return reply{Changes: c}
+	return reply{Changes: toWire(c)}
 }
 
 // dropHeld forgets a held tree; s.mu is held.

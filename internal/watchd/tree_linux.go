@@ -43,6 +43,9 @@ type tree struct {
 	opens map[string]int
 	// linked is every file of a base known to have a second name.
 	linked map[string]bool
+	// moving holds the open counts of renames whose old name was seen and
+	// new name not yet (their events share a cookie).
+	moving []move
 	// from is the sequence number at which the watch was whole; broken,
 	// when not zero, the one at which it stopped being exact. gone says
 	// the root itself is gone.
@@ -90,6 +93,16 @@ func watchBase(root string, seq func() uint64) (*tree, error) {
 		return nil, fmt.Errorf("read the mount table: %w", err)
 	}
 	t.mountRoot, t.mounts = root, beneath(points, root)
+	for _, m := range t.mounts {
+		if m != root {
+			// A directory mounted inside the base, or a second path of
+			// one of its directories (a bind mount): a watch names a
+			// directory by one path, and would name a write through the
+			// other under the wrong one.
+			unix.Close(fd)
+			return nil, fmt.Errorf("a file system is mounted at %s, inside the base: the base is walked", m)
+		}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err := t.add(rfd, ""); err != nil {
@@ -119,6 +132,11 @@ func (t *tree) add(dfd int, rel string) error {
 			return fmt.Errorf("watch %s: the user's inotify watch limit (fs.inotify.max_user_watches) is reached", t.abs(rel))
 		}
 		return fmt.Errorf("watch %s: %w", t.abs(rel), err)
+	}
+	if prev, dup := t.dirs[int32(wd)]; dup && prev != rel {
+		// Two paths, one directory: events could not say which path
+		// they are under.
+		return fmt.Errorf("watch %s: it is the directory %s too", t.abs(rel), t.abs(prev))
 	}
 	t.dirs[int32(wd)] = rel
 	// The names are read after the watch is set: one made since is in the
@@ -213,7 +231,7 @@ func (t *tree) parse(b []byte) {
 		}
 		name := strings.TrimRight(string(b[unix.SizeofInotifyEvent:end]), "\x00")
 		b = b[end:]
-		t.event(ev.Wd, ev.Mask, name)
+		t.event(ev.Wd, ev.Mask, ev.Cookie, name)
 	}
 }
 
@@ -233,7 +251,7 @@ func (t *tree) name(rel string) {
 }
 
 // event records one event; t.mu is held.
-func (t *tree) event(wd int32, mask uint32, name string) {
+func (t *tree) event(wd int32, mask, cookie uint32, name string) {
 	switch {
 	case mask&unix.IN_Q_OVERFLOW != 0:
 		t.breakAt(fmt.Sprintf("the kernel's queue of events for %s overflowed (fs.inotify.max_queued_events)", t.root))
@@ -293,6 +311,9 @@ func (t *tree) event(wd int32, mask uint32, name string) {
 	if t.base && isDir && mask&(unix.IN_OPEN|unix.IN_CLOSE_NOWRITE) != 0 {
 		return // a listing read
 	}
+	if t.base && mask&(unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0 {
+		t.carryOpens(p, mask, cookie)
+	}
 	if mask&(unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0 {
 		// A change of the listing moves the directory's own times.
 		t.name(dir)
@@ -305,7 +326,7 @@ func (t *tree) event(wd int32, mask uint32, name string) {
 		}
 	}
 	if t.base && mask&(unix.IN_ATTRIB|unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
-		t.checkLinked(wd, p, name)
+		t.checkLinked(wd, p, name, mask&unix.IN_ATTRIB == 0)
 	}
 	t.name(p)
 }
@@ -373,9 +394,12 @@ func (t *tree) openDir(rel string) (int, error) {
 	return fd, nil
 }
 
-// checkLinked notes a file of a base that has a second name now (a link
-// made to it moves its ctime: IN_ATTRIB).
-func (t *tree) checkLinked(wd int32, p, name string) {
+// checkLinked notes a file of a base that has a second name now. A name
+// that came (made or moved in: came) with more than one link is a second
+// name of a file whose other names may lie in the base, unknown: the watch
+// stops being exact, and the next token sets a new one, which finds them
+// all.
+func (t *tree) checkLinked(wd int32, p, name string, came bool) {
 	pfd, err := t.openDir(t.dirs[wd])
 	if err != nil {
 		return // the directory is gone: its parent's event names it
@@ -383,7 +407,40 @@ func (t *tree) checkLinked(wd int32, p, name string) {
 	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+		if came && !t.linked[p] {
+			t.breakAt(fmt.Sprintf("%s came with a second name, which may lie in the base", t.abs(p)))
+		}
 		t.linked[p] = true
+	}
+}
+
+// carryOpens moves the open counts of a file, or of every file beneath a
+// directory, renamed within the base from its old name to its new one,
+// so that a file open for writing stays named under whatever name it
+// has; t.mu is held.
+func (t *tree) carryOpens(p string, mask, cookie uint32) {
+	if mask&unix.IN_MOVED_FROM != 0 {
+		moved := map[string]int{}
+		for q, n := range t.opens {
+			if q == p || strings.HasPrefix(q, p+"/") {
+				moved[q[len(p):]] = n
+			}
+		}
+		t.moving = append(t.moving, move{cookie: cookie, opens: moved})
+		return
+	}
+	for i, m := range t.moving {
+		if m.cookie != cookie {
+			continue
+		}
+		for suffix, n := range m.opens {
+			t.opens[p+suffix] += n
+		}
+		t.moving = append(t.moving[:i], t.moving[i+1:]...)
+		break
+	}
+	if len(t.moving) > 64 {
+		t.moving = t.moving[1:] // moved out of the base, long ago
 	}
 }
 
@@ -392,6 +449,11 @@ func splitLast(p string) (dir, name string) {
 		return p[:i], p[i+1:]
 	}
 	return "", p
+}
+
+type move struct {
+	cookie uint32
+	opens  map[string]int
 }
 
 // Changes is what a watch names since a point: the paths to measure

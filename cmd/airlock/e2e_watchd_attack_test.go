@@ -1,0 +1,245 @@
+//go:build linux
+
+package main_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Attacks on the state root's watch daemon (internal/watchd): ways the
+// base changes that no event the daemon counts names, so that a warm
+// run's tree keeps bytes the base no longer has, where the walk the
+// daemon replaced would have seen the file's new stat.
+//
+// Any change of the mount table on the machine (another process's mount)
+// makes the daemon answer "unknown" and the run walk, which hides the
+// break; each scenario is tried again from scratch, a few times, until
+// its last run is one whose base was measured by the daemon's word.
+
+// chain is one try of a scenario: its warm runs, each of which must have
+// measured the base by the daemon's word for the try to count (a walk
+// of the base in between rebuilds the daemon's view of it).
+type chain struct {
+	x      *h
+	walked bool
+}
+
+// warmRun runs listing in a warm run and returns what the run saw, what
+// the base holds, and how the refresh measured (recycled.watched, "" once
+// any run of the chain walked the base).
+func (c *chain) warmRun() (got, want, watched string) {
+	x := c.x
+	x.t.Helper()
+	want = x.baseListing()
+	r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c", listing)
+	wantBlock(x.t, r, map[string]string{"outcome": "no_changes"})
+	s := x.watchdShow(r.Settle["tx"])
+	if s.Recycled != nil {
+		watched = s.Recycled.Watched
+	}
+	if !strings.Contains(watched, "base") {
+		c.walked = true
+	}
+	if c.walked {
+		watched = ""
+	}
+	return r.Stdout, want, watched
+}
+
+// attackWatchd runs scenario (which makes its own h) and fails if its
+// final warm run's tree is not the base. Walking instead of trusting the
+// daemon is a right answer; keeping old bytes never is.
+func attackWatchd(t *testing.T, scenario func(t *testing.T) (got, want, watched string)) {
+	got, want, watched := scenario(t)
+	if got != want {
+		t.Fatalf("the warm run's tree is not the base (watched %q):\n--- run\n%s--- base\n%s", watched, got, want)
+	}
+}
+
+// mapShared opens path for reading and writing and maps it shared.
+func mapShared(t *testing.T, path string, n int) []byte {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	mem, err := syscall.Mmap(int(f.Fd()), 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Munmap(mem) })
+	return mem
+}
+
+// TestWatchdAttackLinkMadeInsideBase: a second name made INSIDE the base
+// (ln a b) after the daemon began: the kernel tells the base's directory
+// watch that b was created, never that a's link count moved, so only b is
+// noted as linked and named at every refresh. A write through b then
+// changes a with no event naming a, and the next warm run's a keeps the
+// old bytes.
+func TestWatchdAttackLinkMadeInsideBase(t *testing.T) {
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := newH(t)
+		x.needWatchd()
+		c := &chain{x: x}
+		build(t, x.base, tree{"a": F(0o644, "a\n"), "x": F(0o644, "x\n")})
+		backdate(t, x.base, time.Hour)
+		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+		c.warmRun()
+		if err := os.Link(filepath.Join(x.base, "a"), filepath.Join(x.base, "b")); err != nil {
+			t.Fatal(err)
+		}
+		c.warmRun()
+		writeFile(t, filepath.Join(x.base, "b"), "written through the second name\n")
+		return c.warmRun()
+	})
+}
+
+// TestWatchdAttackWriterRenamedWhileOpen: the daemon counts opens less
+// closes by PATH. A file open for writing (a shared mapping, as a
+// database keeps) that is renamed inside the base leaves its count under
+// the old name; once a later open's token is past the rename, nothing
+// names the new name, and a write through the mapping reaches no run.
+func TestWatchdAttackWriterRenamedWhileOpen(t *testing.T) {
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := newH(t)
+		x.needWatchd()
+		c := &chain{x: x}
+		build(t, x.base, tree{"m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
+		backdate(t, x.base, time.Hour)
+		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+		mem := mapShared(t, filepath.Join(x.base, "m"), 11)
+		if err := os.Rename(filepath.Join(x.base, "m"), filepath.Join(x.base, "n")); err != nil {
+			t.Fatal(err)
+		}
+		c.warmRun()
+		time.Sleep(time.Second) // the rename out of every timestamp window
+		c.warmRun()
+		copy(mem, "ABC")
+		return c.warmRun()
+	})
+}
+
+// TestWatchdAttackWriterForgottenWhenWatchRebuilt: the open counts live in
+// the base watch, which the daemon builds anew after any change of the
+// mount table (anywhere on the machine), an overflow or a restart. A
+// mapping opened while the daemon watched, and counted, is forgotten by
+// the new watch: a write through it after the next token reaches no run.
+func TestWatchdAttackWriterForgottenWhenWatchRebuilt(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := newH(t)
+		x.needWatchd()
+		c := &chain{x: x}
+		build(t, x.base, tree{"m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
+		backdate(t, x.base, time.Hour)
+		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+		mem := mapShared(t, filepath.Join(x.base, "m"), 11)
+		c.warmRun()
+		// An unrelated mount, outside the base: the base watch is rebuilt
+		// by the next token, its counts empty.
+		mnt := t.TempDir()
+		if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			t.Fatal(err)
+		}
+		c.warmRun() // walks the base, as it must: its token is the new watch's
+		c.walked = false
+		copy(mem, "ABC")
+		return c.warmRun()
+	})
+}
+
+// TestWatchdAttackBindMountInsideBase: a directory of the base bind-mounted
+// at a second path of the base (before the daemon began: no change of the
+// mount table is seen). inotify gives one watch descriptor per inode, so
+// the daemon's map names the directory by whichever path it listed last;
+// a write through the other path is reported under the wrong name, and
+// the path it was made through keeps its old bytes in the next run.
+func TestWatchdAttackBindMountInsideBase(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a bind mount needs root")
+	}
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := newH(t)
+		x.needWatchd()
+		c := &chain{x: x}
+		build(t, x.base, tree{"a/f": F(0o644, "f\n"), "b/.keep": F(0o644, ""), "x": F(0o644, "x\n")})
+		os.Remove(filepath.Join(x.base, "b/.keep"))
+		if out, err := exec.Command("mount", "--bind", filepath.Join(x.base, "a"), filepath.Join(x.base, "b")).CombinedOutput(); err != nil {
+			t.Fatalf("mount --bind: %v\n%s", err, out)
+		}
+		t.Cleanup(func() { syscall.Unmount(filepath.Join(x.base, "b"), syscall.MNT_DETACH) })
+		backdate(t, x.base, time.Hour)
+		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+		c.warmRun()
+		writeFile(t, filepath.Join(x.base, "a/f"), "changed through a\n")
+		got, want, watched := c.warmRun()
+		if got == want {
+			// The map may name the directory a: then b is the stale path.
+			writeFile(t, filepath.Join(x.base, "b/f"), "changed through b\n")
+			got, want, watched = c.warmRun()
+		}
+		return got, want, watched
+	})
+}
+
+// TestWatchdAttackNonUTF8NameInBase: the daemon's answers are JSON, which
+// replaces every byte of a path that is not UTF-8 with U+FFFD. A base
+// file (or directory) whose name is not UTF-8 is named by another path,
+// one that does not exist: a write to it is measured nowhere, and the next
+// warm run keeps the old bytes.
+func TestWatchdAttackNonUTF8NameInBase(t *testing.T) {
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := newH(t)
+		x.needWatchd()
+		build(t, x.base, tree{"caf\xe9": F(0o644, "f\n"), "d\xe9/g": F(0o644, "g\n"), "x": F(0o644, "x\n")})
+		backdate(t, x.base, time.Hour)
+		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+		c := &chain{x: x}
+		c.warmRun()
+		writeFile(t, filepath.Join(x.base, "caf\xe9"), "changed\n")
+		writeFile(t, filepath.Join(x.base, "d\xe9/g"), "changed\n")
+		return c.warmRun()
+	})
+}
+
+// TestWatchdAttackNonUTF8NamePlantedInPool: the same mangling on the held
+// tree's side. A file whose name is not UTF-8, written into a pooled tree
+// after its run settled, is named to the refresh by a path that does not
+// exist: the patched measurement of the tree never sees it, the tree is
+// reused with the file in it, and a next command that merely reads it
+// makes it an addition of its own, committed into the base.
+func TestWatchdAttackNonUTF8NamePlantedInPool(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	build(t, x.base, tree{"f": F(0o644, "f\n"), "x": F(0o644, "x\n")})
+	backdate(t, x.base, time.Hour)
+	var r result
+	for i := 0; i < 3; i++ { // the last one's watch is handed to the daemon
+		r = x.airlock("run", "--workdir", x.base, "--", "true")
+		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+	}
+	writeFile(t, filepath.Join(x.pooledTree(r.Settle["tx"]), "planted\xff"), "planted into the pool\n")
+	r = x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "cat ./planted* >/dev/null 2>&1; true")
+	s := x.watchdShow(r.Settle["tx"])
+	if _, err := os.Lstat(filepath.Join(x.base, "planted\xff")); err == nil {
+		t.Fatalf("the file planted into the pooled tree was committed into the base (outcome %s, added %s, recycled %+v)",
+			r.Settle["outcome"], r.Settle["added"], s.Recycled)
+	}
+	wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+	if s.Recycled != nil {
+		t.Errorf("the tree written after its run settled was reused: %+v", s.Recycled)
+	}
+}
