@@ -3,6 +3,8 @@
 package main_test
 
 import (
+	"github.com/airlockdev/airlock/internal/testbin"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,10 +105,10 @@ func TestWatchdAttackLinkMadeInsideBase(t *testing.T) {
 }
 
 // TestWatchdAttackWriterRenamedWhileOpen: the daemon counts opens less
-// closes by PATH. A file open for writing (a shared mapping, as a
-// database keeps) that is renamed inside the base leaves its count under
-// the old name; once a later open's token is past the rename, nothing
-// names the new name, and a write through the mapping reaches no run.
+// closes by path. A file open for writing (a shared mapping, as a
+// database keeps) that is renamed inside the base takes its count to its
+// new name, and a write through the mapping after later tokens is still
+// seen.
 func TestWatchdAttackWriterRenamedWhileOpen(t *testing.T) {
 	attackWatchd(t, func(t *testing.T) (string, string, string) {
 		x := newH(t)
@@ -120,18 +122,17 @@ func TestWatchdAttackWriterRenamedWhileOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.warmRun()
-		time.Sleep(time.Second) // the rename out of every timestamp window
+		waitPastClock(t, x.state, x.base, "n") // the rename out of every timestamp window
 		c.warmRun()
 		copy(mem, "ABC")
 		return c.warmRun()
 	})
 }
 
-// TestWatchdAttackWriterForgottenWhenWatchRebuilt: the open counts live in
-// the base watch, which the daemon builds anew after any change of the
-// mount table (anywhere on the machine), an overflow or a restart. A
-// mapping opened while the daemon watched, and counted, is forgotten by
-// the new watch: a write through it after the next token reaches no run.
+// TestWatchdAttackWriterForgottenWhenWatchRebuilt: a base watch the
+// daemon builds anew (after a mount, an overflow) keeps what the old one
+// counted of files open: a mapping opened while the daemon watched, and
+// written after the next token, is still seen.
 func TestWatchdAttackWriterForgottenWhenWatchRebuilt(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")
@@ -242,4 +243,86 @@ func TestWatchdAttackNonUTF8NamePlantedInPool(t *testing.T) {
 	if s.Recycled != nil {
 		t.Errorf("the tree written after its run settled was reused: %+v", s.Recycled)
 	}
+}
+
+// TestWatchdAttackDaemonInAnotherMountNamespace: the daemon is started by
+// whichever airlock first needs it, and lives in that airlock's mount
+// namespace; every later client of the state root asks it, from wherever
+// it runs. A run first from a private mount namespace (a sandboxed
+// terminal, a container sharing the state root) where a tmpfs covers part
+// of the base leaves a daemon that sees the base otherwise: it answers a
+// client of another namespace "unknown", and that run walks.
+func TestWatchdAttackDaemonInAnotherMountNamespace(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		testbin.Missing(t, "unshare (util-linux) is not installed")
+	}
+	ns := []string{"-m", "--propagation", "private"}
+	if os.Geteuid() != 0 {
+		ns = []string{"-Urm", "--propagation", "private"}
+	}
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := newH(t)
+		x.needWatchd()
+		build(t, x.base, tree{"sub/r": F(0o644, "the base's own\n"), "x": F(0o644, "x\n")})
+		backdate(t, x.base, time.Hour)
+		sub := filepath.Join(x.base, "sub")
+		script := `mount -t tmpfs none "$SUB" && echo "another namespace's" > "$SUB/t" &&
+"$AL" run --workdir "$B" -- true && "$AL" run --workdir "$B" -- true && "$AL" run --workdir "$B" -- true`
+		cmd := exec.Command("unshare", append(ns, "sh", "-c", script)...)
+		cmd.Dir = x.base
+		cmd.Env = x.environ("AL="+airlockBin, "B="+x.base, "SUB="+sub)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Skipf("runs in a private mount namespace: %v\n%s", err, out)
+		}
+		return (&chain{x: x}).warmRun()
+	})
+}
+
+// TestWatchdAttackDirectoriesExchanged: renameat2(RENAME_EXCHANGE) of two
+// directories of the base (mv --exchange, util-linux exch) queues
+// MOVED_FROM d1, MOVED_TO d2, MOVED_FROM d2, MOVED_TO d1, which no map of
+// watches by path follows: a directory moved makes the base's watch start
+// over.
+func TestWatchdAttackDirectoriesExchanged(t *testing.T) {
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := newH(t)
+		x.needWatchd()
+		build(t, x.base, tree{"d1/f": F(0o644, "one\n"), "d2/f": F(0o644, "two\n"), "x": F(0o644, "x\n")})
+		backdate(t, x.base, time.Hour)
+		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+		if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(x.base, "d1"), unix.AT_FDCWD, filepath.Join(x.base, "d2"), unix.RENAME_EXCHANGE); err != nil {
+			t.Skipf("renameat2(RENAME_EXCHANGE): %v", err)
+		}
+		c := &chain{x: x}
+		c.warmRun()
+		waitPastClock(t, x.state, x.base, "d1/f", "d2/f")
+		c.warmRun()
+		writeFile(t, filepath.Join(x.base, "d2/f"), "written after the exchange\n")
+		return c.warmRun()
+	})
+}
+
+// TestWatchdAttackNonUTF8DirPlantedInPoolOverwritesBase: a file planted
+// into a pooled tree under a directory whose name is not UTF-8 (the
+// watch's directories once travelled to the daemon as JSON, which
+// mangled the name) is seen, and a command that only reads it commits
+// nothing over the base's own.
+func TestWatchdAttackNonUTF8DirPlantedInPoolOverwritesBase(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	build(t, x.base, tree{"d\xe9/g": F(0o644, "the base's own\n"), "x": F(0o644, "x\n")})
+	backdate(t, x.base, time.Hour)
+	var r result
+	for i := 0; i < 3; i++ { // the last one's watch is handed to the daemon
+		r = x.airlock("run", "--workdir", x.base, "--", "true")
+		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+	}
+	writeFile(t, filepath.Join(x.pooledTree(r.Settle["tx"]), "d\xe9/g"), "planted into the pool\n")
+	r = x.airlock("run", "--workdir", x.base, "--", "sh", "-c", "cat ./d*/g >/dev/null")
+	s := x.watchdShow(r.Settle["tx"])
+	if got, _ := os.ReadFile(filepath.Join(x.base, "d\xe9/g")); string(got) != "the base's own\n" {
+		t.Fatalf("a command that only read d\\xe9/g committed what was planted into the pooled tree over the base's own: %q (outcome %s, modified %s, recycled %+v)",
+			got, r.Settle["outcome"], r.Settle["modified"], s.Recycled)
+	}
+	wantBlock(t, r, map[string]string{"outcome": "no_changes"})
 }

@@ -120,6 +120,7 @@ func (c *Client) call(req request, fd int, start bool, timeout time.Duration) (r
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
+	req.MountNS = mountNS()
 	data, err := json.Marshal(req)
 	if err != nil {
 		return rep, err

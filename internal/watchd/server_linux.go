@@ -82,6 +82,8 @@ type server struct {
 	spent map[string]bool
 	empty time.Time // when the daemon last started holding nothing
 
+	mountNS string // the daemon's own mount namespace (see request.MountNS)
+
 	mountMu sync.Mutex
 	// mountinfo is polled for changes of the mount table (mountsChanged):
 	// a raw descriptor, never in Go's poller, whose own polls would take
@@ -120,7 +122,7 @@ func serve(dir string, ready *os.File) error {
 	var id [8]byte
 	rand.Read(id[:])
 	s := &server{dir: dir, instance: hex.EncodeToString(id[:]), bases: map[string]*baseWatch{}, held: map[string]*heldTree{},
-		spent: map[string]bool{}, empty: time.Now(), mountinfo: -1}
+		spent: map[string]bool{}, empty: time.Now(), mountinfo: -1, mountNS: mountNS()}
 	l, err := listen(dir)
 	if err != nil {
 		return err
@@ -312,12 +314,15 @@ func (s *server) accept(l *net.UnixListener) {
 // Paths travel as manifest.Bytes: a name that is not UTF-8 is one JSON
 // would otherwise mangle.
 type request struct {
-	Op    string                   `json:"op"` // "token", "since", "hold", "take"
-	Base  manifest.Bytes           `json:"base,omitempty"`
-	Token string                   `json:"token,omitempty"`
-	Key   string                   `json:"key,omitempty"`
-	Root  manifest.Bytes           `json:"root,omitempty"`
-	Dirs  map[int32]manifest.Bytes `json:"dirs,omitempty"`
+	Op string `json:"op"` // "token", "since", "hold", "take"
+	// MountNS is the caller's mount namespace: a path names the same
+	// file for the daemon only in its own.
+	MountNS string                   `json:"mount_ns"`
+	Base    manifest.Bytes           `json:"base,omitempty"`
+	Token   string                   `json:"token,omitempty"`
+	Key     string                   `json:"key,omitempty"`
+	Root    manifest.Bytes           `json:"root,omitempty"`
+	Dirs    map[int32]manifest.Bytes `json:"dirs,omitempty"`
 }
 
 type reply struct {
@@ -368,9 +373,14 @@ func (s *server) serveConn(c *net.UnixConn) {
 		}
 	}()
 	var rep reply
-	if err != nil {
+	switch {
+	case err != nil:
 		rep.Error = err.Error()
-	} else {
+	case req.MountNS != s.mountNS:
+		// Another namespace may show another file at the same path (a
+		// mount over part of the base that only one of them has).
+		rep.Unknown = "the caller is in another mount namespace than the daemon"
+	default:
 		s.mountsChanged()
 		rep = s.handle(req, &fds)
 	}
@@ -444,62 +454,77 @@ func (s *server) token(base string) reply {
 	if !filepath.IsAbs(base) || filepath.Clean(base) != base {
 		return reply{Error: fmt.Sprintf("token: %q is not a clean absolute path", base)}
 	}
-	s.mu.Lock()
-	b := s.bases[base]
-	s.mu.Unlock()
-	if b != nil {
+	for range 2 {
+		s.mu.Lock()
+		b := s.bases[base]
+		s.mu.Unlock()
+		if b == nil || b.stale() {
+			var err error
+			if b, err = s.rebuild(base); err != nil {
+				return reply{Unknown: err.Error()}
+			}
+		}
+		// The token is drawn under the tree's lock, after the last look
+		// at it: a break after the look gets a later number than the
+		// token, which since then sees.
 		b.t.mu.Lock()
 		b.t.drain()
-		broken := b.t.broken != 0 || b.t.moved()
+		if b.t.broken != 0 || b.t.moved() {
+			b.t.mu.Unlock()
+			continue // it broke meanwhile: a new one
+		}
+		// A token is a point after every event of a system call that
+		// returned before it was asked for: the kernel queues an event as
+		// the call makes its change.
+		tok := s.next()
 		b.t.mu.Unlock()
-		if broken {
-			s.mu.Lock()
-			if s.bases[base] == b {
-				shut(b.t, b.f)
-				delete(s.bases, base)
-			}
-			s.mu.Unlock()
-			b = nil
-		}
-	}
-	if b == nil {
-		// Set outside the lock: a large base takes a while, and other
-		// calls need not wait for it.
-		t, err := watchBase(base, s.next)
-		if err != nil {
-			return reply{Unknown: err.Error()}
-		}
-		nb := &baseWatch{t: t}
-		nb.f = poll(t)
 		s.mu.Lock()
-		if old := s.bases[base]; old != nil {
-			// What the old watch knew of files open and files with a
-			// second name still holds: a writer it counted is not
-			// forgotten by the new one, which did not see it open.
-			old.t.mu.Lock()
-			t.mu.Lock()
-			for p, n := range old.t.opens {
-				t.opens[p] += n
-			}
-			for p := range old.t.linked {
-				t.linked[p] = true
-			}
-			t.mu.Unlock()
-			old.t.mu.Unlock()
-			shut(old.t, old.f)
-			nb.refs = old.refs
-		}
-		s.bases[base] = nb
+		b.lastUse = time.Now()
 		s.mu.Unlock()
-		b = nb
+		return reply{Token: s.instance + ":" + strconv.FormatUint(tok, 10)}
 	}
+	return reply{Unknown: fmt.Sprintf("the watch of %s broke as it was set", base)}
+}
+
+// stale reports whether the base watch can no longer vouch for anything.
+func (b *baseWatch) stale() bool {
+	b.t.mu.Lock()
+	defer b.t.mu.Unlock()
+	b.t.drain()
+	return b.t.broken != 0 || b.t.moved()
+}
+
+// rebuild sets a new watch of base in place of the one it has, if any.
+// What the old one knew of files open and files with a second name still
+// holds, and carries over: a writer it counted is not forgotten by the new
+// one, which did not see it open.
+func (s *server) rebuild(base string) (*baseWatch, error) {
+	// Set outside the lock: a large base takes a while, and other calls
+	// need not wait for it.
+	t, err := watchBase(base, s.next)
+	if err != nil {
+		return nil, err
+	}
+	nb := &baseWatch{t: t}
+	nb.f = poll(t)
 	s.mu.Lock()
-	b.lastUse = time.Now()
-	s.mu.Unlock()
-	// A token is a point after every event of a system call that
-	// returned before it was asked for: the kernel queues an event as
-	// the call makes its change.
-	return reply{Token: s.instance + ":" + strconv.FormatUint(s.next(), 10)}
+	defer s.mu.Unlock()
+	if old := s.bases[base]; old != nil {
+		old.t.mu.Lock()
+		t.mu.Lock()
+		for p, n := range old.t.opens {
+			t.opens[p] += n
+		}
+		for p := range old.t.linked {
+			t.linked[p] = true
+		}
+		t.mu.Unlock()
+		old.t.mu.Unlock()
+		nb.refs = old.refs
+		shut(old.t, old.f)
+	}
+	s.bases[base] = nb
+	return nb, nil
 }
 
 func (s *server) since(base, token string) reply {
@@ -560,6 +585,10 @@ func (s *server) hold(req request, fd int) reply {
 	if len(s.held) >= maxHeld {
 		unix.Close(fd)
 		return reply{Unknown: fmt.Sprintf("hold: %d trees are held already", maxHeld)}
+	}
+	if why := unwatchableFS(string(req.Root)); why != "" {
+		unix.Close(fd)
+		return reply{Unknown: why}
 	}
 	// The descriptor must be an inotify instance: anything else would
 	// never report an event.
@@ -633,4 +662,14 @@ func (s *server) dropHeld(key string) {
 	if b := s.bases[h.base]; b != nil {
 		b.refs--
 	}
+}
+
+// mountNS names this process's mount namespace ("?" where it cannot be
+// read).
+func mountNS() string {
+	ns, err := os.Readlink("/proc/thread-self/ns/mnt")
+	if err != nil {
+		return "?"
+	}
+	return ns
 }

@@ -79,6 +79,10 @@ func watchBase(root string, seq func() uint64) (*tree, error) {
 		return nil, fmt.Errorf("open %s: %w", root, err)
 	}
 	defer unix.Close(rfd)
+	if why := unwatchableFS(root); why != "" {
+		unix.Close(fd)
+		return nil, errors.New(why)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(rfd, &st); err != nil {
 		unix.Close(fd)
@@ -319,6 +323,13 @@ func (t *tree) event(wd int32, mask, cookie uint32, name string) {
 		t.name(dir)
 		if isDir {
 			t.trees[p] = t.seq()
+			if t.base && mask&(unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0 {
+				// A directory renamed (or exchanged with another: both
+				// ends of each come before the watches can be told
+				// apart by path) leaves the watches' paths in doubt.
+				t.breakAt(fmt.Sprintf("a directory was moved at %s", t.abs(p)))
+				return
+			}
 			if t.base {
 				t.rewatch(wd, p, mask)
 			}
@@ -429,6 +440,7 @@ func (t *tree) carryOpens(p string, mask, cookie uint32) {
 		t.moving = append(t.moving, move{cookie: cookie, opens: moved})
 		return
 	}
+	came := false
 	for i, m := range t.moving {
 		if m.cookie != cookie {
 			continue
@@ -437,7 +449,14 @@ func (t *tree) carryOpens(p string, mask, cookie uint32) {
 			t.opens[p+suffix] += n
 		}
 		t.moving = append(t.moving[:i], t.moving[i+1:]...)
+		came = true
 		break
+	}
+	if !came {
+		// Moved in from outside the base: whether it is open for
+		// writing nobody here saw. It is named at every refresh, as a
+		// file open is.
+		t.opens[p]++
 	}
 	if len(t.moving) > 64 {
 		t.moving = t.moving[1:] // moved out of the base, long ago
@@ -565,3 +584,22 @@ func unescapeMount(s string) string {
 }
 
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+// unwatchableFS says why the file system of path can change without an
+// event of this kernel's ("" where it cannot): only local file systems,
+// which every write reaches through this kernel, are watched. A network or
+// FUSE file system (NFS, SMB, 9p, virtiofs, sshfs) is written by others
+// too, and an overlay by writes to its lower layers.
+func unwatchableFS(path string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return fmt.Sprintf("statfs %s: %v", path, err)
+	}
+	switch uint32(st.Type) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.TMPFS_MAGIC, unix.F2FS_SUPER_MAGIC,
+		0x2fc12fc1, // zfs
+		0xca451a4e: // bcachefs
+		return ""
+	}
+	return fmt.Sprintf("%s is on a file system (type %#x) that may change without an event here: it is walked", path, uint32(st.Type))
+}
