@@ -43,6 +43,8 @@ const (
 	// emptyIdle is how long the daemon waits, holding nothing, before it
 	// exits.
 	emptyIdle = 5 * time.Second
+	// maxSpent bounds the keys remembered as handed over.
+	maxSpent = 4096
 )
 
 var mainCalled atomic.Bool
@@ -580,6 +582,14 @@ func (s *server) hold(req request, fd int) reply {
 		unix.Close(fd)
 		s.dropHeld(req.Key) // handed twice: neither is to be trusted
 		return reply{Error: "hold: that key was handed over before"}
+	}
+	if len(s.spent) >= maxSpent {
+		// A key replayed after its tree was taken names no pooled tree
+		// any more: only the held ones need remembering.
+		clear(s.spent)
+		for k := range s.held {
+			s.spent[k] = true
+		}
 	}
 	s.spent[req.Key] = true
 	if len(s.held) >= maxHeld {
