@@ -144,7 +144,7 @@ mj() {
 	if [ -n "$tx" ] && shown=$("${call[@]}" show "$tx" --json 2>/dev/null) && grep -q '"recycled"' <<<"$shown"; then
 		# and which of its refresh's measurements the state root's watch
 		# daemon made instead of a walk
-		watched=$(grep -o '"watched": "[^"]*"' <<<"$shown" | cut -d'"' -f4)
+		watched=$(grep -o '"watched": "[^"]*"' <<<"$shown" | cut -d'"' -f4 || true)
 		REC[$name]="${REC[$name]:-} yes${watched:+($watched)}"
 	else
 		REC[$name]="${REC[$name]:-} no"
@@ -290,7 +290,11 @@ series_setup() {
 		SERIES_PATHS[$n]=$(find "$d" | wc -l)
 		find "$d" -type f -print0 | xargs -0 cat >/dev/null
 		git -C "$d" status --porcelain >/dev/null
-		# the first run copies the tree and pools it for the next
+		# the first run copies the tree and pools it for the next; the
+		# second refreshes it with a walk (a fresh copy's watch began
+		# after the copy was measured) and hands its watch to the state
+		# root's daemon: the steady state of an agent's loop
+		"$AIRLOCK" run --workdir "$d" --quiet -- true
 		"$AIRLOCK" run --workdir "$d" --quiet -- true
 	done
 }
@@ -317,9 +321,11 @@ series_round() {
 	done
 	[ "$r" -lt "$RUNS" ] || return 0
 	# the commits retired their staged trees: pool a tree again for the
-	# next round's warm run (a full copy, not measured), once quiet
+	# next round's warm run (a full copy, then a refresh that hands its
+	# watch to the daemon; neither measured), once quiet
 	for n in $SERIES; do
 		quiet
+		"$AIRLOCK" run --workdir "$WORK/series-$n" --quiet -- true
 		"$AIRLOCK" run --workdir "$WORK/series-$n" --quiet -- true
 	done
 }
@@ -589,6 +595,7 @@ for r in $(seq 1 "$RUNS"); do
 	# of the run's tree, no daemon asked), as before the watches
 	mj "warm run -- true (default, every measurement walked)" env AIRLOCK_NO_WATCH=1 "$AIRLOCK" run --workdir "$BIG" --json -- true
 	quiet
+	"$AIRLOCK" run --workdir "$SMALL" --quiet -- true
 	"$AIRLOCK" run --workdir "$SMALL" --quiet -- true
 	mj "warm run -- true (default, 1k-file tree)" "$AIRLOCK" run --workdir "$SMALL" --json -- true
 	quiet
