@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/config"
@@ -76,9 +77,14 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 		return nil, err
 	}
 	id := st.ID()
+	// The ports are allocated while the workspace is staged: neither
+	// depends on the other, and the allocation waits on the global lock
+	// and reads the open transactions' records.
+	ports := allocatePorts(ctx, s, id)
 	ok := false
 	defer func() {
 		if !ok {
+			ports() // nothing may write into the transaction's state once it is removed
 			s.st.RemoveTx(id)
 		}
 	}()
@@ -97,7 +103,7 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 			}
 		}()
 	}
-	port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)
+	port, err := ports()
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +140,25 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	}
 	ok = true
 	return tx, nil
+}
+
+// allocatePorts starts the allocation of transaction id's ports
+// (state.Store.AllocatePorts) and returns what waits for its result; the
+// wait may be called more than once.
+func allocatePorts(ctx context.Context, s *Store, id string) func() (int, error) {
+	type result struct {
+		port int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)
+		done <- result{port, err}
+	}()
+	return sync.OnceValues(func() (int, error) {
+		r := <-done
+		return r.port, r.err
+	})
 }
 
 // createTx makes the state of a new transaction: id, or where id is ""
