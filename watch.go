@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/launch"
@@ -35,6 +36,10 @@ type watched struct {
 	// when it cannot be trusted, and off says why.
 	changes *watch.Changes
 	off     string
+	// stoppedNs is when the watch was stopped: every process of the
+	// command had ended, and a change to the tree before then has its
+	// event in what Stop read.
+	stoppedNs int64
 }
 
 // startWatch watches a tree open has just staged for a run (ForRun) and
@@ -83,6 +88,7 @@ func (wd *watched) stop(contained bool) {
 	if wd == nil || wd.w == nil {
 		return
 	}
+	wd.stoppedNs = time.Now().UnixNano()
 	ch, err := wd.w.Stop()
 	switch {
 	case err != nil:
