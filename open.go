@@ -88,20 +88,22 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 			s.st.RemoveTx(id)
 		}
 	}()
-	res, staging, err := s.stageOpen(ctx, b, st, base, backend, hosted, o, r)
+	// From the tree's measurement on, a run's every write is watched
+	// (watch.go): the watch is set while open saves what it measured.
+	var wd *watched
+	watch := func(res *stage.Result) {
+		if o.ForRun {
+			wd = startWatch(backend.Name(), st.Path(stagedDir), res.Staged, hosted)
+		}
+	}
+	res, staging, err := s.stageOpen(ctx, b, st, base, backend, hosted, o, r, watch)
+	defer func() {
+		if !ok {
+			wd.stop(false)
+		}
+	}()
 	if err != nil {
 		return nil, err
-	}
-	// From the tree's measurement on, a run's every write is watched
-	// (watch.go).
-	var wd *watched
-	if o.ForRun {
-		wd = startWatch(backend.Name(), st.Path(stagedDir), res.Staged, hosted)
-		defer func() {
-			if !ok {
-				wd.stop(false)
-			}
-		}()
 	}
 	port, err := ports()
 	if err != nil {
@@ -273,8 +275,10 @@ func backendFrom(o OpenOptions, r *rules) string {
 // stageOpen stages the workspace (a recycled tree where one fits, else
 // the backend's fresh copy) and saves what open measured into st: git's
 // snapshot of the base, the base's manifest and symlinks, the staged
-// manifest.
-func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base string, backend stage.Backend, hosted bool, o OpenOptions, r *rules) (*stage.Result, *Staging, error) {
+// manifest. Once the workspace is staged, it calls measured with what
+// staging measured, beside the saving, and waits for it before it
+// returns.
+func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base string, backend stage.Backend, hosted bool, o OpenOptions, r *rules, measured func(*stage.Result)) (*stage.Result, *Staging, error) {
 	staged := st.Path(stagedDir)
 	// What git knows of the base (HEAD, the tracked paths that were dirty)
 	// is read while the workspace is staged: it costs one git status,
@@ -309,6 +313,14 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	}
 	if res == nil {
 		res, err = backend.Stage(ctx, req)
+	}
+	if err == nil {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			measured(res)
+		}()
+		defer func() { <-done }()
 	}
 	g := <-gitDone
 	if err != nil {
