@@ -279,6 +279,10 @@ func backendFrom(o OpenOptions, r *rules) string {
 // staging measured, beside the saving, and waits for it before it
 // returns.
 func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base string, backend stage.Backend, hosted bool, o OpenOptions, r *rules, measured func(*stage.Result)) (*stage.Result, *Staging, error) {
+	// What can run beside the rest (the watch; removing what is left of
+	// a recycled tree's pool slot) does, and is waited for on return.
+	var beside sync.WaitGroup
+	defer beside.Wait()
 	staged := st.Path(stagedDir)
 	// What git knows of the base (HEAD, the tracked paths that were dirty)
 	// is read while the workspace is staged: it costs one git status,
@@ -309,18 +313,13 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	staging := &Staging{}
 	var res *stage.Result
 	if backend.Name() == stage.Copy && !o.Fresh {
-		res, staging.Recycled, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req)
+		res, staging.Recycled, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, beside.Go)
 	}
 	if res == nil {
 		res, err = backend.Stage(ctx, req)
 	}
 	if err == nil {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			measured(res)
-		}()
-		defer func() { <-done }()
+		beside.Go(func() { measured(res) })
 	}
 	g := <-gitDone
 	if err != nil {

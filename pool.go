@@ -120,8 +120,9 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 
 // recycle makes req.Dir from one of the base's pooled trees, refreshed to
 // the base (pool.Take). It returns nil (and why, when there was a tree to
-// try) when no tree could be used: the caller stages afresh.
-func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request) (*stage.Result, *Recycled, string) {
+// try) when no tree could be used: the caller stages afresh. later is
+// pool.Take's.
+func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, later func(func())) (*stage.Result, *Recycled, string) {
 	if !recycles() {
 		return nil, nil, ""
 	}
@@ -129,7 +130,7 @@ func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req st
 	if err != nil {
 		return nil, nil, ""
 	}
-	res, used, why := pool.Take(ctx, dir, txDir, req, s.commands())
+	res, used, why := pool.Take(ctx, dir, txDir, req, s.commands(), later)
 	if res == nil {
 		return nil, nil, why
 	}

@@ -301,8 +301,11 @@ type Reused struct {
 // been a moment after the tree settled at which none ran. It returns nil
 // (and why, when there was a tree to try) when no tree could be used: the
 // caller stages afresh. A tree that fails a proof of its own is deleted,
-// never reused; one that waits for a quiet moment stays pooled.
-func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *running.Registry) (*stage.Result, *Reused, string) {
+// never reused; one that waits for a quiet moment stays pooled. What is
+// left of the slot a tree was taken from (its record and manifests) is
+// deleted by a function Take hands to later, for the caller to run beside
+// what it does next and wait for; nil runs it at once.
+func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *running.Registry, later func(func())) (*stage.Result, *Reused, string) {
 	if !Supported() || commands == nil {
 		return nil, nil, ""
 	}
@@ -335,7 +338,12 @@ func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *r
 		}
 		res, done, err := refreshClaimed(ctx, claimed, sl.Record, req)
 		if err == nil {
-			os.RemoveAll(claimed)
+			rm := func() { os.RemoveAll(claimed) }
+			if later == nil {
+				rm()
+			} else {
+				later(rm)
+			}
 			return res, &Reused{From: sl.Record.Tx, Refreshed: *done}, ""
 		}
 		why = err.Error()
