@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/config"
@@ -77,28 +78,38 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 		return nil, err
 	}
 	id := st.ID()
+	// The ports are allocated while the workspace is staged: neither
+	// depends on the other, and the allocation waits on the global lock
+	// and reads the open transactions' records.
+	ports := allocatePorts(ctx, s, id)
 	ok := false
 	defer func() {
 		if !ok {
+			ports() // nothing may write into the transaction's state once it is removed
 			s.st.RemoveTx(id)
 		}
 	}()
-	res, staging, early, err := s.stageOpen(ctx, b, st, base, backend, hosted, o, r)
+	// From the tree's measurement on, a run's every write is watched
+	// (watch.go): the watch is set while open saves what it measured.
+	// A recycled tree's watch was set before anything measured it (early).
+	var wd *watched
+	watchRun := func(res *stage.Result, early *watch.Watch) {
+		if o.ForRun {
+			wd = startWatch(backend.Name(), st.Path(stagedDir), res.Staged, hosted, early)
+		} else if early != nil {
+			early.Stop()
+		}
+	}
+	res, staging, err := s.stageOpen(ctx, b, st, base, backend, hosted, o, r, watchRun)
+	defer func() {
+		if !ok {
+			wd.stop(false)
+		}
+	}()
 	if err != nil {
 		return nil, err
 	}
-	// From the tree's measurement on (a recycled tree's: from before it),
-	// a run's every write is watched (watch.go).
-	var wd *watched
-	if o.ForRun {
-		wd = startWatch(backend.Name(), st.Path(stagedDir), res.Staged, hosted, early)
-		defer func() {
-			if !ok {
-				wd.stop(false)
-			}
-		}()
-	}
-	port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)
+	port, err := ports()
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +146,25 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	}
 	ok = true
 	return tx, nil
+}
+
+// allocatePorts starts the allocation of transaction id's ports
+// (state.Store.AllocatePorts) and returns what waits for its result; the
+// wait may be called more than once.
+func allocatePorts(ctx context.Context, s *Store, id string) func() (int, error) {
+	type result struct {
+		port int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)
+		done <- result{port, err}
+	}()
+	return sync.OnceValues(func() (int, error) {
+		r := <-done
+		return r.port, r.err
+	})
 }
 
 // createTx makes the state of a new transaction: id, or where id is ""
@@ -249,14 +279,15 @@ func backendFrom(o OpenOptions, r *rules) string {
 // stageOpen stages the workspace (a recycled tree where one fits, else
 // the backend's fresh copy) and saves what open measured into st: git's
 // snapshot of the base, the base's manifest and symlinks, the staged
-// manifest.
-func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base string, backend stage.Backend, hosted bool, o OpenOptions, r *rules) (_ *stage.Result, _ *Staging, early *watch.Watch, err error) {
-	defer func() {
-		if err != nil && early != nil {
-			early.Stop()
-			early = nil
-		}
-	}()
+// manifest. Once the workspace is staged, it calls measured with what
+// staging measured (and the watch a recycled tree was claimed with, which
+// measured then owns), beside the saving, and waits for it before it
+// returns.
+func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base string, backend stage.Backend, hosted bool, o OpenOptions, r *rules, measured func(*stage.Result, *watch.Watch)) (*stage.Result, *Staging, error) {
+	// What can run beside the rest (the watch; removing what is left of
+	// a recycled tree's pool slot) does, and is waited for on return.
+	var beside sync.WaitGroup
+	defer beside.Wait()
 	staged := st.Path(stagedDir)
 	// What git knows of the base (HEAD, the tracked paths that were dirty)
 	// is read while the workspace is staged: it costs one git status,
@@ -275,7 +306,7 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	// the project's, relative to its root.
 	noiseSel, err := selector.New(r.noise)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	skip := func(rel string, isDir bool) bool {
 		return r.excludeSel.MatchSelf(rel, isDir) || noiseSel.MatchSelf(rel, isDir)
@@ -295,32 +326,38 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 			staging.SkipKey = skipKey(r)
 		}
 	}
+	var early *watch.Watch
 	if backend.Name() == stage.Copy && !o.Fresh {
 		// A run's watch is set as the pooled tree is claimed, before
 		// anything measures it.
 		watchIt := o.ForRun && watchable(backend.Name(), hosted) == ""
-		res, staging.Recycled, early, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, skipKey(r), watchIt)
+		res, staging.Recycled, early, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, skipKey(r), watchIt, beside.Go)
 	}
 	if res == nil {
 		res, err = backend.Stage(ctx, req)
+	}
+	if err == nil {
+		beside.Go(func() { measured(res, early) })
+	} else if early != nil {
+		early.Stop()
 	}
 	g := <-gitDone
 	if err != nil {
 		// A backend the project config chose (worktree over a base that is
 		// not a git repository) is refused naming the config.
-		return nil, nil, nil, fmt.Errorf("%w%s", err, backendFrom(o, r))
+		return nil, nil, fmt.Errorf("%w%s", err, backendFrom(o, r))
 	}
 	if g.err != nil {
-		return nil, nil, nil, g.err
+		return nil, nil, g.err
 	}
 	if g.snap != nil {
 		// Its name is synced with the manifests' (see saveOpened).
 		if err := st.WriteOnceUnsynced(gitFile, g.snap); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
 	if err := saveOpened(st, res); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	staging.WalkNs = res.WalkNs
 	// The staged root's identity: settling pools only this very
@@ -328,7 +365,7 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	if root, err := manifest.Lstat(staged); err == nil && root.Kind == manifest.KindDir {
 		staging.RootDevice, staging.RootInode = root.Dev, root.Ino
 	}
-	return res, staging, early, nil
+	return res, staging, nil
 }
 
 // saveOpened saves the manifests open measured: the base's (written

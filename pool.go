@@ -175,8 +175,9 @@ func skipKey(r *rules) string {
 
 // recycle makes req.Dir from one of the base's pooled trees, refreshed to
 // the base (pool.Take). It returns nil (and why, when there was a tree to
-// try) when no tree could be used: the caller stages afresh.
-func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, skipKey string, watchIt bool) (*stage.Result, *Recycled, *watch.Watch, string) {
+// try) when no tree could be used: the caller stages afresh. later is
+// pool.Take's.
+func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, skipKey string, watchIt bool, later func(func())) (*stage.Result, *Recycled, *watch.Watch, string) {
 	if !recycles() {
 		return nil, nil, nil, ""
 	}
@@ -185,7 +186,7 @@ func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req st
 		return nil, nil, nil, ""
 	}
 	w := &pool.Watched{Daemon: s.daemon(), SkipKey: skipKey, Watch: watchIt}
-	res, used, why := pool.Take(ctx, dir, txDir, req, s.commands(), w)
+	res, used, why := pool.Take(ctx, dir, txDir, req, s.commands(), w, later)
 	if res == nil {
 		return nil, nil, nil, why
 	}

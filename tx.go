@@ -236,12 +236,26 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 		return nil, err
 	}
 	if now != nil {
-		// The entries the watch did not name were measured at open, not
-		// now: a later pooling proves their stat facts from when open
-		// began measuring.
-		start = t.rec.CreatedAt.UnixNano()
-		if sg := t.rec.Staging; sg != nil && sg.WalkNs > 0 && sg.WalkNs < start {
-			start = sg.WalkNs
+		// The entries the watch did not name were measured at open and
+		// had not changed when the watch stopped, once every process of
+		// the command had ended: a change would have named them (the
+		// change set counts on that as well). The ones it named were
+		// measured since. A later pooling proves their stat facts from
+		// then, as from a walk begun at that moment, not from when open
+		// began measuring: a directory the refresh set the times of
+		// after that (changing its ctime) would otherwise never be proved
+		// again, and every warm run would make each directory afresh.
+		//
+		// That holds from the measurement on only for a watch set before
+		// it (a recycled tree's: watched.continuous); a fresh copy's was
+		// set once the copy was measured, and its facts count from when
+		// open began.
+		start = t.watch.stoppedNs
+		if !t.watch.continuous {
+			start = t.rec.CreatedAt.UnixNano()
+			if sg := t.rec.Staging; sg != nil && sg.WalkNs > 0 && sg.WalkNs < start {
+				start = sg.WalkNs
+			}
 		}
 	} else if now, err = manifest.Walk(ctx, t.Path(), manifest.WalkOptions{Skip: noise.MatchSelf}); err != nil {
 		return nil, fmt.Errorf("measure staged workspace: %w", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/launch"
@@ -45,6 +46,10 @@ type watched struct {
 	// open (a recycled tree's), not after it: nothing written to the tree
 	// since that measurement went unseen, which handing it over needs.
 	continuous bool
+	// stoppedNs is when the watch was stopped: every process of the
+	// command had ended, and a change to the tree before then has its
+	// event in what Stop read.
+	stoppedNs int64
 }
 
 // watchable says why a run's tree over backend cannot be watched, or ""
@@ -119,6 +124,7 @@ func (wd *watched) stop(contained bool) {
 	if wd == nil || wd.w == nil {
 		return
 	}
+	wd.stoppedNs = time.Now().UnixNano()
 	ch, err := wd.w.Pause()
 	switch {
 	case err != nil:

@@ -95,11 +95,17 @@ func helperMain() {
 	readOnly, writable, hidden := a[9], splitList(a[10]), splitList(a[11])
 	fsType, source, data := a[5], a[6], a[7]
 	grace, pidNS := strings.CutPrefix(a[8], "pid:")
+	var caught <-chan (<-chan os.Signal)
 	if pidNS {
 		unix.CloseOnExec(ctlFD)
 		if ms, err := strconv.ParseInt(grace, 10, 64); err == nil {
 			leftoverGrace = time.Duration(ms) * time.Millisecond
 		}
+		// The init's signals are caught beside the setup below, which
+		// does not depend on them (see catchSignals).
+		c := make(chan (<-chan os.Signal), 1)
+		go func() { c <- catchSignals() }()
+		caught = c
 	}
 
 	// Private first, so that the mounts below cannot propagate back to the
@@ -170,7 +176,7 @@ func helperMain() {
 	// with the fork of the init of its PID namespace.
 	helperGuard(refuseLinks)
 	if pidNS {
-		initMain(prog, errno, argv, env)
+		initMain(prog, errno, argv, env, caught)
 	}
 	helperWrite(msgExec)
 	if errno == 0 {

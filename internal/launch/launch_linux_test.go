@@ -456,3 +456,26 @@ func TestContainedCommandSeesItsOwnProcesses(t *testing.T) {
 		t.Errorf("the command's /proc lists %s processes: not its namespace's own", out)
 	}
 }
+
+// BenchmarkRunContained runs `true` the way a watched `airlock run` runs
+// its command: in a PID and mount namespace of its own, with the state
+// root read-only but for the staged tree, under the seccomp guards. What
+// a warm run's launch costs on top of the command itself.
+func BenchmarkRunContained(b *testing.B) {
+	if ok, reason := launch.ContainSupport(); !ok {
+		b.Skipf("no PID namespace here: %s", reason)
+	}
+	state := b.TempDir()
+	staged := filepath.Join(state, "tx", "staged")
+	if err := os.MkdirAll(staged, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	spec := launch.Spec{Argv: []string{"true"}, Staged: staged, Env: env(), Contain: true,
+		ReadOnly: state, Writable: []string{staged}, Watched: launch.LinkGuard()}
+	for b.Loop() {
+		res, err := launch.Run(b.Context(), spec)
+		if err != nil || res.ExitCode != 0 || !res.Contained {
+			b.Fatalf("Run = %+v, %v", res, err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io/fs"
+	"sync"
 	"unsafe"
 )
 
@@ -20,7 +21,9 @@ import (
 // accepts both versions.
 const magicV2 = "airlock.manifest/2\n"
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// crcTable is made when a manifest is first encoded or decoded, not when
+// the program starts: the helper every run starts uses none.
+var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // encode writes entries in the version 2 format.
 func encode(es []Entry) []byte {
@@ -44,7 +47,7 @@ func encode(es []Entry) []byte {
 		b = appendString(b, e.Digest)
 		prev = e.Path
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable()))
 }
 
 func appendString(b []byte, s string) []byte {
@@ -130,7 +133,7 @@ func decode(data []byte) ([]Entry, error) {
 		return nil, errTruncated
 	}
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, crcTable) != sum {
+	if crc32.Checksum(body, crcTable()) != sum {
 		return nil, errors.New("checksum mismatch")
 	}
 	d := &decoder{b: body[len(magicV2):]}

@@ -42,7 +42,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 // decoder's own checks, not the CRC, must catch it.
 func reseal(b []byte) []byte {
 	body := b[:len(b)-4]
-	return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, crcTable))
+	return binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, crcTable()))
 }
 
 func TestDecodeRefuses(t *testing.T) {

@@ -347,8 +347,11 @@ type Watched struct {
 // been a moment after the tree settled at which none ran. It returns nil
 // (and why, when there was a tree to try) when no tree could be used: the
 // caller stages afresh. A tree that fails a proof of its own is deleted,
-// never reused; one that waits for a quiet moment stays pooled.
-func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *running.Registry, w *Watched) (*stage.Result, *Reused, string) {
+// never reused; one that waits for a quiet moment stays pooled. What is
+// left of the slot a tree was taken from (its record and manifests) is
+// deleted by a function Take hands to later, for the caller to run beside
+// what it does next and wait for; nil runs it at once.
+func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *running.Registry, w *Watched, later func(func())) (*stage.Result, *Reused, string) {
 	if !Supported() || commands == nil {
 		return nil, nil, ""
 	}
@@ -381,7 +384,12 @@ func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *r
 		}
 		res, done, early, err := refreshClaimed(ctx, claimed, sl.Record, req, w)
 		if err == nil {
-			os.RemoveAll(claimed)
+			rm := func() { os.RemoveAll(claimed) }
+			if later == nil {
+				rm()
+			} else {
+				later(rm)
+			}
 			return res, &Reused{From: sl.Record.Tx, Refreshed: done.Refreshed, TreeWatched: done.TreeWatched, BaseWatched: done.BaseWatched, Watch: early}, ""
 		}
 		why = err.Error()

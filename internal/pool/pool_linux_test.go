@@ -75,14 +75,14 @@ func TestPutPoolsOnlyAccountedTrees(t *testing.T) {
 
 	txDir := t.TempDir()
 	req := clocked(stage.Request{Base: base, Dir: filepath.Join(txDir, "staged")})
-	if res, _, why := Take(t.Context(), dir, txDir, req, commands, nil); res != nil || why == "" {
+	if res, _, why := Take(t.Context(), dir, txDir, req, commands, nil, nil); res != nil || why == "" {
 		t.Fatalf("Take reused a tree while a command that ran across its settle still runs (why %q)", why)
 	}
 	if n, _ := Usage(dir); n != 1 {
 		t.Fatalf("the pool holds %d trees after a Take that waits for a quiet moment, want the tree kept", n)
 	}
 	other.Done()
-	res, used, why := Take(t.Context(), dir, txDir, req, commands, nil)
+	res, used, why := Take(t.Context(), dir, txDir, req, commands, nil, nil)
 	if res == nil {
 		t.Fatalf("Take made nothing: %s", why)
 	}

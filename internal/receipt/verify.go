@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -57,18 +56,6 @@ const mergedMember = "merged"
 // present in every receipt since it was added, absent in older ones.
 const baseFSMember = "base_fs"
 
-var (
-	commitForm = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
-	digestForm = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	txForm     = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-	// Integers as Seal writes them: no sign on zero, no leading zeros, no
-	// fraction or exponent, so that a number has one spelling.
-	natForm = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
-	intForm = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
-	// A file system's identity as internal/state names it.
-	fsForm = regexp.MustCompile(`^(fsid-[0-9a-f]{8}-[0-9a-f]{16}|uuid-[0-9a-f]{8}-[0-9a-f]{2,32}|dev-[0-9a-f]{16})$`)
-)
-
 // Verify checks that data is a whole, unedited v1 receipt and returns it.
 // The error says what is wrong: the JSON, the digest, or which member.
 func Verify(data []byte) (*Receipt, error) {
@@ -93,7 +80,7 @@ func Verify(data []byte) (*Receipt, error) {
 		return nil, invalid("no \"digest\" member: the receipt was never sealed, or the digest was removed")
 	}
 	claimed, ok := dv.(string)
-	if !ok || !digestForm.MatchString(claimed) {
+	if !ok || !isDigest(claimed) {
 		return nil, invalid("member \"digest\" is %s, not sha256:<64 lowercase hex digits>", show(dv))
 	}
 	actual, err := digestOf(obj)
@@ -402,7 +389,7 @@ func memberGroups(obj map[string]any) (groups, error) {
 // readIdentity reads which transaction, over which base, by which backend.
 func (c *checker) readIdentity(r *Receipt, g groups) {
 	r.TxID = c.str("tx")
-	if c.err == nil && (!txForm.MatchString(r.TxID) || r.TxID == "." || r.TxID == "..") {
+	if c.err == nil && (!isTxID(r.TxID) || r.TxID == "." || r.TxID == "..") {
 		c.fail("tx", "is %q, not a transaction id (1 to 64 characters of A-Z a-z 0-9 . _ -, not \".\" or \"..\")", r.TxID)
 	}
 	r.Base = c.bytes("base")
@@ -413,7 +400,7 @@ func (c *checker) readIdentity(r *Receipt, g groups) {
 	r.BaseInode = c.uint("base_inode")
 	if g.baseFS {
 		r.BaseFS = c.str(baseFSMember)
-		if c.err == nil && !fsForm.MatchString(r.BaseFS) {
+		if c.err == nil && !isFS(r.BaseFS) {
 			c.fail(baseFSMember, "is %q, not a file system identity (fsid-, uuid- or dev- and hex digits)", r.BaseFS)
 		}
 	}
@@ -480,7 +467,7 @@ func (c *checker) readBranches(r *Receipt, g groups) {
 			c.fail("branch", "is %q, not airlock/%s", r.Branch, r.TxID)
 		}
 		r.BranchHead = c.str("branch_head")
-		if c.err == nil && !commitForm.MatchString(r.BranchHead) {
+		if c.err == nil && !isCommit(r.BranchHead) {
 			c.fail("branch_head", "is %q, not a commit id", r.BranchHead)
 		}
 	}
@@ -490,7 +477,7 @@ func (c *checker) readBranches(r *Receipt, g groups) {
 			c.fail("landed_branch", "is %q, not a branch's full ref name (refs/heads/...)", r.LandedBranch)
 		}
 		r.LandedCommit = c.str("landed_commit")
-		if c.err == nil && !commitForm.MatchString(r.LandedCommit) {
+		if c.err == nil && !isCommit(r.LandedCommit) {
 			c.fail("landed_commit", "is %q, not a commit id", r.LandedCommit)
 		}
 		if c.err == nil && r.Outcome != "committed" {
@@ -554,7 +541,7 @@ func (c *checker) bool(member string) bool {
 
 func (c *checker) uint(member string) uint64 {
 	n, ok := c.obj[member].(json.Number)
-	if !ok || !natForm.MatchString(string(n)) {
+	if !ok || !isNat(string(n)) {
 		c.typed(member, "a non-negative integer")
 		return 0
 	}
@@ -567,7 +554,7 @@ func (c *checker) uint(member string) uint64 {
 
 func (c *checker) count(member string) int {
 	n, ok := c.obj[member].(json.Number)
-	if !ok || !natForm.MatchString(string(n)) {
+	if !ok || !isNat(string(n)) {
 		c.typed(member, "a count (a non-negative integer)")
 		return 0
 	}
@@ -584,7 +571,7 @@ func (c *checker) exitCode(member string) *int {
 		return nil
 	}
 	n, ok := v.(json.Number)
-	if !ok || !intForm.MatchString(string(n)) {
+	if !ok || !isInt(string(n)) {
 		c.typed(member, "an integer or null")
 		return nil
 	}
@@ -615,7 +602,7 @@ func (c *checker) time(member string) time.Time {
 
 func (c *checker) digest(member string, mayBeEmpty bool) string {
 	s := c.str(member)
-	if c.err == nil && !digestForm.MatchString(s) && !(mayBeEmpty && s == "") {
+	if c.err == nil && !isDigest(s) && !(mayBeEmpty && s == "") {
 		want := "sha256:<64 lowercase hex digits>"
 		if mayBeEmpty {
 			want += ` or ""`

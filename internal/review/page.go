@@ -3,38 +3,43 @@ package review
 import (
 	"html/template"
 	"strconv"
+	"sync"
 )
 
-var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"rows": sideBySide,
-	"num": func(n int) string {
-		if n == 0 {
+// pageTmpl is parsed when a review page is first served, not when the
+// program starts: most starts of airlock serve none.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"rows": sideBySide,
+		"num": func(n int) string {
+			if n == 0 {
+				return ""
+			}
+			return strconv.Itoa(n)
+		},
+		"cls": func(k byte) string {
+			switch k {
+			case '+':
+				return "add"
+			case '-':
+				return "del"
+			case '\\':
+				return "meta"
+			case 0:
+				return "none"
+			}
+			return "ctx"
+		},
+		"sign": func(k byte) string {
+			switch k {
+			case '+', '-':
+				return string(k)
+			}
 			return ""
-		}
-		return strconv.Itoa(n)
-	},
-	"cls": func(k byte) string {
-		switch k {
-		case '+':
-			return "add"
-		case '-':
-			return "del"
-		case '\\':
-			return "meta"
-		case 0:
-			return "none"
-		}
-		return "ctx"
-	},
-	"sign": func(k byte) string {
-		switch k {
-		case '+', '-':
-			return string(k)
-		}
-		return ""
-	},
-	"inc": func(i int) int { return i + 1 },
-}).Parse(pageHTML))
+		},
+		"inc": func(i int) int { return i + 1 },
+	}).Parse(pageHTML))
+})
 
 const pageHTML = `<!doctype html>
 <html lang="en">

@@ -207,7 +207,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, out *Outcome) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := pageTmpl.Execute(&buf, v); err != nil {
+	if err := pageTmpl().Execute(&buf, v); err != nil {
 		http.Error(w, "airlock: render the review page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}

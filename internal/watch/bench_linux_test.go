@@ -50,6 +50,25 @@ func BenchmarkStart(b *testing.B) {
 	}
 }
 
+// BenchmarkStop: ending the watch of a tree of 100 directories (1,000
+// files) once its command has ended, what a watched run waits for
+// between its command's end and its settling.
+func BenchmarkStop(b *testing.B) {
+	root, m := benchTree(b, 100)
+	dirs := dirsOf(m)
+	for range b.N {
+		b.StopTimer()
+		w, err := watch.Start(root, dirs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := w.Stop(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkPatchTenWrites and BenchmarkWalk: measuring the same tree after
 // a 10-file change, from the watch's names and by a walk.
 func BenchmarkPatchTenWrites(b *testing.B) {
