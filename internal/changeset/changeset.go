@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
+	"github.com/airlockdev/airlock/internal/fanout"
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/filecopy"
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -457,15 +460,15 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	if err := os.MkdirAll(objects, 0o700); err != nil {
 		return fmt.Errorf("create object store %s: %w", objects, err)
 	}
-	var files int
+	var idx []int // the changes that are files
 	var bytes int64
-	for _, c := range set.Changes {
+	for i, c := range set.Changes {
 		if c.Result.Kind == manifest.KindFile {
-			files++
+			idx = append(idx, i)
 			bytes += c.Result.Size
 		}
 	}
-	if files == 0 {
+	if len(idx) == 0 {
 		return nil
 	}
 	root, err := safefs.OpenRoot(stagedDir)
@@ -477,66 +480,104 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	// each object, the objects are written under temporary names, flushed
 	// together, and only then named by their digests.
 	var fss *safefs.FSSync
-	if files >= safefs.FSSyncMin {
+	if len(idx) >= safefs.FSSyncMin {
 		if fss, err = safefs.OpenFSSync(objects); err != nil {
 			return err
 		}
 		defer fss.Close()
 	}
-	// The objects written and not yet named, with their digests.
-	type object struct {
-		tmp    *safefs.TempFile
-		digest string
-	}
-	var pending []object
+	// The files are frozen on several goroutines (fanout): each is read,
+	// checked and written on its own. pending holds, by file, the object
+	// written and not yet named (none for bytes another file holds too).
+	fr := &freezer{ctx: ctx, root: root, objects: objects, fsync: fss == nil, claimed: map[string]bool{}}
+	pending := make([]*safefs.TempFile, len(idx))
 	defer func() {
-		for _, o := range pending {
-			o.tmp.Cleanup()
+		for _, tmp := range pending {
+			if tmp != nil {
+				tmp.Cleanup()
+			}
 		}
 	}()
-	meter := progress.Start(ctx, "committing", files, bytes)
+	meter := progress.Start(ctx, "committing", len(idx), bytes)
 	defer meter.Done()
-	frozen := 0
-	for i := range set.Changes {
+	var frozen atomic.Int64
+	err = fanout.Each(len(idx), func(k int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		c := &set.Changes[i]
-		if c.Result.Kind != manifest.KindFile {
-			continue
-		}
-		tmp, d, err := freezeFile(ctx, root, c.Path, c.Result, objects, fss == nil)
+		c := &set.Changes[idx[k]]
+		tmp, d, err := fr.file(c.Path, c.Result)
 		if err != nil {
 			return err
 		}
-		pending = append(pending, object{tmp, d})
+		pending[k] = tmp
 		c.Result.Digest = d
 		meter.Add(1, c.Result.Size)
-		frozen++
 		// A pause here lets a test rearrange the staged tree exactly
 		// between two files, as an agent timing the freeze would.
-		fault.Count("freeze", frozen)
+		fault.Count("freeze", int(frozen.Add(1)))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if fss != nil && len(pending) > 0 {
-		if err := fss.Sync(); err != nil {
-			return fmt.Errorf("freeze into %s: %w", objects, err)
+	named := false
+	for k, tmp := range pending {
+		if tmp == nil {
+			continue
 		}
-	}
-	for _, o := range pending {
-		if err := o.tmp.RenameSynced(ObjectPath(objects, o.digest)); err != nil {
+		if fss != nil && !named {
+			if err := fss.Sync(); err != nil {
+				return fmt.Errorf("freeze into %s: %w", objects, err)
+			}
+			named = true
+		}
+		if err := tmp.RenameSynced(ObjectPath(objects, set.Changes[idx[k]].Result.Digest)); err != nil {
 			return fmt.Errorf("freeze into %s: %w", objects, err)
 		}
 	}
 	return safefs.SyncDir(objects)
 }
 
-// freezeFile copies the staged file rel, which must be the file want
-// measured, into a new temporary file in objects and returns it, closed,
-// with the digest of its bytes; with fsync, those are fsync'd. The caller
-// names it by that digest once its bytes are durable, or cleans it up.
-func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifest.Entry, objects string, fsync bool) (*safefs.TempFile, string, error) {
+// freezer is one Freeze in progress: the staged tree it reads, the object
+// store it writes, and the digests claimed so far, each of which one
+// object is written for however many files hold its bytes.
+type freezer struct {
+	ctx     context.Context
+	root    *safefs.Root
+	objects string
+	fsync   bool
+
+	mu      sync.Mutex
+	claimed map[string]bool
+}
+
+// claim reports whether d is new to this freeze: the caller that gets true
+// writes its object; the others need none.
+func (f *freezer) claim(d string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.claimed[d] {
+		return false
+	}
+	f.claimed[d] = true
+	return true
+}
+
+// smallFile is the largest file frozen through memory: read whole, hashed,
+// and written as an object only when no other file of the change set has
+// its bytes. A hole in one reads as zeros and is written as such (a few
+// KiB at most); larger files keep their holes through filecopy.
+const smallFile = 64 << 10
+
+// file freezes the staged file rel, which must be the file want measured:
+// it returns the new object's temporary file, closed, with the digest of
+// its bytes (fsync'd with f.fsync), or no file where another of the change
+// set already holds those bytes. The caller names it by that digest once
+// its bytes are durable, or cleans it up.
+func (f *freezer) file(rel string, want manifest.Entry) (*safefs.TempFile, string, error) {
 	want.Path = rel
-	in, err := OpenStaged(root, want)
+	in, err := OpenStaged(f.root, want)
 	if err != nil {
 		return nil, "", err
 	}
@@ -544,6 +585,83 @@ func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifes
 	if testHookOpened != nil {
 		testHookOpened(rel)
 	}
+	if want.Size > smallFile {
+		tmp, d, err := freezeFile(f.ctx, in, want, f.objects, f.fsync)
+		if err != nil {
+			return nil, "", err
+		}
+		if !f.claim(d) {
+			tmp.Cleanup()
+			return nil, d, nil
+		}
+		return tmp, d, nil
+	}
+	// One byte past the measured size tells a file that grew; nothing
+	// more is read, whatever the file has become.
+	buf := make([]byte, want.Size+1)
+	n, err := io.ReadFull(in, buf)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	if err := grewOrShrank(in, rel, int64(n), want); err != nil {
+		return nil, "", err
+	}
+	buf = buf[:n]
+	d := manifest.HashBytes(buf)
+	if !f.claim(d) {
+		return nil, d, nil
+	}
+	tmp, err := safefs.CreateTemp(f.objects, ".freeze-*")
+	if err != nil {
+		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	if err := writeObject(tmp, buf, f.fsync); err != nil {
+		tmp.Cleanup()
+		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	return tmp, d, nil
+}
+
+// writeObject writes b to the new object tmp and closes it; with fsync, it
+// fsyncs it first.
+func writeObject(tmp *safefs.TempFile, b []byte, fsync bool) error {
+	if _, err := tmp.Write(b); err != nil {
+		return err
+	}
+	if fsync {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("fsync: %w", err)
+		}
+	}
+	return tmp.Close()
+}
+
+// grewOrShrank refuses a staged file of which n bytes were read, up to one
+// past its measured size, unless that is its measured size and it is still
+// the very file measured.
+func grewOrShrank(in *os.File, rel string, n int64, want manifest.Entry) error {
+	if n != want.Size {
+		how := "grew"
+		if n < want.Size {
+			how = "shrank"
+		}
+		return &StagedChangedError{Path: rel, File: in.Name(), What: fmt.Sprintf("%s while it was being read (%d bytes measured)", how, want.Size)}
+	}
+	fi, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	if what := notSameFile(manifest.FromFileInfo(fi), want); what != "" {
+		return &StagedChangedError{Path: rel, File: in.Name(), What: what + " while it was being read"}
+	}
+	return nil
+}
+
+// freezeFile copies the opened staged file in, which must be the file want
+// measured, into a new temporary file in objects and returns it, closed,
+// with the digest of its bytes; with fsync, those are fsync'd. The caller
+// names it by that digest once its bytes are durable, or cleans it up.
+func freezeFile(ctx context.Context, in *os.File, want manifest.Entry, objects string, fsync bool) (*safefs.TempFile, string, error) {
 	tmp, err := safefs.CreateTemp(objects, ".freeze-*")
 	if err != nil {
 		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
@@ -562,19 +680,8 @@ func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifes
 	if err != nil {
 		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
-	if n != want.Size {
-		how := "grew"
-		if n < want.Size {
-			how = "shrank"
-		}
-		return nil, "", &StagedChangedError{Path: rel, File: in.Name(), What: fmt.Sprintf("%s while it was being read (%d bytes measured)", how, want.Size)}
-	}
-	fi, err := in.Stat()
-	if err != nil {
-		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
-	}
-	if what := notSameFile(manifest.FromFileInfo(fi), want); what != "" {
-		return nil, "", &StagedChangedError{Path: rel, File: in.Name(), What: what + " while it was being read"}
+	if err := grewOrShrank(in, want.Path, n, want); err != nil {
+		return nil, "", err
 	}
 	if fsync {
 		if err := tmp.Sync(); err != nil {
