@@ -456,6 +456,14 @@ func ObjectPath(objects, digest string) string {
 // *StagedChangedError: a directory swapped for a symlink to /etc or /dev
 // never has anything outside the staged tree read, and a device is never
 // read at all.
+//
+// Every object is durable when Freeze returns, and nothing names one
+// before that (the saved change set, a journal): an object of a file of
+// at most 64 KiB, whose digest is known before it is written, is written
+// under that digest; a larger one under a temporary name, renamed to its
+// digest once its bytes are durable. A process killed before Freeze
+// returns leaves objects that the next freeze of the transaction removes
+// with the rest of its frozen change set.
 func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	if err := os.MkdirAll(objects, 0o700); err != nil {
 		return fmt.Errorf("create object store %s: %w", objects, err)
@@ -477,8 +485,8 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	}
 	defer root.Close()
 	// Where one flush of the objects' file system stands for an fsync of
-	// each object, the objects are written under temporary names, flushed
-	// together, and only then named by their digests.
+	// each object, the objects are written without one and flushed
+	// together, before the larger ones are named by their digests.
 	var fss *safefs.FSSync
 	if len(idx) >= safefs.FSSyncMin {
 		if fss, err = safefs.OpenFSSync(objects); err != nil {
@@ -521,16 +529,14 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	if err != nil {
 		return err
 	}
-	named := false
+	if fss != nil {
+		if err := fss.Sync(); err != nil {
+			return fmt.Errorf("freeze into %s: %w", objects, err)
+		}
+	}
 	for k, tmp := range pending {
 		if tmp == nil {
 			continue
-		}
-		if fss != nil && !named {
-			if err := fss.Sync(); err != nil {
-				return fmt.Errorf("freeze into %s: %w", objects, err)
-			}
-			named = true
 		}
 		if err := tmp.RenameSynced(ObjectPath(objects, set.Changes[idx[k]].Result.Digest)); err != nil {
 			return fmt.Errorf("freeze into %s: %w", objects, err)
@@ -611,29 +617,38 @@ func (f *freezer) file(rel string, want manifest.Entry) (*safefs.TempFile, strin
 	if !f.claim(d) {
 		return nil, d, nil
 	}
-	tmp, err := safefs.CreateTemp(f.objects, ".freeze-*")
-	if err != nil {
+	// The digest is known before the object is written: it is written
+	// under it (see Freeze for when its bytes are durable).
+	if err := writeObject(ObjectPath(f.objects, d), buf, f.fsync); err != nil {
 		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
-	if err := writeObject(tmp, buf, f.fsync); err != nil {
-		tmp.Cleanup()
-		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
-	}
-	return tmp, d, nil
+	return nil, d, nil
 }
 
-// writeObject writes b to the new object tmp and closes it; with fsync, it
-// fsyncs it first.
-func writeObject(tmp *safefs.TempFile, b []byte, fsync bool) error {
-	if _, err := tmp.Write(b); err != nil {
+// writeObject writes b as the new object p and closes it; with fsync, it
+// fsyncs it first. A failure removes it.
+func writeObject(p string, b []byte, fsync bool) (err error) {
+	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(p)
+		}
+	}()
+	if _, err := out.Write(b); err != nil {
 		return err
 	}
 	if fsync {
-		if err := tmp.Sync(); err != nil {
+		if err := out.Sync(); err != nil {
 			return fmt.Errorf("fsync: %w", err)
 		}
 	}
-	return tmp.Close()
+	return nil
 }
 
 // grewOrShrank refuses a staged file of which n bytes were read, up to one
