@@ -27,8 +27,12 @@ const (
 
 // Diff writes the transaction's change set. For a transaction not yet
 // settled it is the staged workspace against the base as it was at open;
-// for a committed one, what the commit applied. It returns notes on what a
-// git patch cannot carry (directories, permission bits other than x).
+// for a committed one, what the commit applied (where the commit moved its
+// frozen copy of a file into the base, its content is read from the base
+// while the base still holds it, else from the originals a later commit
+// kept; failing both, Diff says it is no longer kept). It returns notes on
+// what a git patch cannot carry (directories, permission bits other than
+// x).
 func (t *Tx) Diff(ctx context.Context, w io.Writer, format DiffFormat) (_ []string, err error) {
 	defer exported(&err)
 	files, err := t.patchFiles(ctx)
