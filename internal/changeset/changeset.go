@@ -78,8 +78,19 @@ type changeJSON struct {
 	Result manifest.Entry `json:"result"`
 }
 
+// MarshalJSON encodes c as json.Marshal encodes its on-disk form
+// (changeJSON), written directly (manifest.Entry.AppendJSON).
 func (c Change) MarshalJSON() ([]byte, error) {
-	return json.Marshal(changeJSON{manifest.Bytes(c.Path), c.Op, c.Base, c.Result})
+	b := make([]byte, 0, 256+2*len(c.Path))
+	b = append(b, `{"path":`...)
+	b = manifest.Bytes(c.Path).AppendJSON(b)
+	b = append(b, `,"op":`...)
+	b = manifest.AppendJSONString(b, c.Op.String())
+	b = append(b, `,"base":`...)
+	b = c.Base.AppendJSON(b)
+	b = append(b, `,"result":`...)
+	b = c.Result.AppendJSON(b)
+	return append(b, '}'), nil
 }
 
 func (c *Change) UnmarshalJSON(b []byte) error {

@@ -40,8 +40,21 @@ type opJSON struct {
 	Backup string         `json:"backup,omitempty"`
 }
 
+// MarshalJSON encodes o as json.Marshal encodes its on-disk form (opJSON),
+// written directly (manifest.Entry.AppendJSON).
 func (o Op) MarshalJSON() ([]byte, error) {
-	return json.Marshal(opJSON{manifest.Bytes(o.Path), o.Before, o.After, o.Backup})
+	b := make([]byte, 0, 256+2*len(o.Path))
+	b = append(b, `{"path":`...)
+	b = manifest.Bytes(o.Path).AppendJSON(b)
+	b = append(b, `,"before":`...)
+	b = o.Before.AppendJSON(b)
+	b = append(b, `,"after":`...)
+	b = o.After.AppendJSON(b)
+	if o.Backup != "" {
+		b = append(b, `,"backup":`...)
+		b = manifest.AppendJSONString(b, o.Backup)
+	}
+	return append(b, '}'), nil
 }
 
 func (o *Op) UnmarshalJSON(b []byte) error {

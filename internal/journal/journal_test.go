@@ -891,3 +891,22 @@ func TestSealIsMarshal(t *testing.T) {
 		t.Fatalf("Decode: %v", err)
 	}
 }
+
+// TestOpJSONIsMarshal: an operation encodes as encoding/json encodes its
+// on-disk form.
+func TestOpJSONIsMarshal(t *testing.T) {
+	for _, o := range []Op{
+		{Path: "a", Before: manifest.Entry{Kind: manifest.KindFile, Mode: 0o644, Digest: "sha256:00"}, After: manifest.Entry{Kind: manifest.KindFile, Mode: 0o600}, Backup: "000001"},
+		{Path: "d/<&>\"\\\xff", After: manifest.Entry{Kind: manifest.KindSymlink, Target: "t\xfe"}},
+		{Path: "日本\u2028"},
+	} {
+		want, err := json.Marshal(opJSON{manifest.Bytes(o.Path), o.Before, o.After, o.Backup})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(o)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("op %+v\n got %s (%v)\nwant %s", o, got, err, want)
+		}
+	}
+}
