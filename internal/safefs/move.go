@@ -20,9 +20,6 @@ import (
 // EXDEV), or no RENAME_NOREPLACE — the error matches
 // errors.ErrUnsupported: the caller copies instead.
 func (r *Root) MoveIn(from *os.File, name, toRel string) error {
-	if err := checkRel(toRel); err != nil {
-		return r.pathErr("move", toRel, err)
-	}
 	return r.do("move", toRel, false, func(dirfd int, last string) error {
 		err := ignoringEINTR(func() error { return renameat2(int(from.Fd()), name, dirfd, last, renameNoReplace) })
 		switch err {
