@@ -567,6 +567,8 @@ type freezer struct {
 
 	mu      sync.Mutex
 	claimed map[string]bool
+
+	creating sync.Mutex // held while an object is created (writeObject)
 }
 
 // claim reports whether d is new to this freeze: the caller that gets true
@@ -630,16 +632,21 @@ func (f *freezer) file(rel string, want manifest.Entry) (*safefs.TempFile, strin
 	}
 	// The digest is known before the object is written: it is written
 	// under it (see Freeze for when its bytes are durable).
-	if err := writeObject(ObjectPath(f.objects, d), buf, f.fsync); err != nil {
+	if err := writeObject(ObjectPath(f.objects, d), buf, f.fsync, &f.creating); err != nil {
 		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
 	return nil, d, nil
 }
 
 // writeObject writes b as the new object p and closes it; with fsync, it
-// fsyncs it first. A failure removes it.
-func writeObject(p string, b []byte, fsync bool) (err error) {
+// fsyncs it first. A failure removes it. The file is created holding
+// creating: the objects share one directory, whose lock the kernel holds
+// while it finds the file an inode, and goroutines creating there at once
+// would spin on it.
+func writeObject(p string, b []byte, fsync bool, creating *sync.Mutex) (err error) {
+	creating.Lock()
 	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	creating.Unlock()
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,8 @@ type mover struct {
 
 	mu     sync.Mutex
 	adopts map[string]bool // by directory of the base
+
+	moving sync.Mutex // held while an object is moved (moveNew)
 }
 
 // newMover returns a mover for the objects directory, or nil where moving
@@ -111,7 +113,11 @@ func (m *mover) moveNew(root *safefs.Root, j *Journal, i int) error {
 	if d != op.After.Digest {
 		return fmt.Errorf("write %s: content digest %s does not match the recorded %s; the transaction's state was altered", shown, d, op.After.Digest)
 	}
+	// One move at a time: a rename between two directories takes the
+	// file system's rename lock, which goroutines would spin on.
+	m.moving.Lock()
 	err = root.MoveIn(m.dir, name, tmp)
+	m.moving.Unlock()
 	if errors.Is(err, errors.ErrUnsupported) {
 		return writeTemp(root, tmp, op.Path, f, op.After, false)
 	}
