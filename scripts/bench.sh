@@ -372,8 +372,9 @@ newfiles_round() {
 	sync
 	sleep 2
 	m "new files: commit" "$AIRLOCK" commit "nf-$r" --quiet
-	sync
-	sleep 2
+	# the commit retired its staged tree to a background rm -rf: the copy
+	# must not pay for that removal either
+	quiet
 	m "new files: cp -a + sync" sh -c 'cp -a "$1" "$2" && sync' sh "$WORK/nf-$r/new" "$WORK/nfc-$r"
 }
 
