@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
+	"golang.org/x/sys/unix"
 )
 
 // mover moves frozen objects into the base as its new files, instead of
@@ -141,8 +142,8 @@ func (m *mover) moveNew(root *safefs.Root, j *Journal, i int) error {
 // read-only, not following a symlink there.
 func openObject(dir *os.File, name string) (*os.File, error) {
 	for {
-		fd, err := syscall.Openat(int(dir.Fd()), name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
-		if err == syscall.EINTR {
+		fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
