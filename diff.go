@@ -1,9 +1,12 @@
 package airlock
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -24,8 +27,12 @@ const (
 
 // Diff writes the transaction's change set. For a transaction not yet
 // settled it is the staged workspace against the base as it was at open;
-// for a committed one, what the commit applied. It returns notes on what a
-// git patch cannot carry (directories, permission bits other than x).
+// for a committed one, what the commit applied (where the commit moved its
+// frozen copy of a file into the base, its content is read from the base
+// while the base still holds it, else from the originals a later commit
+// kept; failing both, Diff says it is no longer kept). It returns notes on
+// what a git patch cannot carry (directories, permission bits other than
+// x).
 func (t *Tx) Diff(ctx context.Context, w io.Writer, format DiffFormat) (_ []string, err error) {
 	defer exported(&err)
 	files, err := t.patchFiles(ctx)
@@ -69,9 +76,6 @@ func (t *Tx) patchFiles(ctx context.Context) ([]patch.File, error) {
 	fromOriginals := func(d string) func() (io.ReadCloser, error) {
 		return func() (io.ReadCloser, error) { return orig.Open(d) }
 	}
-	fromObjects := func(d string) func() (io.ReadCloser, error) {
-		return func() (io.ReadCloser, error) { return os.Open(changeset.ObjectPath(objects, d)) }
-	}
 	switch st {
 	case StatusCommitted:
 		j, err := t.readJournal(appliedFile)
@@ -80,7 +84,7 @@ func (t *Tx) patchFiles(ctx context.Context) ([]patch.File, error) {
 		}
 		files := make([]patch.File, len(j.Ops))
 		for i, op := range j.Ops {
-			files[i] = patch.File{Path: op.Path, Old: side(op.Before, fromOriginals(op.Before.Digest)), New: side(op.After, fromObjects(op.After.Digest))}
+			files[i] = patch.File{Path: op.Path, Old: side(op.Before, fromOriginals(op.Before.Digest)), New: side(op.After, t.committed(objects, orig, op.Path, op.After.Digest))}
 		}
 		return files, nil
 	case StatusDiscarded, StatusNoChanges:
@@ -98,6 +102,47 @@ func (t *Tx) patchFiles(ctx context.Context) ([]patch.File, error) {
 		files[i] = patch.File{Path: c.Path, Old: side(c.Base, old), New: side(c.Result, staged)}
 	}
 	return files, nil
+}
+
+// committed opens the bytes a commit wrote to rel, with digest d: its
+// frozen object where the commit copied it into the base; where the
+// commit moved the object into the base instead (journal.Apply), the
+// originals store's copy (kept when a later commit replaced the file), or
+// the base file itself while it still holds those bytes.
+func (t *Tx) committed(objects string, orig interface {
+	Has(string) bool
+	Open(string) (*os.File, error)
+}, rel, d string) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) {
+		f, err := os.Open(changeset.ObjectPath(objects, d))
+		if !errors.Is(err, fs.ErrNotExist) {
+			return f, err
+		}
+		if orig.Has(d) {
+			return orig.Open(d)
+		}
+		p := filepath.Join(t.Base(), filepath.FromSlash(rel))
+		if b, err := readBase(t.Base(), rel); err == nil && manifest.HashBytes(b) == d {
+			return io.NopCloser(bytes.NewReader(b)), nil
+		}
+		return nil, fmt.Errorf("%s: the content this transaction committed there is no longer kept (its commit moved it into the base, which has changed it since)", p)
+	}
+}
+
+// readBase reads the base file rel, beneath the base and through no
+// symlink.
+func readBase(base, rel string) ([]byte, error) {
+	root, err := safefs.OpenRootNoFollow(base)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, _, err := root.OpenRegular(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // openAtOpen opens the bytes a base file held when the transaction opened:

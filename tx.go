@@ -300,7 +300,7 @@ func (t *Tx) removeStaged(ctx context.Context) error {
 	remove := b.Remove
 	// A worktree must be unregistered by its backend, which deletes a
 	// large tree in the background itself.
-	if fi, err := os.Stat(t.st.Path(stagedOpenFile)); err == nil && fi.Size() > bigStagedManifest && b.Name() != stage.Worktree {
+	if t.bigStaged() && b.Name() != stage.Worktree {
 		// Thousands of files: delete them in the background.
 		remove = func(ctx context.Context, dir string) error { return stage.Retire(ctx, b, dir) }
 	}
@@ -313,6 +313,21 @@ func (t *Tx) removeStaged(ctx context.Context) error {
 // bigStagedManifest is the size of a staged manifest (some 3,000 entries)
 // above which the staged tree is removed in the background.
 const bigStagedManifest = 100 << 10
+
+// bigStagedEntries is the same in entries, for the tree as this process
+// measured it at settle.
+const bigStagedEntries = 3000
+
+// bigStaged reports whether the staged tree holds thousands of entries:
+// at open (its manifest), or now, as the settle measured it (a command
+// that added thousands of files to a small tree, an install).
+func (t *Tx) bigStaged() bool {
+	if t.walked != nil && len(t.walked.Entries) > bigStagedEntries {
+		return true
+	}
+	fi, err := os.Stat(t.st.Path(stagedOpenFile))
+	return err == nil && fi.Size() > bigStagedManifest
+}
 
 // ReceiptPath is where the transaction's receipt is (once it settled).
 func (t *Tx) ReceiptPath() string { return t.st.Path(receiptFile) }

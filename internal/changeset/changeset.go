@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
+	"github.com/airlockdev/airlock/internal/fanout"
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/filecopy"
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -75,8 +78,19 @@ type changeJSON struct {
 	Result manifest.Entry `json:"result"`
 }
 
+// MarshalJSON encodes c as json.Marshal encodes its on-disk form
+// (changeJSON), written directly (manifest.Entry.AppendJSON).
 func (c Change) MarshalJSON() ([]byte, error) {
-	return json.Marshal(changeJSON{manifest.Bytes(c.Path), c.Op, c.Base, c.Result})
+	b := make([]byte, 0, 256+2*len(c.Path))
+	b = append(b, `{"path":`...)
+	b = manifest.Bytes(c.Path).AppendJSON(b)
+	b = append(b, `,"op":`...)
+	b = manifest.AppendJSONString(b, c.Op.String())
+	b = append(b, `,"base":`...)
+	b = c.Base.AppendJSON(b)
+	b = append(b, `,"result":`...)
+	b = c.Result.AppendJSON(b)
+	return append(b, '}'), nil
 }
 
 func (c *Change) UnmarshalJSON(b []byte) error {
@@ -453,19 +467,27 @@ func ObjectPath(objects, digest string) string {
 // *StagedChangedError: a directory swapped for a symlink to /etc or /dev
 // never has anything outside the staged tree read, and a device is never
 // read at all.
+//
+// Every object is durable when Freeze returns, and nothing names one
+// before that (the saved change set, a journal): an object of a file of
+// at most 64 KiB, whose digest is known before it is written, is written
+// under that digest; a larger one under a temporary name, renamed to its
+// digest once its bytes are durable. A process killed before Freeze
+// returns leaves objects that the next freeze of the transaction removes
+// with the rest of its frozen change set.
 func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	if err := os.MkdirAll(objects, 0o700); err != nil {
 		return fmt.Errorf("create object store %s: %w", objects, err)
 	}
-	var files int
+	var idx []int // the changes that are files
 	var bytes int64
-	for _, c := range set.Changes {
+	for i, c := range set.Changes {
 		if c.Result.Kind == manifest.KindFile {
-			files++
+			idx = append(idx, i)
 			bytes += c.Result.Size
 		}
 	}
-	if files == 0 {
+	if len(idx) == 0 {
 		return nil
 	}
 	root, err := safefs.OpenRoot(stagedDir)
@@ -474,69 +496,107 @@ func Freeze(ctx context.Context, set *Set, stagedDir, objects string) error {
 	}
 	defer root.Close()
 	// Where one flush of the objects' file system stands for an fsync of
-	// each object, the objects are written under temporary names, flushed
-	// together, and only then named by their digests.
+	// each object, the objects are written without one and flushed
+	// together, before the larger ones are named by their digests.
 	var fss *safefs.FSSync
-	if files >= safefs.FSSyncMin {
+	if len(idx) >= safefs.FSSyncMin {
 		if fss, err = safefs.OpenFSSync(objects); err != nil {
 			return err
 		}
 		defer fss.Close()
 	}
-	// The objects written and not yet named, with their digests.
-	type object struct {
-		tmp    *safefs.TempFile
-		digest string
-	}
-	var pending []object
+	// The files are frozen on several goroutines (fanout): each is read,
+	// checked and written on its own. pending holds, by file, the object
+	// written and not yet named (none for bytes another file holds too).
+	fr := &freezer{ctx: ctx, root: root, objects: objects, fsync: fss == nil, claimed: map[string]bool{}}
+	pending := make([]*safefs.TempFile, len(idx))
 	defer func() {
-		for _, o := range pending {
-			o.tmp.Cleanup()
+		for _, tmp := range pending {
+			if tmp != nil {
+				tmp.Cleanup()
+			}
 		}
 	}()
-	meter := progress.Start(ctx, "committing", files, bytes)
+	meter := progress.Start(ctx, "committing", len(idx), bytes)
 	defer meter.Done()
-	frozen := 0
-	for i := range set.Changes {
+	var frozen atomic.Int64
+	err = fanout.Each(len(idx), func(k int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		c := &set.Changes[i]
-		if c.Result.Kind != manifest.KindFile {
-			continue
-		}
-		tmp, d, err := freezeFile(ctx, root, c.Path, c.Result, objects, fss == nil)
+		c := &set.Changes[idx[k]]
+		tmp, d, err := fr.file(c.Path, c.Result)
 		if err != nil {
 			return err
 		}
-		pending = append(pending, object{tmp, d})
+		pending[k] = tmp
 		c.Result.Digest = d
 		meter.Add(1, c.Result.Size)
-		frozen++
 		// A pause here lets a test rearrange the staged tree exactly
 		// between two files, as an agent timing the freeze would.
-		fault.Count("freeze", frozen)
+		fault.Count("freeze", int(frozen.Add(1)))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if fss != nil && len(pending) > 0 {
+	if fss != nil {
 		if err := fss.Sync(); err != nil {
 			return fmt.Errorf("freeze into %s: %w", objects, err)
 		}
 	}
-	for _, o := range pending {
-		if err := o.tmp.RenameSynced(ObjectPath(objects, o.digest)); err != nil {
+	for k, tmp := range pending {
+		if tmp == nil {
+			continue
+		}
+		if err := tmp.RenameSynced(ObjectPath(objects, set.Changes[idx[k]].Result.Digest)); err != nil {
 			return fmt.Errorf("freeze into %s: %w", objects, err)
 		}
 	}
 	return safefs.SyncDir(objects)
 }
 
-// freezeFile copies the staged file rel, which must be the file want
-// measured, into a new temporary file in objects and returns it, closed,
-// with the digest of its bytes; with fsync, those are fsync'd. The caller
-// names it by that digest once its bytes are durable, or cleans it up.
-func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifest.Entry, objects string, fsync bool) (*safefs.TempFile, string, error) {
+// freezer is one Freeze in progress: the staged tree it reads, the object
+// store it writes, and the digests claimed so far, each of which one
+// object is written for however many files hold its bytes.
+type freezer struct {
+	ctx     context.Context
+	root    *safefs.Root
+	objects string
+	fsync   bool
+
+	mu      sync.Mutex
+	claimed map[string]bool
+
+	creating sync.Mutex // held while an object is created (writeObject)
+}
+
+// claim reports whether d is new to this freeze: the caller that gets true
+// writes its object; the others need none.
+func (f *freezer) claim(d string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.claimed[d] {
+		return false
+	}
+	f.claimed[d] = true
+	return true
+}
+
+// smallFile is the largest file frozen through memory: read whole, hashed,
+// and written as an object only when no other file of the change set has
+// its bytes. A hole in one reads as zeros and is written as such (a few
+// KiB at most); larger files keep their holes through filecopy.
+const smallFile = 64 << 10
+
+// file freezes the staged file rel, which must be the file want measured:
+// it returns the new object's temporary file, closed, with the digest of
+// its bytes (fsync'd with f.fsync), or no file where another of the change
+// set already holds those bytes. The caller names it by that digest once
+// its bytes are durable, or cleans it up.
+func (f *freezer) file(rel string, want manifest.Entry) (*safefs.TempFile, string, error) {
 	want.Path = rel
-	in, err := OpenStaged(root, want)
+	in, err := OpenStaged(f.root, want)
 	if err != nil {
 		return nil, "", err
 	}
@@ -544,6 +604,97 @@ func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifes
 	if testHookOpened != nil {
 		testHookOpened(rel)
 	}
+	if want.Size > smallFile {
+		tmp, d, err := freezeFile(f.ctx, in, want, f.objects, f.fsync)
+		if err != nil {
+			return nil, "", err
+		}
+		if !f.claim(d) {
+			tmp.Cleanup()
+			return nil, d, nil
+		}
+		return tmp, d, nil
+	}
+	// One byte past the measured size tells a file that grew; nothing
+	// more is read, whatever the file has become.
+	buf := make([]byte, want.Size+1)
+	n, err := io.ReadFull(in, buf)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	if err := grewOrShrank(in, rel, int64(n), want); err != nil {
+		return nil, "", err
+	}
+	buf = buf[:n]
+	d := manifest.HashBytes(buf)
+	if !f.claim(d) {
+		return nil, d, nil
+	}
+	// The digest is known before the object is written: it is written
+	// under it (see Freeze for when its bytes are durable).
+	if err := writeObject(ObjectPath(f.objects, d), buf, f.fsync, &f.creating); err != nil {
+		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	return nil, d, nil
+}
+
+// writeObject writes b as the new object p and closes it; with fsync, it
+// fsyncs it first. A failure removes it. The file is created holding
+// creating: the objects share one directory, whose lock the kernel holds
+// while it finds the file an inode, and goroutines creating there at once
+// would spin on it.
+func writeObject(p string, b []byte, fsync bool, creating *sync.Mutex) (err error) {
+	creating.Lock()
+	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	creating.Unlock()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(p)
+		}
+	}()
+	if _, err := out.Write(b); err != nil {
+		return err
+	}
+	if fsync {
+		if err := out.Sync(); err != nil {
+			return fmt.Errorf("fsync: %w", err)
+		}
+	}
+	return nil
+}
+
+// grewOrShrank refuses a staged file of which n bytes were read, up to one
+// past its measured size, unless that is its measured size and it is still
+// the very file measured.
+func grewOrShrank(in *os.File, rel string, n int64, want manifest.Entry) error {
+	if n != want.Size {
+		how := "grew"
+		if n < want.Size {
+			how = "shrank"
+		}
+		return &StagedChangedError{Path: rel, File: in.Name(), What: fmt.Sprintf("%s while it was being read (%d bytes measured)", how, want.Size)}
+	}
+	fi, err := in.Stat()
+	if err != nil {
+		return fmt.Errorf("freeze %s: %w", in.Name(), err)
+	}
+	if what := notSameFile(manifest.FromFileInfo(fi), want); what != "" {
+		return &StagedChangedError{Path: rel, File: in.Name(), What: what + " while it was being read"}
+	}
+	return nil
+}
+
+// freezeFile copies the opened staged file in, which must be the file want
+// measured, into a new temporary file in objects and returns it, closed,
+// with the digest of its bytes; with fsync, those are fsync'd. The caller
+// names it by that digest once its bytes are durable, or cleans it up.
+func freezeFile(ctx context.Context, in *os.File, want manifest.Entry, objects string, fsync bool) (*safefs.TempFile, string, error) {
 	tmp, err := safefs.CreateTemp(objects, ".freeze-*")
 	if err != nil {
 		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
@@ -562,19 +713,8 @@ func freezeFile(ctx context.Context, root *safefs.Root, rel string, want manifes
 	if err != nil {
 		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
 	}
-	if n != want.Size {
-		how := "grew"
-		if n < want.Size {
-			how = "shrank"
-		}
-		return nil, "", &StagedChangedError{Path: rel, File: in.Name(), What: fmt.Sprintf("%s while it was being read (%d bytes measured)", how, want.Size)}
-	}
-	fi, err := in.Stat()
-	if err != nil {
-		return nil, "", fmt.Errorf("freeze %s: %w", in.Name(), err)
-	}
-	if what := notSameFile(manifest.FromFileInfo(fi), want); what != "" {
-		return nil, "", &StagedChangedError{Path: rel, File: in.Name(), What: what + " while it was being read"}
+	if err := grewOrShrank(in, want.Path, n, want); err != nil {
+		return nil, "", err
 	}
 	if fsync {
 		if err := tmp.Sync(); err != nil {

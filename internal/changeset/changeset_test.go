@@ -2,6 +2,7 @@ package changeset
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -483,5 +484,25 @@ func TestCountsAreFilesAndSymlinks(t *testing.T) {
 	// empty directory gone; modified: chmod's mode.
 	if a, m, d := set.Counts(); a != 3 || m != 1 || d != 2 {
 		t.Errorf("Counts = %d added, %d modified, %d deleted; want 3, 1, 2\n%q", a, m, d, describe(set))
+	}
+}
+
+// TestChangeJSONIsMarshal: a change encodes as encoding/json encodes its
+// on-disk form, and decodes back.
+func TestChangeJSONIsMarshal(t *testing.T) {
+	for _, c := range []Change{
+		{Path: "a", Op: Add, Result: manifest.Entry{Path: "a", Kind: manifest.KindFile, Mode: 0o644, Size: 3, MtimeNs: 1, CtimeNs: 2, Ino: 3, Dev: 4, Digest: "sha256:00"}},
+		{Path: "d/<&>\"\\\xff", Op: Modify, Base: manifest.Entry{Path: "x", Kind: manifest.KindSymlink, Target: "t\xfe"}, Result: manifest.Entry{Kind: manifest.KindDir, Mode: 0o755}},
+		{Path: "日本\u2028", Op: Delete, Base: manifest.Entry{Kind: manifest.KindFile}},
+		{Path: "", Op: Op(9)},
+	} {
+		want, err := json.Marshal(changeJSON{manifest.Bytes(c.Path), c.Op, c.Base, c.Result})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(c)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("change %+v\n got %s (%v)\nwant %s", c, got, err, want)
+		}
 	}
 }

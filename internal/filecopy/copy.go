@@ -46,6 +46,14 @@ var bufs = sync.Pool{New: func() any { return new([bufSize]byte) }}
 // and last, to the length copied, so that a hole at the end is kept. A
 // read that meets src's end early (src shrank) ends the copy there. Both
 // files' offsets are left anywhere.
+//
+// Either truncation is made only where it changes dst's length: a new,
+// empty dst is not truncated at all. On ext4 a truncation to zero marks
+// the file to be written back as soon as it is closed (auto_da_alloc, for
+// programs that rewrite a file in place without fsync), so that every
+// close of a new copy would start its write-back on the spot: for a
+// caller that writes many small files and flushes them together, most of
+// its time.
 func Copy(ctx context.Context, dst, src *os.File, o Options) (int64, error) {
 	fi, err := src.Stat()
 	if err != nil {
@@ -55,17 +63,37 @@ func Copy(ctx context.Context, dst, src *os.File, o Options) (int64, error) {
 	if o.Max > 0 {
 		end = min(end, o.Max)
 	}
-	if err := dst.Truncate(0); err != nil {
+	size, err := sizeOf(dst)
+	if err != nil {
 		return 0, err
+	}
+	if size != 0 {
+		if err := dst.Truncate(0); err != nil {
+			return 0, err
+		}
 	}
 	n, err := copyExtents(ctx, dst, src, end, o.Hash)
 	if err != nil {
 		return n, err
 	}
-	if err := dst.Truncate(n); err != nil {
+	if size, err = sizeOf(dst); err != nil {
 		return n, err
 	}
+	if size != n {
+		if err := dst.Truncate(n); err != nil {
+			return n, err
+		}
+	}
 	return n, nil
+}
+
+// sizeOf is f's length now.
+func sizeOf(f *os.File) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
 }
 
 // Hash writes src's content to h, as Copy would write it to o.Hash, and

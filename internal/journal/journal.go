@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/airlockdev/airlock/internal/fanout"
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/filecopy"
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -38,8 +40,21 @@ type opJSON struct {
 	Backup string         `json:"backup,omitempty"`
 }
 
+// MarshalJSON encodes o as json.Marshal encodes its on-disk form (opJSON),
+// written directly (manifest.Entry.AppendJSON).
 func (o Op) MarshalJSON() ([]byte, error) {
-	return json.Marshal(opJSON{manifest.Bytes(o.Path), o.Before, o.After, o.Backup})
+	b := make([]byte, 0, 256+2*len(o.Path))
+	b = append(b, `{"path":`...)
+	b = manifest.Bytes(o.Path).AppendJSON(b)
+	b = append(b, `,"before":`...)
+	b = o.Before.AppendJSON(b)
+	b = append(b, `,"after":`...)
+	b = o.After.AppendJSON(b)
+	if o.Backup != "" {
+		b = append(b, `,"backup":`...)
+		b = manifest.AppendJSONString(b, o.Backup)
+	}
+	return append(b, '}'), nil
 }
 
 func (o *Op) UnmarshalJSON(b []byte) error {
@@ -104,6 +119,28 @@ func (j *Journal) digest() (string, error) {
 		return "", err
 	}
 	return manifest.HashBytes(b), nil
+}
+
+// unsealedEnd ends the encoding of a journal whose Digest is empty: the
+// digest is its last member.
+const unsealedEnd = `"digest":""}`
+
+// seal sets j's digest and returns j encoded, as json.Marshal(j) would,
+// from one encoding instead of two: the digest covers the encoding with
+// an empty digest, which differs from the sealed one only in that last
+// member's value (a digest needs no escaping).
+func (j *Journal) seal() ([]byte, error) {
+	j.Digest = ""
+	b, err := json.Marshal(j)
+	if err != nil {
+		return nil, err
+	}
+	rest, ok := bytes.CutSuffix(b, []byte(unsealedEnd))
+	if !ok {
+		return nil, fmt.Errorf("encode journal: the digest is not its last member")
+	}
+	j.Digest = manifest.HashBytes(b)
+	return append(rest, `"digest":"`+j.Digest+`"}`...), nil
 }
 
 // TempPrefix starts the name of every temporary entry an apply or restore
@@ -173,12 +210,7 @@ func Prepare(ctx context.Context, root *safefs.Root, dir, txID string, ops []Op)
 		return nil, err
 	}
 	j := &Journal{Version: 1, TxID: txID, Base: manifest.Bytes(root.Path()), Ops: ops, dir: dir}
-	d, err := j.digest()
-	if err != nil {
-		return nil, err
-	}
-	j.Digest = d
-	b, err := json.Marshal(j)
+	b, err := j.seal()
 	if err != nil {
 		return nil, err
 	}
@@ -430,8 +462,14 @@ type ApplyResult struct {
 // Apply carries out a prepared journal. objects is the frozen change set's
 // object store. On error the base may be partly changed: the caller must
 // Restore. Fault points: "apply:N" after N operations.
+//
+// Where the objects can be moved into the base instead of copied (see
+// mover), each object becomes the new file of one operation and is gone
+// from the store.
 func Apply(ctx context.Context, root *safefs.Root, j *Journal, objects string) (*ApplyResult, error) {
-	return apply(ctx, root, j, objectOpener(objects), true)
+	mv := newMover(root, objects)
+	defer mv.close()
+	return apply(ctx, root, j, objectOpener(objects), true, mv)
 }
 
 // objectOpener opens frozen content by digest in an objects directory.
@@ -445,7 +483,7 @@ func objectOpener(objects string) func(string) (*os.File, error) {
 // workspace being prepared by undo), reading each file's content by digest
 // through open. No journal, no fault points.
 func ApplyFrom(root *safefs.Root, txID string, ops []Op, open func(digest string) (*os.File, error)) error {
-	_, err := apply(context.Background(), root, &Journal{TxID: txID, Ops: ops}, open, false)
+	_, err := apply(context.Background(), root, &Journal{TxID: txID, Ops: ops}, open, false, nil)
 	return err
 }
 
@@ -454,7 +492,7 @@ func ApplyFrom(root *safefs.Root, txID string, ops []Op, open func(digest string
 func ApplyScratch(ctx context.Context, root *safefs.Root, txID string, ops []Op, objects string) (*ApplyResult, error) {
 	sorted := append([]Op(nil), ops...)
 	sort.Slice(sorted, func(a, b int) bool { return sorted[a].Path < sorted[b].Path })
-	return apply(ctx, root, &Journal{TxID: txID, Ops: sorted}, objectOpener(objects), false)
+	return apply(ctx, root, &Journal{TxID: txID, Ops: sorted}, objectOpener(objects), false, nil)
 }
 
 // apply carries out j's operations in root: removals deepest first,
@@ -462,8 +500,8 @@ func ApplyScratch(ctx context.Context, root *safefs.Root, txID string, ops []Op,
 // verifies the tree. onBase says root is the base (guards, fault points,
 // progress and entries moved aside rather than removed); otherwise it is
 // a tree of airlock's own.
-func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string) (*os.File, error), onBase bool) (*ApplyResult, error) {
-	a := &applier{ctx: ctx, root: root, j: j, onBase: onBase, res: &ApplyResult{},
+func apply(ctx context.Context, root *safefs.Root, j *Journal, open func(string) (*os.File, error), onBase bool, mv *mover) (*ApplyResult, error) {
+	a := &applier{ctx: ctx, root: root, j: j, onBase: onBase, mv: mv, res: &ApplyResult{},
 		pl: &placer{onBase: onBase, aside: map[int]string{}}, kept: map[string]bool{},
 		touched: map[string]bool{}, kinds: beforeKinds(j.Ops)}
 	if len(j.Ops) >= safefs.FSSyncMin {
@@ -521,6 +559,7 @@ type applier struct {
 	pl     *placer
 	kinds  map[string]manifest.Kind // each journaled path's kind before
 	meter  *progress.Task           // nil off the base
+	mv     *mover                   // moves objects into the base; nil: copy them
 
 	// fss, where one flush of the tree's file system stands for fsyncs,
 	// makes the apply durable at its two ordering points: the new
@@ -640,8 +679,8 @@ func (a *applier) remove(i int) (bool, error) {
 // at its path: no name of the base points at bytes that a power cut could
 // still lose.
 func (a *applier) creations(open func(string) (*os.File, error)) error {
-	written := false
 	inPlace := map[int]bool{} // changes of mode alone, decided once
+	var files []int           // the new files, written once every directory is made
 	for i := range a.j.Ops {
 		if err := a.ctx.Err(); err != nil {
 			return err
@@ -668,12 +707,38 @@ func (a *applier) creations(open func(string) (*os.File, error)) error {
 			inPlace[i] = true
 			continue
 		}
+		if op.After.Kind == manifest.KindFile {
+			files = append(files, i)
+			continue
+		}
 		if err := stageNew(a.root, a.j, i, open, a.fss == nil); err != nil {
 			return err
 		}
-		written = written || op.After.Kind == manifest.KindFile
 	}
-	if written && a.fss != nil {
+	// The new files are independent of one another: written on several
+	// goroutines, each under its own temporary name. Those whose objects
+	// move into the base go last: a copy of the same bytes for another
+	// path reads the object first.
+	copies, moves := a.byMoving(files)
+	passes := []struct {
+		ops []int
+		do  func(i int) error
+	}{
+		{copies, func(i int) error { return stageNew(a.root, a.j, i, open, a.fss == nil) }},
+		{moves, func(i int) error { return a.mv.moveNew(a.root, a.j, i) }},
+	}
+	for _, p := range passes {
+		err := fanout.Each(len(p.ops), func(k int) error {
+			if err := a.ctx.Err(); err != nil {
+				return err
+			}
+			return p.do(p.ops[k])
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if len(files) > 0 && a.fss != nil {
 		if err := a.fss.Sync(); err != nil {
 			return err
 		}
@@ -700,6 +765,27 @@ func (a *applier) creations(open func(string) (*os.File, error)) error {
 		a.step(op)
 	}
 	return nil
+}
+
+// byMoving splits the new files into those copied from their objects and
+// those whose objects move into the base: one per object, where the apply
+// batches its durability (fss) and the file's directory adopts a moved
+// file as its own (mover.into).
+func (a *applier) byMoving(files []int) (copies, moves []int) {
+	if a.mv == nil || a.fss == nil {
+		return files, nil
+	}
+	taken := map[string]bool{}
+	for _, i := range files {
+		op := &a.j.Ops[i]
+		if taken[op.After.Digest] || !a.mv.into(a.root, parent(op.Path)) {
+			copies = append(copies, i)
+			continue
+		}
+		taken[op.After.Digest] = true
+		moves = append(moves, i)
+	}
+	return copies, moves
 }
 
 // stillBefore compares a path now with the state Prepare saw. A directory
@@ -962,12 +1048,14 @@ func verify(root *safefs.Root, j *Journal, kept map[string]bool) error {
 	for _, op := range j.Ops {
 		after[op.Path] = op.After.Kind
 	}
-	for _, op := range j.Ops {
+	// Each path is read on its own: on several goroutines.
+	return fanout.Each(len(j.Ops), func(i int) error {
+		op := &j.Ops[i]
 		if kept[op.Path] {
-			continue
+			return nil
 		}
 		if op.After.Kind == manifest.KindNone && Shadowed(op.Path, after) {
-			continue // beneath what is now a symlink or file: absent by construction
+			return nil // beneath what is now a symlink or file: absent by construction
 		}
 		if err := matches(root, op.Path, op.After); errors.Is(err, errMismatch) {
 			// What the apply just wrote is not there: another process
@@ -976,8 +1064,8 @@ func verify(root *safefs.Root, j *Journal, kept map[string]bool) error {
 		} else if err != nil {
 			return fmt.Errorf("verify %s after apply: %w", filepath.Join(root.Path(), op.Path), err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Matches reports, as an error saying how, whether a path under root
@@ -989,6 +1077,15 @@ func Matches(root *safefs.Root, rel string, want manifest.Entry) error {
 // matches checks a base path against an entry by kind, mode, symlink target
 // and, for files, content digest.
 func matches(root *safefs.Root, rel string, want manifest.Entry) error {
+	if want.Kind == manifest.KindFile && want.Digest != "" {
+		// The common case in one look: the regular file opened, its
+		// facts those of the very file read. Anything else is told
+		// apart below.
+		if f, info, err := root.OpenRegular(rel); err == nil {
+			defer f.Close()
+			return fileMatches(f, info, want)
+		}
+	}
 	cur, err := measure(root, rel)
 	if err != nil {
 		return err
@@ -1021,6 +1118,22 @@ func matches(root *safefs.Root, rel string, want manifest.Entry) error {
 		if d != want.Digest {
 			return mismatch("content %s, want %s", d, want.Digest)
 		}
+	}
+	return nil
+}
+
+// fileMatches checks the opened regular file f, with the facts info, by
+// mode and content digest.
+func fileMatches(f *os.File, info safefs.Info, want manifest.Entry) error {
+	if mode := info.Mode & manifest.ModeMask; mode != want.Mode {
+		return mismatch("mode %v, want %v", mode, want.Mode)
+	}
+	d, err := hashOf(f)
+	if err != nil {
+		return err
+	}
+	if d != want.Digest {
+		return mismatch("content %s, want %s", d, want.Digest)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -149,8 +150,12 @@ func sameTree(t *testing.T, what string, got, want map[string]snap) {
 type plan struct {
 	pristine string // the base as it was at open; never changed
 	staged   string
-	objects  string
-	set      *changeset.Set
+	// objects is the store an apply reads, put back as frozen (from
+	// frozen, where set) for each new base: an apply may move its
+	// objects into the base.
+	objects string
+	frozen  string
+	set     *changeset.Set
 }
 
 // mixedBase and mixedEdit make a change set with every kind of operation.
@@ -202,7 +207,7 @@ func mixedEdit(t *testing.T, s string) {
 func newPlan(t *testing.T, base []node, edit func(*testing.T, string)) *plan {
 	t.Helper()
 	tmp := t.TempDir()
-	p := &plan{pristine: filepath.Join(tmp, "pristine"), staged: filepath.Join(tmp, "staged"), objects: filepath.Join(tmp, "objects")}
+	p := &plan{pristine: filepath.Join(tmp, "pristine"), staged: filepath.Join(tmp, "staged"), objects: filepath.Join(tmp, "objects"), frozen: filepath.Join(tmp, "frozen")}
 	must(t, os.Mkdir(p.pristine, 0o755))
 	build(t, p.pristine, base)
 	cpA(t, p.pristine, p.staged)
@@ -213,7 +218,8 @@ func newPlan(t *testing.T, base []node, edit func(*testing.T, string)) *plan {
 	edit(t, p.staged)
 	set, err := changeset.Diff(context.Background(), changeset.Input{Base: baseM, StagedOpen: open, Staged: walk(t, p.staged), BaseDir: p.pristine, StagedDir: p.staged})
 	must(t, err)
-	must(t, changeset.Freeze(context.Background(), set, p.staged, p.objects))
+	must(t, changeset.Freeze(context.Background(), set, p.staged, p.frozen))
+	cpA(t, p.frozen, p.objects)
 	if len(set.Changes) == 0 {
 		t.Fatal("the edit changed nothing")
 	}
@@ -234,9 +240,14 @@ type base struct {
 	root      *safefs.Root
 }
 
-// newBase copies the pristine tree as a fresh base and opens it.
+// newBase copies the pristine tree as a fresh base and opens it, and puts
+// the plan's objects back as they were frozen.
 func (p *plan) newBase(t *testing.T) *base {
 	t.Helper()
+	if p.frozen != "" {
+		must(t, os.RemoveAll(p.objects))
+		cpA(t, p.frozen, p.objects)
+	}
 	tmp := t.TempDir()
 	b := &base{dir: filepath.Join(tmp, "base"), jdir: filepath.Join(tmp, "state", "journal")}
 	cpA(t, p.pristine, b.dir)
@@ -855,4 +866,47 @@ func TestRestoreDoesNotTrustAReusedInode(t *testing.T) {
 		t.Errorf("restore took a file with a reused inode number for the original: %v", res.Edited)
 	}
 	sameTree(t, "base after Restore", snapshot(t, b.dir), before)
+}
+
+// TestSealIsMarshal: the journal Prepare writes, sealed from one encoding,
+// is byte for byte what json.Marshal makes of it with its digest set, and
+// Decode accepts it.
+func TestSealIsMarshal(t *testing.T) {
+	p := newPlan(t, mixedBase, mixedEdit)
+	b := p.newBase(t)
+	j := p.prepare(t, b)
+	got, err := os.ReadFile(Path(b.jdir))
+	must(t, err)
+	want, err := json.Marshal(j)
+	must(t, err)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the sealed journal differs from its encoding:\n%s\n%s", got, want)
+	}
+	d, err := j.digest()
+	must(t, err)
+	if d != j.Digest {
+		t.Fatalf("sealed with digest %s, the journal's is %s", j.Digest, d)
+	}
+	if _, err := Decode(Path(b.jdir), got); err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+}
+
+// TestOpJSONIsMarshal: an operation encodes as encoding/json encodes its
+// on-disk form.
+func TestOpJSONIsMarshal(t *testing.T) {
+	for _, o := range []Op{
+		{Path: "a", Before: manifest.Entry{Kind: manifest.KindFile, Mode: 0o644, Digest: "sha256:00"}, After: manifest.Entry{Kind: manifest.KindFile, Mode: 0o600}, Backup: "000001"},
+		{Path: "d/<&>\"\\\xff", After: manifest.Entry{Kind: manifest.KindSymlink, Target: "t\xfe"}},
+		{Path: "日本\u2028"},
+	} {
+		want, err := json.Marshal(opJSON{manifest.Bytes(o.Path), o.Before, o.After, o.Backup})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(o)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("op %+v\n got %s (%v)\nwant %s", o, got, err, want)
+		}
+	}
 }

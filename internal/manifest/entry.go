@@ -124,9 +124,9 @@ type entryJSON struct {
 	Digest  string      `json:"digest,omitempty"`
 }
 
-func (e Entry) MarshalJSON() ([]byte, error) {
-	return json.Marshal(entryJSON{Bytes(e.Path), e.Kind, e.Mode, e.Size, e.MtimeNs, e.CtimeNs, e.Ino, e.Dev, Bytes(e.Target), e.Digest})
-}
+// MarshalJSON encodes e as json.Marshal encodes its on-disk form
+// (entryJSON), through AppendJSON.
+func (e Entry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
 
 func (e *Entry) UnmarshalJSON(b []byte) error {
 	var j entryJSON

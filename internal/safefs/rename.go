@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -51,11 +52,15 @@ func (r *Root) rename(op, fromRel, toRel string, flags uint) error {
 		return r.pathErr(op, fromRel, err)
 	}
 	defer from.close()
-	to, err := r.openDir(toComps[:len(toComps)-1], false)
-	if err != nil {
-		return r.pathErr(op, toRel, err)
+	// Two names in one directory (an apply's temporary name beside its
+	// path) are renamed through one descriptor of it, opened once.
+	to := from
+	if !slices.Equal(fromComps[:len(fromComps)-1], toComps[:len(toComps)-1]) {
+		if to, err = r.openDir(toComps[:len(toComps)-1], false); err != nil {
+			return r.pathErr(op, toRel, err)
+		}
+		defer to.close()
 	}
-	defer to.close()
 	err = ignoringEINTR(func() error {
 		if flags == 0 {
 			return unix.Renameat(from.fd, fromComps[len(fromComps)-1], to.fd, toComps[len(toComps)-1])
