@@ -3,11 +3,14 @@
 package main_test
 
 import (
+	"bytes"
 	"github.com/airlockdev/airlock/internal/testbin"
 	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -325,4 +328,86 @@ func TestWatchdAttackNonUTF8DirPlantedInPoolOverwritesBase(t *testing.T) {
 			got, r.Settle["outcome"], r.Settle["modified"], s.Recycled)
 	}
 	wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+}
+
+// TestWatchdAttack2StoppedDaemonHoldsEveryRun: a daemon that accepts
+// connections and never answers (stopped: a debugger, a frozen cgroup, a
+// process stuck in the kernel) is waited for a few seconds at most, then
+// ended, and the next run starts another: no run waits for it for long,
+// and runs go on being watched. A run here is held to half the harness's
+// timeout (15 seconds), many times what the walk it falls back to takes.
+func TestWatchdAttack2StoppedDaemonHoldsEveryRun(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	build(t, x.base, tree{"f": F(0o644, "f\n"), "x": F(0o644, "x\n")})
+	backdate(t, x.base, time.Hour)
+	for i := 0; i < 3; i++ { // the last one's tree is pooled with a held watch and a token
+		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+	}
+	stopWatchd(t, watchdPid(t, x.state))
+	for i := 0; i < 2; i++ {
+		start := time.Now()
+		r := x.exec(run{args: []string{"run", "--workdir", x.base, "--", "true"}, timeout: 3 * time.Minute})
+		took := time.Since(start)
+		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+		if took > commandTimeout/2 {
+			t.Fatalf("run %d with the daemon stopped took %s (at most %s)", i+1, took.Round(time.Second), commandTimeout/2)
+		}
+	}
+}
+
+// stopWatchd stops the process pid (SIGSTOP) and returns once every
+// thread of it is stopped; the test's cleanup lets it go on.
+func stopWatchd(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "stat"))
+		stopped := len(tasks) > 0
+		for _, p := range tasks {
+			b, err := os.ReadFile(p)
+			if i := bytes.LastIndexByte(b, ')'); err == nil && i >= 0 && i+2 < len(b) && b[i+2] != 'T' {
+				stopped = false
+			}
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon %d does not stop", pid)
+		}
+		runtime.Gosched()
+	}
+}
+
+// watchdPid is the pid of the daemon of the state root state: the
+// process started as airlock-watchd with AIRLOCK_WATCHD naming its
+// directory.
+func watchdPid(t *testing.T, state string) int {
+	t.Helper()
+	want := []byte("AIRLOCK_WATCHD=" + filepath.Join(state, "watchd") + "\x00")
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || string(cmdline) != "airlock-watchd\x00" {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(env, want) {
+			return pid
+		}
+	}
+	t.Fatalf("no daemon of %s runs", state)
+	return 0
 }

@@ -32,6 +32,15 @@ func New(stateDir string) *Client { return &Client{dir: filepath.Join(stateDir, 
 // Dir is the daemon's directory.
 func (c *Client) Dir() string { return c.dir }
 
+// How long a client waits for an answer: a token's may set the first
+// watch of a base (a walk of it), every other one is a look at what the
+// daemon holds. A run whose daemon does not answer walks, and is slower
+// by these at most.
+const (
+	tokenTimeout  = 5 * time.Second
+	answerTimeout = 2 * time.Second
+)
+
 // ErrUnknown is wrapped by an answer that cannot say what changed: the
 // caller walks.
 var ErrUnknown = errors.New("the watch cannot say what changed")
@@ -54,7 +63,7 @@ func (c *Client) Running() bool {
 // a token for this moment: Since(base, token) later names what changed
 // after it. Take the token before measuring the base.
 func (c *Client) Token(base string) (string, error) {
-	rep, err := c.call(request{Op: "token", Base: manifest.Bytes(base)}, -1, true, 30*time.Second)
+	rep, err := c.call(request{Op: "token", Base: manifest.Bytes(base)}, -1, true, tokenTimeout)
 	if err != nil {
 		return "", err
 	}
@@ -66,7 +75,7 @@ func (c *Client) Token(base string) (string, error) {
 
 // Since names what changed in base after token.
 func (c *Client) Since(base, token string) (*Changes, error) {
-	rep, err := c.call(request{Op: "since", Base: manifest.Bytes(base), Token: token}, -1, false, 10*time.Second)
+	rep, err := c.call(request{Op: "since", Base: manifest.Bytes(base), Token: token}, -1, false, answerTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +93,7 @@ func (c *Client) Hold(key, base, root string, fd int, dirs map[int32]string) err
 	for wd, d := range dirs {
 		wire[wd] = manifest.Bytes(d)
 	}
-	rep, err := c.call(request{Op: "hold", Key: key, Base: manifest.Bytes(base), Root: manifest.Bytes(root), Dirs: wire}, fd, false, 10*time.Second)
+	rep, err := c.call(request{Op: "hold", Key: key, Base: manifest.Bytes(base), Root: manifest.Bytes(root), Dirs: wire}, fd, false, answerTimeout)
 	if err != nil {
 		return err
 	}
@@ -97,7 +106,7 @@ func (c *Client) Hold(key, base, root string, fd int, dirs map[int32]string) err
 // Take names every path of the tree held under key that changed since
 // its watch began, and ends the watch.
 func (c *Client) Take(key string) (*Changes, error) {
-	rep, err := c.call(request{Op: "take", Key: key}, -1, false, 10*time.Second)
+	rep, err := c.call(request{Op: "take", Key: key}, -1, false, answerTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +143,14 @@ func (c *Client) call(req request, fd int, start bool, timeout time.Duration) (r
 	}
 	conn.CloseWrite()
 	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&rep); err != nil {
+		if req.Op != "token" {
+			// It takes a connection and does not answer a question that
+			// needs no work (stopped, stuck): end it, so that the next
+			// run starts another rather than wait for it too. A token
+			// may legitimately take long (the first watch of a large
+			// base): its answer is waited for less, and its daemon kept.
+			c.evict()
+		}
 		return rep, fmt.Errorf("%w: the daemon at %s did not answer: %v", ErrUnknown, c.dir, err)
 	}
 	if rep.Error != "" {
@@ -201,4 +218,30 @@ func (c *Client) start() (*net.UnixConn, error) {
 	// "ready", or nothing: another daemon held the lock and this one
 	// left. Either way one should answer now.
 	return c.dial()
+}
+
+// evict ends the daemon that did not answer: the process its pid file
+// names, if it is that very daemon (started as the daemon, of this
+// directory), and removes its socket, so that the next client starts
+// another.
+func (c *Client) evict() {
+	b, err := os.ReadFile(filepath.Join(c.dir, pidName))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	proc := "/proc/" + strconv.Itoa(pid)
+	cmdline, err := os.ReadFile(proc + "/cmdline")
+	if err != nil || string(cmdline) != daemonArg0+"\x00" {
+		return
+	}
+	env, err := os.ReadFile(proc + "/environ")
+	if err != nil || !strings.Contains("\x00"+string(env), "\x00"+daemonEnv+"="+c.dir+"\x00") {
+		return
+	}
+	unix.Kill(pid, unix.SIGKILL)
+	os.Remove(filepath.Join(c.dir, sockName))
 }

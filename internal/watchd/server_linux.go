@@ -30,6 +30,7 @@ const (
 	readyFD = 3
 
 	sockName  = "sock"
+	pidName   = "pid"
 	lockName  = "daemon.lock"
 	spawnName = "spawn.lock"
 
@@ -121,6 +122,8 @@ func serve(dir string, ready *os.File) error {
 		ready.Close()
 		return nil // another daemon serves dir
 	}
+	// Who serves: a client that gets no answer in time ends it (evict).
+	os.WriteFile(filepath.Join(dir, pidName), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
 	var id [8]byte
 	rand.Read(id[:])
 	s := &server{dir: dir, instance: hex.EncodeToString(id[:]), bases: map[string]*baseWatch{}, held: map[string]*heldTree{},
@@ -503,12 +506,16 @@ func (b *baseWatch) stale() bool {
 func (s *server) rebuild(base string) (*baseWatch, error) {
 	// Set outside the lock: a large base takes a while, and other calls
 	// need not wait for it.
-	t, err := watchBase(base, s.next)
+	t, err := newBase(base, s.next)
 	if err != nil {
 		return nil, err
 	}
 	nb := &baseWatch{t: t}
 	nb.f = poll(t)
+	if err := t.setup(); err != nil {
+		shut(t, nb.f)
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.bases[base]; old != nil {

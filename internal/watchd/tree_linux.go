@@ -63,58 +63,62 @@ type tree struct {
 	closed bool
 }
 
-// watchBase sets a watch on every directory of the base at root,
-// beneath it and never through a symlink, and notes its files with a
-// second name. from is the sequence number it is whole from.
-func watchBase(root string, seq func() uint64) (*tree, error) {
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("inotify_init1: %w", err)
-	}
-	t := &tree{root: root, fd: fd, base: true, seq: seq, dirs: map[int32]string{},
-		named: map[string]uint64{}, trees: map[string]uint64{}, opens: map[string]int{}, linked: map[string]bool{}}
-	rfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("open %s: %w", root, err)
-	}
-	defer unix.Close(rfd)
+// newBase makes the watch of the base at root, with no directory watched
+// yet: setup watches them, once a reader takes the events off the queue
+// (a large base's setup makes more events than the queue holds).
+func newBase(root string, seq func() uint64) (*tree, error) {
 	if why := unwatchableFS(root); why != "" {
-		unix.Close(fd)
 		return nil, errors.New(why)
 	}
 	var st unix.Stat_t
-	if err := unix.Fstat(rfd, &st); err != nil {
-		unix.Close(fd)
+	if err := unix.Stat(root, &st); err != nil {
 		return nil, fmt.Errorf("stat %s: %w", root, err)
 	}
-	t.dev, t.ino = st.Dev, st.Ino
 	// The mount points first, the watches after: a file system mounted
 	// beneath the base in between is a change the next look sees.
 	points, err := mountPoints()
 	if err != nil {
-		unix.Close(fd)
 		return nil, fmt.Errorf("read the mount table: %w", err)
 	}
-	t.mountRoot, t.mounts = root, beneath(points, root)
-	for _, m := range t.mounts {
+	mounts := beneath(points, root)
+	for _, m := range mounts {
 		if m != root {
 			// A directory mounted inside the base, or a second path of
 			// one of its directories (a bind mount): a watch names a
 			// directory by one path, and would name a write through the
 			// other under the wrong one.
-			unix.Close(fd)
 			return nil, fmt.Errorf("a file system is mounted at %s, inside the base: the base is walked", m)
 		}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.add(rfd, ""); err != nil {
-		unix.Close(fd)
-		return nil, err
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("inotify_init1: %w", err)
 	}
-	t.from = seq()
-	return t, nil
+	return &tree{root: root, fd: fd, base: true, seq: seq, dirs: map[int32]string{},
+		named: map[string]uint64{}, trees: map[string]uint64{}, opens: map[string]int{}, linked: map[string]bool{},
+		dev: st.Dev, ino: st.Ino, mountRoot: root, mounts: mounts}, nil
+}
+
+// setup sets a watch on every directory of the base, beneath it and never
+// through a symlink, and notes its files with a second name, while the
+// reader goes on; the watch is whole from then on (t.from).
+func (t *tree) setup() error {
+	rfd, err := unix.Open(t.root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", t.root, err)
+	}
+	defer unix.Close(rfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(rfd, &st); err != nil || st.Dev != t.dev || st.Ino != t.ino {
+		return fmt.Errorf("%s is another directory than the one measured", t.root)
+	}
+	if err := t.add(rfd, "", false); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.from = t.seq()
+	t.mu.Unlock()
+	return nil
 }
 
 // held makes the tree of a run's watch handed over: fd is its inotify
@@ -129,20 +133,20 @@ func held(root string, fd int, dirs map[int32]string, seq func() uint64) *tree {
 // directory open (through its /proc/self/fd link), and the directories
 // beneath are opened from it, never through a symlink: a directory
 // swapped for a link while this runs is never watched in its place.
-func (t *tree) add(dfd int, rel string) error {
-	wd, err := unix.InotifyAddWatch(t.fd, "/proc/self/fd/"+strconv.Itoa(dfd), baseEvents|unix.IN_ONLYDIR|unix.IN_EXCL_UNLINK)
+func (t *tree) add(dfd int, rel string, held bool) error {
+	// The watch and its entry in the map are made under t.mu (held says
+	// the caller holds it), so that the reader never sees an event of a
+	// watch the map does not know.
+	if !held {
+		t.mu.Lock()
+	}
+	err := t.watchDir(dfd, rel)
+	if !held {
+		t.mu.Unlock()
+	}
 	if err != nil {
-		if errors.Is(err, unix.ENOSPC) {
-			return fmt.Errorf("watch %s: the user's inotify watch limit (fs.inotify.max_user_watches) is reached", t.abs(rel))
-		}
-		return fmt.Errorf("watch %s: %w", t.abs(rel), err)
+		return err
 	}
-	if prev, dup := t.dirs[int32(wd)]; dup && prev != rel {
-		// Two paths, one directory: events could not say which path
-		// they are under.
-		return fmt.Errorf("watch %s: it is the directory %s too", t.abs(rel), t.abs(prev))
-	}
-	t.dirs[int32(wd)] = rel
 	// The names are read after the watch is set: one made since is in the
 	// listing, or its event comes, or both. The listing reads a duplicate
 	// of dfd, which the caller closes.
@@ -168,7 +172,13 @@ func (t *tree) add(dfd int, rel string) error {
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
 			if st.Nlink > 1 {
+				if !held {
+					t.mu.Lock()
+				}
 				t.linked[child] = true
+				if !held {
+					t.mu.Unlock()
+				}
 			}
 		case unix.S_IFDIR:
 			cfd, err := unix.Openat2(dfd, name, &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
@@ -179,7 +189,7 @@ func (t *tree) add(dfd int, rel string) error {
 				}
 				return fmt.Errorf("open %s: %w", t.abs(child), err)
 			}
-			err = t.add(cfd, child)
+			err = t.add(cfd, child, held)
 			unix.Close(cfd)
 			if err != nil {
 				return err
@@ -381,9 +391,28 @@ func (t *tree) rewatch(parentWd int32, p string, mask uint32) {
 		return
 	}
 	defer unix.Close(cfd)
-	if err := t.add(cfd, p); err != nil {
+	if err := t.add(cfd, p, true); err != nil {
 		t.breakAt(err.Error())
 	}
+}
+
+// watchDir sets the watch of the directory open at dfd, rel beneath the
+// root; t.mu is held.
+func (t *tree) watchDir(dfd int, rel string) error {
+	wd, err := unix.InotifyAddWatch(t.fd, "/proc/self/fd/"+strconv.Itoa(dfd), baseEvents|unix.IN_ONLYDIR|unix.IN_EXCL_UNLINK)
+	if err != nil {
+		if errors.Is(err, unix.ENOSPC) {
+			return fmt.Errorf("watch %s: the user's inotify watch limit (fs.inotify.max_user_watches) is reached", t.abs(rel))
+		}
+		return fmt.Errorf("watch %s: %w", t.abs(rel), err)
+	}
+	if prev, dup := t.dirs[int32(wd)]; dup && prev != rel {
+		// Two paths, one directory: events could not say which path
+		// they are under.
+		return fmt.Errorf("watch %s: it is the directory %s too", t.abs(rel), t.abs(prev))
+	}
+	t.dirs[int32(wd)] = rel
+	return nil
 }
 
 // openDir opens the base's directory rel beneath the root, never through
