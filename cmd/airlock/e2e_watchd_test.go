@@ -232,27 +232,6 @@ func TestE2EWatchdSeesWritesToThePooledTree(t *testing.T) {
 	}
 }
 
-// daemonOf is the pid of the watch daemon of state root state, or 0.
-func daemonOf(state string) int {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err != nil {
-			continue
-		}
-		for _, kv := range strings.Split(string(env), "\x00") {
-			if kv == "AIRLOCK_WATCHD="+filepath.Join(state, "watchd") {
-				var pid int
-				for _, ch := range e.Name() {
-					pid = pid*10 + int(ch-'0')
-				}
-				return pid
-			}
-		}
-	}
-	return 0
-}
-
 // TestE2EWatchdGoneMeansAWalk: a daemon that is gone (killed here) takes
 // its watches with it; the next refresh walks both the tree and the base,
 // and the one after is watched again by a new daemon.
@@ -262,10 +241,7 @@ func TestE2EWatchdGoneMeansAWalk(t *testing.T) {
 	build(t, x.base, tree{"f": F(0o644, "f\n"), "sub/g": F(0o644, "g\n")})
 	backdate(t, x.base, time.Hour)
 	wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
-	pid := daemonOf(x.state)
-	if pid == 0 {
-		t.Fatal("no watch daemon runs for the state root after a run")
-	}
+	pid := watchdPid(t, x.state)
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -239,33 +239,27 @@ func (s *server) mountsChanged() {
 			s.breakAll("the mount table changed and cannot be read: " + err.Error())
 			return
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, b := range s.bases {
-			b.t.mu.Lock()
-			b.t.remount(points)
-			b.t.mu.Unlock()
-		}
-		for _, h := range s.held {
-			h.t.mu.Lock()
-			h.t.remount(points)
-			h.t.mu.Unlock()
-		}
+		s.eachTree(func(t *tree) { t.remount(points) })
 		return
 	}
 }
 
 func (s *server) breakAll(why string) {
+	s.eachTree(func(t *tree) { t.breakAt(why) })
+}
+
+// eachTree calls f on every tree the daemon holds, each under its lock.
+func (s *server) eachTree(f func(*tree)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range s.bases {
 		b.t.mu.Lock()
-		b.t.breakAt(why)
+		f(b.t)
 		b.t.mu.Unlock()
 	}
 	for _, h := range s.held {
 		h.t.mu.Lock()
-		h.t.breakAt(why)
+		f(h.t)
 		h.t.mu.Unlock()
 	}
 }
