@@ -48,7 +48,7 @@
 //
 // The first airlock that needs it starts it (Client.Token), detached, as
 // this same binary (Main must be called first in main). It exits when it
-// holds nothing: a base watch lapses once no pooled tree refers to it and
+// holds nothing (a base watch lapses once no pooled tree refers to it and
 // no token was given for a while, and a held tree goes when it is taken or
-// deleted. AIRLOCK_NO_WATCH=1 keeps airlock from starting or asking it.
+// deleted), or when nobody asked it anything for an hour. AIRLOCK_NO_WATCH=1 keeps airlock from starting or asking it.
 package watchd

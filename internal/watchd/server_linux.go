@@ -46,6 +46,11 @@ const (
 	emptyIdle = 5 * time.Second
 	// maxSpent bounds the keys remembered as handed over.
 	maxSpent = 4096
+	// unasked is how long the daemon waits for a question before it
+	// exits, whatever it holds: pooled trees can wait for days, and a
+	// process of airlock's should not outlive its use by as long (their
+	// next refresh walks).
+	unasked = time.Hour
 )
 
 var mainCalled atomic.Bool
@@ -84,6 +89,7 @@ type server struct {
 	// nobody can vouch for.
 	spent map[string]bool
 	empty time.Time // when the daemon last started holding nothing
+	asked time.Time // when it last took a question
 
 	mountNS string // the daemon's own mount namespace (see request.MountNS)
 
@@ -127,7 +133,7 @@ func serve(dir string, ready *os.File) error {
 	var id [8]byte
 	rand.Read(id[:])
 	s := &server{dir: dir, instance: hex.EncodeToString(id[:]), bases: map[string]*baseWatch{}, held: map[string]*heldTree{},
-		spent: map[string]bool{}, empty: time.Now(), mountinfo: -1, mountNS: mountNS()}
+		spent: map[string]bool{}, empty: time.Now(), asked: time.Now(), mountinfo: -1, mountNS: mountNS()}
 	l, err := listen(dir)
 	if err != nil {
 		return err
@@ -177,6 +183,9 @@ func (s *server) idle() bool {
 	s.mountsChanged()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if time.Since(s.asked) > unasked {
+		return true
+	}
 	for key, h := range s.held {
 		h.t.mu.Lock()
 		gone := h.t.gone
@@ -380,6 +389,9 @@ func (s *server) serveConn(c *net.UnixConn) {
 		// mount over part of the base that only one of them has).
 		rep.Unknown = "the caller is in another mount namespace than the daemon"
 	default:
+		s.mu.Lock()
+		s.asked = time.Now()
+		s.mu.Unlock()
 		s.mountsChanged()
 		rep = s.handle(req, &fds)
 	}
