@@ -125,6 +125,20 @@ func (m *mover) moveNew(root *safefs.Root, j *Journal, i int) error {
 	if err != nil {
 		return err
 	}
+	// What was moved must be what was hashed, with no other name: the
+	// move takes whatever is at the object's name when it runs (a file
+	// renamed over it after the hash), and a name made after the check
+	// above would outlive the move, one more name of a base file. Once
+	// moved, the file's only name is the base's: nothing in the state
+	// reaches it any more.
+	at, err := root.Lstat(tmp)
+	var now syscall.Stat_t
+	if err == nil {
+		err = syscall.Fstat(int(f.Fd()), &now)
+	}
+	if err != nil || at.Dev != uint64(now.Dev) || at.Ino != now.Ino || at.Nlink != 1 || now.Nlink != 1 {
+		return fmt.Errorf("write %s: the frozen content was replaced, or given another name, as it was moved into the base; the transaction's state was altered", shown)
+	}
 	// Set on the moved file through the descriptor, before the flush
 	// that makes them durable with the move.
 	if err := f.Chmod(op.After.Mode); err != nil {
