@@ -459,3 +459,45 @@ func TestKnownBreakWatchdWriterOpenedAsTheQueueOverflowed(t *testing.T) {
 		return c.warmRun()
 	})
 }
+
+// TestKnownBreakMovedObjectWritableDescriptor: a commit of many new files
+// moves each frozen object into the base instead of copying it. A process
+// of the user that opened an object for writing before the move (here
+// while the commit is paused after its checks; the objects are the
+// user's) keeps a descriptor of what became the base file, and writes the
+// base through it after the commit, with no name of the file in hand. A
+// copy made a new inode nothing outside held. (A run's command cannot: the
+// state root is read-only to it.)
+func TestKnownBreakMovedObjectWritableDescriptor(t *testing.T) {
+	x := newH(t)
+	must(t, os.MkdirAll(filepath.Join(x.base, "sub"), 0o755))
+	staged := x.openTx("t1")
+	for i := 0; i < 20; i++ { // enough for the batched flush the move needs
+		writeFile(t, filepath.Join(staged, "sub", fmt.Sprintf("n%d.txt", i)), fmt.Sprintf("new %d\n", i))
+	}
+	pause := t.TempDir()
+	p := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=checked:" + pause}, args: []string{"commit", "t1"}})
+	waitFile(t, filepath.Join(pause, "reached"))
+	objs, _ := filepath.Glob(filepath.Join(x.state, "tx", "t1", "changes", "objects", "*"))
+	var held []*os.File
+	for _, o := range objs {
+		if f, err := os.OpenFile(o, os.O_RDWR, 0); err == nil {
+			held = append(held, f)
+			defer f.Close()
+		}
+	}
+	if len(held) == 0 {
+		t.Fatalf("no frozen object to open in %s", filepath.Join(x.state, "tx", "t1", "changes", "objects"))
+	}
+	touch(t, filepath.Join(pause, "continue"))
+	wantBlock(t, p.WaitSettled(), map[string]string{"outcome": "committed"})
+	for _, f := range held {
+		f.WriteAt([]byte("EVIL\n"), 0)
+	}
+	for i := 0; i < 20; i++ {
+		got, err := os.ReadFile(filepath.Join(x.base, "sub", fmt.Sprintf("n%d.txt", i)))
+		if err != nil || string(got) != fmt.Sprintf("new %d\n", i) {
+			t.Errorf("sub/n%d.txt after the commit: %q, %v: written through a descriptor of its frozen object", i, got, err)
+		}
+	}
+}
