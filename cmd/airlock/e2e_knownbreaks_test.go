@@ -223,11 +223,7 @@ func TestKnownBreakRootRemountsStateRoot(t *testing.T) {
 // that touches that path is still refused as drift: the commit measures
 // the base itself.)
 func TestKnownBreakWatchdSecondNameMadeOutside(t *testing.T) {
-	x := newH(t)
-	x.needWatchd()
-	build(t, x.base, tree{"f": F(0o644, "f\n"), "later": F(0o644, "later\n")})
-	backdate(t, x.base, time.Hour)
-	wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+	x := watchdStart(t, tree{"f": F(0o644, "f\n"), "later": F(0o644, "later\n")})
 	x.runSeesBase("before the link")
 	outside := testbin.RealDir(t)
 	if err := os.Link(filepath.Join(x.base, "later"), filepath.Join(outside, "later")); err != nil {
@@ -270,27 +266,6 @@ func TestKnownBreakWatchdWriterCountCancelledByEarlierReader(t *testing.T) {
 // path (the second outside attack on the daemon). A walk sees such a
 // write by the file's stat, where the write moved it.
 
-// attackWatchd2 is attackWatchd, with the scenario tried again (up to
-// five times) while its final run walked the base: a change of the mount
-// table anywhere on the machine (another process's mount) makes the
-// daemon answer "unknown", which hides the break.
-func attackWatchd2(t *testing.T, scenario func(t *testing.T) (got, want, watched string)) {
-	t.Helper()
-	for try := 0; ; try++ {
-		var got, want, watched string
-		ok := t.Run("try"+strconv.Itoa(try), func(t *testing.T) { got, want, watched = scenario(t) })
-		if !ok {
-			t.FailNow()
-		}
-		if got != want {
-			t.Fatalf("the warm run's tree is not the base (watched %q):\n--- run\n%s--- base\n%s", watched, got, want)
-		}
-		if watched != "" || try == 4 {
-			return
-		}
-	}
-}
-
 // TestKnownBreakWatchdWriterOpenedInRenamedDirectory: a directory of the
 // base renamed (d1 to d2) breaks the base's watch, which goes on reading
 // events until the next token sets a new one, under its old map: the
@@ -298,13 +273,9 @@ func attackWatchd2(t *testing.T, scenario func(t *testing.T) (got, want, watched
 // in d2 before that token is counted as d1/m, the count the new watch
 // carries over; d2/m, open and mapped, is never named again.
 func TestKnownBreakWatchdWriterOpenedInRenamedDirectory(t *testing.T) {
-	attackWatchd2(t, func(t *testing.T) (string, string, string) {
-		x := newH(t)
-		x.needWatchd()
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := watchdStart(t, tree{"d1/m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
 		c := &chain{x: x}
-		build(t, x.base, tree{"d1/m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
-		backdate(t, x.base, time.Hour)
-		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
 		c.warmRun()
 		if err := os.Rename(filepath.Join(x.base, "d1"), filepath.Join(x.base, "d2")); err != nil {
 			t.Fatal(err)
@@ -323,7 +294,7 @@ func TestKnownBreakWatchdWriterOpenedInRenamedDirectory(t *testing.T) {
 // writing. A file moved in counts as open, but a directory moved in only
 // breaks the watch: the new one lists the file and never saw it open.
 func TestKnownBreakWatchdWriterInDirectoryMovedIn(t *testing.T) {
-	attackWatchd2(t, func(t *testing.T) (string, string, string) {
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
 		x := newH(t)
 		x.needWatchd()
 		c := &chain{x: x}
@@ -353,7 +324,7 @@ func TestKnownBreakWatchdWriterInDirectoryMovedIn(t *testing.T) {
 // count to zero while the mapping stays, and the file is never named
 // again. Nothing here predates the daemon, and its watch never breaks.
 func TestKnownBreakWatchdFileMovedInOpenTwice(t *testing.T) {
-	attackWatchd2(t, func(t *testing.T) (string, string, string) {
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
 		x := newH(t)
 		x.needWatchd()
 		c := &chain{x: x}
@@ -390,13 +361,9 @@ func TestKnownBreakWatchdFileMovedInOpenTwice(t *testing.T) {
 // for it (SIGSTOP, SIGCONT), as a loaded machine deschedules it: without
 // that, the same script loses the count in about one try of three.
 func TestKnownBreakWatchdWriterInNewDirectoryBeforeItsWatch(t *testing.T) {
-	attackWatchd2(t, func(t *testing.T) (string, string, string) {
-		x := newH(t)
-		x.needWatchd()
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := watchdStart(t, tree{"x": F(0o644, "x\n")})
 		c := &chain{x: x}
-		build(t, x.base, tree{"x": F(0o644, "x\n")})
-		backdate(t, x.base, time.Hour)
-		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
 		c.warmRun()
 		pid := watchdPid(t, x.state)
 		stopWatchd(t, pid)
@@ -425,13 +392,9 @@ func TestKnownBreakWatchdWriterInNewDirectoryBeforeItsWatch(t *testing.T) {
 // old one's counts: the open it never saw is in none, and the mapping's
 // later writes are never named.
 func TestKnownBreakWatchdWriterOpenedAsTheQueueOverflowed(t *testing.T) {
-	attackWatchd2(t, func(t *testing.T) (string, string, string) {
-		x := newH(t)
-		x.needWatchd()
+	attackWatchd(t, func(t *testing.T) (string, string, string) {
+		x := watchdStart(t, tree{"m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
 		c := &chain{x: x}
-		build(t, x.base, tree{"m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
-		backdate(t, x.base, time.Hour)
-		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
 		c.warmRun()
 		pid := watchdPid(t, x.state)
 		stopWatchd(t, pid)

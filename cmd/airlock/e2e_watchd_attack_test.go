@@ -91,12 +91,8 @@ func mapShared(t *testing.T, path string, n int) []byte {
 // old bytes.
 func TestWatchdAttackLinkMadeInsideBase(t *testing.T) {
 	attackWatchd(t, func(t *testing.T) (string, string, string) {
-		x := newH(t)
-		x.needWatchd()
+		x := watchdStart(t, tree{"a": F(0o644, "a\n"), "x": F(0o644, "x\n")})
 		c := &chain{x: x}
-		build(t, x.base, tree{"a": F(0o644, "a\n"), "x": F(0o644, "x\n")})
-		backdate(t, x.base, time.Hour)
-		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
 		c.warmRun()
 		if err := os.Link(filepath.Join(x.base, "a"), filepath.Join(x.base, "b")); err != nil {
 			t.Fatal(err)
@@ -114,12 +110,8 @@ func TestWatchdAttackLinkMadeInsideBase(t *testing.T) {
 // seen.
 func TestWatchdAttackWriterRenamedWhileOpen(t *testing.T) {
 	attackWatchd(t, func(t *testing.T) (string, string, string) {
-		x := newH(t)
-		x.needWatchd()
+		x := watchdStart(t, tree{"m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
 		c := &chain{x: x}
-		build(t, x.base, tree{"m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
-		backdate(t, x.base, time.Hour)
-		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
 		mem := mapShared(t, filepath.Join(x.base, "m"), 11)
 		if err := os.Rename(filepath.Join(x.base, "m"), filepath.Join(x.base, "n")); err != nil {
 			t.Fatal(err)
@@ -141,12 +133,8 @@ func TestWatchdAttackWriterForgottenWhenWatchRebuilt(t *testing.T) {
 		t.Skip("mounting a tmpfs needs root")
 	}
 	attackWatchd(t, func(t *testing.T) (string, string, string) {
-		x := newH(t)
-		x.needWatchd()
+		x := watchdStart(t, tree{"m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
 		c := &chain{x: x}
-		build(t, x.base, tree{"m": F(0o644, "0123456789\n"), "x": F(0o644, "x\n")})
-		backdate(t, x.base, time.Hour)
-		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
 		mem := mapShared(t, filepath.Join(x.base, "m"), 11)
 		c.warmRun()
 		// An unrelated mount, outside the base: the base watch is rebuilt
@@ -206,11 +194,7 @@ func TestWatchdAttackBindMountInsideBase(t *testing.T) {
 // warm run keeps the old bytes.
 func TestWatchdAttackNonUTF8NameInBase(t *testing.T) {
 	attackWatchd(t, func(t *testing.T) (string, string, string) {
-		x := newH(t)
-		x.needWatchd()
-		build(t, x.base, tree{"caf\xe9": F(0o644, "f\n"), "d\xe9/g": F(0o644, "g\n"), "x": F(0o644, "x\n")})
-		backdate(t, x.base, time.Hour)
-		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+		x := watchdStart(t, tree{"caf\xe9": F(0o644, "f\n"), "d\xe9/g": F(0o644, "g\n"), "x": F(0o644, "x\n")})
 		c := &chain{x: x}
 		c.warmRun()
 		writeFile(t, filepath.Join(x.base, "caf\xe9"), "changed\n")
@@ -288,11 +272,7 @@ func TestWatchdAttackDaemonInAnotherMountNamespace(t *testing.T) {
 // over.
 func TestWatchdAttackDirectoriesExchanged(t *testing.T) {
 	attackWatchd(t, func(t *testing.T) (string, string, string) {
-		x := newH(t)
-		x.needWatchd()
-		build(t, x.base, tree{"d1/f": F(0o644, "one\n"), "d2/f": F(0o644, "two\n"), "x": F(0o644, "x\n")})
-		backdate(t, x.base, time.Hour)
-		wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+		x := watchdStart(t, tree{"d1/f": F(0o644, "one\n"), "d2/f": F(0o644, "two\n"), "x": F(0o644, "x\n")})
 		if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(x.base, "d1"), unix.AT_FDCWD, filepath.Join(x.base, "d2"), unix.RENAME_EXCHANGE); err != nil {
 			t.Skipf("renameat2(RENAME_EXCHANGE): %v", err)
 		}

@@ -77,6 +77,19 @@ func (x *h) runSeesBase(what string) string {
 	return s.Recycled.Watched
 }
 
+// watchdStart is a scenario whose base holds spec, backdated out of every
+// timestamp window, with one run over it that copied it and pooled its
+// tree.
+func watchdStart(t *testing.T, spec tree) *h {
+	t.Helper()
+	x := newH(t)
+	x.needWatchd()
+	build(t, x.base, spec)
+	backdate(t, x.base, time.Hour)
+	wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+	return x
+}
+
 // needWatchd stops the test where the run's tree cannot be watched or
 // recycled here (doctor's contain check), naming why.
 func (x *h) needWatchd() {
@@ -236,11 +249,7 @@ func TestE2EWatchdSeesWritesToThePooledTree(t *testing.T) {
 // its watches with it; the next refresh walks both the tree and the base,
 // and the one after is watched again by a new daemon.
 func TestE2EWatchdGoneMeansAWalk(t *testing.T) {
-	x := newH(t)
-	x.needWatchd()
-	build(t, x.base, tree{"f": F(0o644, "f\n"), "sub/g": F(0o644, "g\n")})
-	backdate(t, x.base, time.Hour)
-	wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+	x := watchdStart(t, tree{"f": F(0o644, "f\n"), "sub/g": F(0o644, "g\n")})
 	pid := watchdPid(t, x.state)
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
