@@ -2,10 +2,12 @@ package airlock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -291,16 +293,45 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	staged := st.Path(stagedDir)
 	// What git knows of the base (HEAD, the tracked paths that were dirty)
 	// is read while the workspace is staged: it costs one git status,
-	// which then hides behind the copy.
+	// which then hides behind the copy. A recycled tree's open starts it
+	// once the daemon has said whether the base changed since the pooled
+	// tree's open, whose snapshot stands for this one where nothing did
+	// (reuseGit).
+	staging := &Staging{}
 	type gitResult struct {
 		snap *gitbase.Snapshot
 		err  error
 	}
 	gitDone := make(chan gitResult, 1)
-	go func() {
-		snap, err := gitbase.Take(ctx, base)
-		gitDone <- gitResult{snap, err}
-	}()
+	var gitOnce sync.Once
+	// startGit takes the snapshot; afterToken says this open's token of
+	// the base (tokenTaken) is waited for first, so that a later open may
+	// reuse the snapshot where nothing changed after that token.
+	var tokenTaken func()
+	startGit := func(reused *gitbase.Snapshot, inputs string, afterToken bool) {
+		gitOnce.Do(func() {
+			if reused != nil {
+				staging.GitInputs = inputs
+				gitDone <- gitResult{snap: reused}
+				return
+			}
+			go func() {
+				if afterToken {
+					tokenTaken()
+					inputs = gitbase.Inputs()
+				}
+				snap, err := gitbase.Take(ctx, base)
+				if err == nil && afterToken {
+					staging.GitInputs = inputs
+				}
+				gitDone <- gitResult{snap, err}
+			}()
+		})
+	}
+	recycling := backend.Name() == stage.Copy && !o.Fresh && recycles()
+	if !recycling {
+		startGit(nil, "", false)
+	}
 	// Agent noise is where the agent writes it: relative to the base, in
 	// which it works (as the diff ignores it), and the other excludes are
 	// the project's, relative to its root.
@@ -315,25 +346,42 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	// clocks of the file systems involved (see stage.Result).
 	stateClock, baseClock := s.clocks(base)
 	req := stage.Request{Base: base, Dir: staged, Skip: skip, Hosted: hosted, Progress: o.Progress, StateClock: stateClock, BaseClock: baseClock}
-	staging := &Staging{}
 	var res *stage.Result
+	// Before the base is measured: the tree this run settles may be
+	// pooled, and its refresh then measures only what changed in the base
+	// after this moment (internal/watchd). Asked while a pooled tree is
+	// claimed and its own changes asked for; waited for before either
+	// measurement (tokenTaken).
+	tokenTaken = func() {}
 	if backend.Name() == stage.Copy && o.ForRun {
-		// Before the base is measured: the tree this run settles may be
-		// pooled, and its refresh then measures only what changed in the
-		// base after this moment (internal/watchd).
-		staging.BaseToken = s.baseToken(base)
-		if staging.BaseToken != "" {
-			staging.SkipKey = skipKey(r)
-		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			staging.BaseToken = s.baseToken(base)
+			if staging.BaseToken != "" {
+				staging.SkipKey = skipKey(r)
+			}
+		}()
+		tokenTaken = func() { <-done }
+		defer tokenTaken()
 	}
 	var early *watch.Watch
+	// What a recycled tree leaves of its pool slot is removed once the
+	// manifests are saved, which may link its files (stage.Result), and
+	// beside what follows; the transaction's removal takes it on an error.
+	var afterSave []func()
 	if backend.Name() == stage.Copy && !o.Fresh {
 		// A run's watch is set as the pooled tree is claimed, before
 		// anything measures it.
 		watchIt := o.ForRun && watchable(backend.Name(), hosted) == ""
-		res, staging.Recycled, early, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, skipKey(r), watchIt, beside.Go)
+		res, staging.Recycled, early, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, skipKey(r), watchIt, tokenTaken, func(f func()) { afterSave = append(afterSave, f) },
+			func(unchanged bool, inputs, file string) {
+				startGit(reuseGit(base, unchanged, inputs, file), inputs, true)
+			})
 	}
+	startGit(nil, "", true)
 	if res == nil {
+		tokenTaken()
 		res, err = backend.Stage(ctx, req)
 	}
 	if err == nil {
@@ -359,6 +407,9 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	if err := saveOpened(st, res); err != nil {
 		return nil, nil, err
 	}
+	for _, f := range afterSave {
+		beside.Go(f)
+	}
 	staging.WalkNs = res.WalkNs
 	// The staged root's identity: settling pools only this very
 	// directory, never what a command may have put at its path.
@@ -366,6 +417,31 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 		staging.RootDevice, staging.RootInode = root.Dev, root.Ino
 	}
 	return res, staging, nil
+}
+
+// reuseGit returns the git snapshot a pooled tree's open took (file),
+// where it stands for one taken now: nothing in the base changed since
+// that open's token (unchanged: the daemon names nothing), the repository
+// is the base's own, with its git directory within it (so that its HEAD,
+// refs and index are watched with it), and git reads the same
+// configuration as then (inputs, gitbase.Inputs). Otherwise nil: git
+// status runs.
+func reuseGit(base string, unchanged bool, inputs, file string) *gitbase.Snapshot {
+	if !unchanged || inputs == "" || file == "" || inputs != gitbase.Inputs() {
+		return nil
+	}
+	data, err := state.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var snap gitbase.Snapshot
+	if json.Unmarshal(data, &snap) != nil || snap.Head == "" || snap.Prefix != "" {
+		return nil
+	}
+	if fi, err := os.Lstat(filepath.Join(base, ".git")); err != nil || !fi.IsDir() {
+		return nil
+	}
+	return &snap
 }
 
 // saveOpened saves the manifests open measured: the base's (written
@@ -377,10 +453,10 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 // record that survives a crash finds every file it names.
 func saveOpened(st *state.Tx, res *stage.Result) error {
 	baseSaved := make(chan error, 1)
-	go func() { baseSaved <- res.Base.Save(st.Path(baseManifestFile)) }()
+	go func() { baseSaved <- res.Base.SaveAs(st.Path(baseManifestFile), res.BaseFile) }()
 	err := st.WriteUnsynced(baseLinksFile, project.BaseLinks(res.Base))
 	if err == nil {
-		err = res.Staged.Save(st.Path(stagedOpenFile))
+		err = res.Staged.SaveAs(st.Path(stagedOpenFile), res.StagedFile)
 	}
 	if berr := <-baseSaved; err == nil {
 		err = berr

@@ -50,6 +50,11 @@ type Staging struct {
 	// the next refresh measures only what changed in the base since.
 	BaseToken string `json:"base_token,omitempty"`
 	SkipKey   string `json:"skip_key,omitempty"`
+	// GitInputs is what the open's git snapshot depends on outside the
+	// base (gitbase.Inputs), when it was taken after BaseToken: the next
+	// open of the pooled tree reuses the snapshot where nothing in the
+	// base changed since (reuseGit).
+	GitInputs string `json:"git_inputs,omitempty"`
 }
 
 // Recycled says what refreshing a pooled tree took.
@@ -123,7 +128,16 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
+	// What the command left as open measured it is linked, not written.
+	var walkedFile, sourceFile string
+	if manifest.Same(t.walked, t.opened[stagedOpenFile]) {
+		walkedFile = t.st.Path(stagedOpenFile)
+	}
+	if manifest.Same(t.poolSrc, t.opened[baseManifestFile]) {
+		sourceFile = t.st.Path(baseManifestFile)
+	}
 	return pool.Put(ctx, dir, pool.Settled{
+		WalkedFile: walkedFile, SourceFile: sourceFile,
 		Tx: t.ID(), Dir: t.Path(), Base: manifest.Bytes(t.rec.Base), Opened: t.rec.CreatedAt, Noise: t.rec.Noise,
 		Root:   pool.FileID{Dev: t.rec.Staging.RootDevice, Ino: t.rec.Staging.RootInode},
 		Walked: t.walked, WalkNs: t.walkedNs, WalkedRoot: t.walkedRoot,
@@ -131,6 +145,7 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 		Contained: t.contained && t.registered, Running: t.store.commands(),
 		Held:      t.handWatch(),
 		BaseToken: t.rec.Staging.BaseToken, SkipKey: t.rec.Staging.SkipKey, BaseManifest: t.st.Path(baseManifestFile),
+		GitInputs: t.rec.Staging.GitInputs, GitFile: t.st.Path(gitFile),
 	})
 }
 
@@ -177,7 +192,7 @@ func skipKey(r *rules) string {
 // the base (pool.Take). It returns nil (and why, when there was a tree to
 // try) when no tree could be used: the caller stages afresh. later is
 // pool.Take's.
-func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, skipKey string, watchIt bool, later func(func())) (*stage.Result, *Recycled, *watch.Watch, string) {
+func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, skipKey string, watchIt bool, tokenTaken func(), later func(func()), baseSince func(unchanged bool, gitInputs, gitFile string)) (*stage.Result, *Recycled, *watch.Watch, string) {
 	if !recycles() {
 		return nil, nil, nil, ""
 	}
@@ -185,7 +200,7 @@ func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req st
 	if err != nil {
 		return nil, nil, nil, ""
 	}
-	w := &pool.Watched{Daemon: s.daemon(), SkipKey: skipKey, Watch: watchIt}
+	w := &pool.Watched{Daemon: s.daemon(), SkipKey: skipKey, Watch: watchIt, Measuring: tokenTaken, BaseSince: baseSince}
 	res, used, why := pool.Take(ctx, dir, txDir, req, s.commands(), w, later)
 	if res == nil {
 		return nil, nil, nil, why

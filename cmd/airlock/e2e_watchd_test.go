@@ -366,3 +366,94 @@ func TestE2ERecycleLeavesUntouchedDirectoriesAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestE2EWatchdGitSnapshotReused: an open reads what git knows of the base
+// (HEAD, the tracked paths that differ from it) with one git status; a warm
+// run whose daemon names nothing changed in the base since the pooled
+// tree's open takes that open's snapshot instead. A commit, an index-only
+// change, a change of the user's git configuration, or a configuration
+// that includes files nothing watches, each makes git run again, and each
+// snapshot is what git says of the base at that open.
+func TestE2EWatchdGitSnapshotReused(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	g := gitRepoBase(t, x, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
+	backdate(t, x.base, time.Hour)
+	realGit, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// git, as airlock finds it in PATH, logging each call.
+	wrap := testbin.RealDir(t)
+	calls := filepath.Join(wrap, "calls")
+	writeFile(t, filepath.Join(wrap, "git"), "#!/bin/sh\necho \"$*\" >> "+calls+"\nexec "+realGit+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(wrap, "git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	x.env = append(x.env, "PATH="+wrap+":"+os.Getenv("PATH"))
+	statuses := func() int {
+		b, _ := os.ReadFile(calls)
+		return strings.Count(string(b), "--untracked-files=no")
+	}
+	type snapshot struct {
+		Head  string   `json:"head"`
+		Dirty []string `json:"dirty"`
+	}
+	// run is a warm run: how many times it ran git status, and the
+	// snapshot it recorded.
+	run := func(what string) (int, snapshot) {
+		t.Helper()
+		before := statuses()
+		r := x.airlock("run", "--workdir", x.base, "--", "true")
+		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+		var s snapshot
+		b, err := os.ReadFile(filepath.Join(x.state, "tx", r.Settle["tx"], "git.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &s)
+		}
+		if err != nil {
+			t.Fatalf("%s: the transaction's git snapshot: %v", what, err)
+		}
+		return statuses() - before, s
+	}
+	head := g(x.base, "rev-parse", "HEAD")
+	if n, s := run("the first run"); n != 1 || s.Head != head {
+		t.Fatalf("the first run ran git status %d times, snapshot %+v; want once, HEAD %s", n, s, head)
+	}
+	for _, what := range []string{"the first warm run", "the second warm run"} {
+		if n, s := run(what); n != 0 || s.Head != head || len(s.Dirty) != 0 {
+			t.Errorf("%s ran git status %d times, snapshot %+v; want none, the first run's", what, n, s)
+		}
+	}
+
+	g(x.base, "commit", "-q", "--allow-empty", "-m", "second")
+	head = g(x.base, "rev-parse", "HEAD")
+	if n, s := run("after a commit"); n != 1 || s.Head != head {
+		t.Errorf("after a commit: git status ran %d times, snapshot %+v; want once, HEAD %s", n, s, head)
+	}
+	// Only the index changes: b.txt's mode there differs from HEAD's.
+	g(x.base, "update-index", "--chmod=+x", "b.txt")
+	if n, s := run("after an index change"); n != 1 || len(s.Dirty) != 1 || s.Dirty[0] != "b.txt" {
+		t.Errorf("after an index change: git status ran %d times, snapshot %+v; want once, b.txt dirty", n, s)
+	}
+	if n, s := run("after that"); n != 0 || s.Head != head || len(s.Dirty) != 1 || s.Dirty[0] != "b.txt" {
+		t.Errorf("the run after: git status ran %d times, snapshot %+v; want none, b.txt dirty", n, s)
+	}
+
+	// The user's configuration is read from outside the base.
+	writeFile(t, filepath.Join(x.home, ".gitconfig"), "[core]\n\tfilemode = false\n")
+	if n, _ := run("after a configuration change"); n != 1 {
+		t.Errorf("after a change of ~/.gitconfig, git status ran %d times, want once", n)
+	}
+	if n, _ := run("after that"); n != 0 {
+		t.Errorf("the run after: git status ran %d times, want none", n)
+	}
+	// A configuration that includes another file: its changes would go
+	// unseen, so git runs every time.
+	writeFile(t, filepath.Join(x.home, ".gitconfig"), "[include]\n\tpath = "+filepath.Join(x.home, "more.gitconfig")+"\n")
+	for _, what := range []string{"with an include", "again with an include"} {
+		if n, _ := run(what); n != 1 {
+			t.Errorf("%s: git status ran %d times, want once", what, n)
+		}
+	}
+}

@@ -14,6 +14,14 @@ package gitbase
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/git"
@@ -107,4 +115,63 @@ func (s *Snapshot) Blob(ctx context.Context, base, path string) ([]byte, bool, e
 // index lock a user's own git command may need at the same moment.
 func read(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	return git.In(dir).Run(ctx, append([]string{"--no-optional-locks", "-c", "core.quotePath=false"}, args...)...)
+}
+
+// Inputs names what a snapshot depends on besides the repository itself:
+// the configuration and attributes git reads from outside it (system and
+// global), the environment that says where those are, and the git that
+// runs. Two snapshots of a repository nothing in which changed (HEAD,
+// refs, index and work tree all lie within a watched base) taken under the
+// same Inputs are the same snapshot (a later open reuses the earlier one
+// rather than run git status again). It is "" when that cannot be said:
+// no git, or a configuration that includes other files or names an
+// attributes file elsewhere, whose changes nothing here would see.
+func Inputs() string {
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_EXEC_PATH", "GIT_ATTR_NOSYSTEM"} {
+		v, ok := os.LookupEnv(k)
+		fmt.Fprintf(h, "%s=%t:%q\n", k, ok, v)
+	}
+	home, _ := os.UserHomeDir()
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	configs := []string{"/etc/gitconfig", os.Getenv("GIT_CONFIG_SYSTEM"), os.Getenv("GIT_CONFIG_GLOBAL")}
+	if home != "" {
+		configs = append(configs, filepath.Join(home, ".gitconfig"))
+	}
+	if xdg != "" {
+		configs = append(configs, filepath.Join(xdg, "git", "config"))
+	}
+	attributes := []string{"/etc/gitattributes"}
+	if xdg != "" {
+		attributes = append(attributes, filepath.Join(xdg, "git", "attributes"))
+	}
+	// The files' bytes, not their stat: they are small, and a symlink to
+	// a dotfiles checkout changes its target's stat, not its own.
+	for i, p := range append(configs, attributes...) {
+		if p == "" {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return ""
+		}
+		if low := bytes.ToLower(b); i < len(configs) && (bytes.Contains(low, []byte("include")) || bytes.Contains(low, []byte("attributesfile"))) {
+			return ""
+		}
+		sum := sha256.Sum256(b)
+		fmt.Fprintf(h, "%q %t %x\n", p, err == nil, sum)
+	}
+	fi, err := os.Stat(gitPath)
+	if err != nil {
+		return ""
+	}
+	fmt.Fprintf(h, "%q %d %d\n", gitPath, fi.Size(), fi.ModTime().UnixNano())
+	return hex.EncodeToString(h.Sum(nil))
 }

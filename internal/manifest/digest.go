@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -96,6 +97,18 @@ type manifestFile struct {
 // Save writes the manifest durably, in the binary format (see encode.go).
 func (m *Manifest) Save(path string) error {
 	return safefs.WriteFile(path, encode(m.Entries), 0o600)
+}
+
+// SaveAs is Save where same, when not "", is a manifest file that holds
+// exactly m's entries already (one Save wrote for entries Same as m's, or
+// that was decoded into them): path becomes a second name of it, with its
+// directory synced as Save syncs it, and m is written again only where the
+// link cannot be made.
+func (m *Manifest) SaveAs(path, same string) error {
+	if same != "" && os.Link(same, path) == nil {
+		return safefs.SyncDir(filepath.Dir(path))
+	}
+	return m.Save(path)
 }
 
 // Load reads a manifest written by Save, or by an older airlock in the

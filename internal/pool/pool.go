@@ -12,9 +12,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/running"
@@ -40,6 +43,8 @@ const (
 	recordFile = "pool.json"
 	treeFile   = "tree.manifest"
 	sourceFile = "source.manifest"
+	// gitFile is the git snapshot of the tree's open (Record.GitInputs).
+	gitFile = "git.json"
 	// baseFile is the base as the tree's open measured it, after its
 	// token (Record.BaseToken): what a watch of the base patches.
 	baseFile = "base.manifest"
@@ -98,6 +103,11 @@ type Record struct {
 	// same.
 	BaseToken string `json:"base_token,omitempty"`
 	SkipKey   string `json:"skip_key,omitempty"`
+	// GitInputs is what the git snapshot of the tree's open (git.json,
+	// taken after BaseToken) depends on outside the base: the next open
+	// takes that snapshot as its own where nothing in the base changed
+	// since the token, and git reads the same configuration.
+	GitInputs string `json:"git_inputs,omitempty"`
 }
 
 // Settled is a copy-backend transaction's staged tree as its settling
@@ -131,6 +141,14 @@ type Settled struct {
 	// of the base's manifest that open saved after taking BaseToken.
 	Held, BaseToken, SkipKey string
 	BaseManifest             string
+	// GitInputs and GitFile are the transaction's git snapshot (its file)
+	// and what it depends on outside the base (see Record.GitInputs).
+	GitInputs, GitFile string
+	// WalkedFile and SourceFile, when set, are manifest files that hold
+	// exactly Walked and Source already (the transaction's own, where the
+	// command changed nothing): they are linked into the slot rather than
+	// written again.
+	WalkedFile, SourceFile string
 }
 
 // Put moves a settled tree into the pool at dir and trims the pool, and
@@ -191,11 +209,14 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 	// own file, which nothing writes after open (safefs writes anew).
 	if s.BaseToken != "" && s.BaseManifest != "" && os.Link(s.BaseManifest, filepath.Join(tmp, baseFile)) == nil {
 		rec.BaseToken, rec.SkipKey = s.BaseToken, s.SkipKey
+		if s.GitInputs != "" && s.GitFile != "" && os.Link(s.GitFile, filepath.Join(tmp, gitFile)) == nil {
+			rec.GitInputs = s.GitInputs
+		}
 	}
 	for i := range s.Walked.Entries {
 		rec.Bytes += s.Walked.Entries[i].Size
 	}
-	if !write(tmp, rec, s.Walked, s.Source) {
+	if !write(tmp, rec, s) {
 		return false
 	}
 	if os.Rename(s.Dir, filepath.Join(tmp, TreeDir)) != nil {
@@ -215,14 +236,14 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 }
 
 // write saves a slot's record and manifests into the slot being made.
-func write(tmp string, rec Record, walked, source *manifest.Manifest) bool {
+func write(tmp string, rec Record, s Settled) bool {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return false
 	}
 	srcSaved := make(chan error, 1)
-	go func() { srcSaved <- source.Save(filepath.Join(tmp, sourceFile)) }()
-	treeErr := walked.Save(filepath.Join(tmp, treeFile))
+	go func() { srcSaved <- s.Source.SaveAs(filepath.Join(tmp, sourceFile), s.SourceFile) }()
+	treeErr := s.Walked.SaveAs(filepath.Join(tmp, treeFile), s.WalkedFile)
 	return <-srcSaved == nil && treeErr == nil &&
 		os.WriteFile(filepath.Join(tmp, recordFile), data, 0o600) == nil
 }
@@ -338,6 +359,16 @@ type Watched struct {
 	// Watch asks for a watch of the tree set once it is claimed, before
 	// anything measures it (Reused.Watch): a run's.
 	Watch bool
+	// Measuring, if set, is called before the tree or the base is
+	// measured, and before the daemon is asked what changed in the base:
+	// it waits for what must come first (the open's own token of the
+	// base, for the next refresh).
+	Measuring func()
+	// BaseSince, if set, hears as soon as the daemon has answered for the
+	// base: unchanged says it names nothing changed since the pooled
+	// tree's open took its token; gitInputs and gitFile are that open's
+	// git snapshot (Settled), readable until Take returns.
+	BaseSince func(unchanged bool, gitInputs, gitFile string)
 }
 
 // Take makes req.Dir from one of the pooled trees at dir, refreshed to the
@@ -349,8 +380,9 @@ type Watched struct {
 // caller stages afresh. A tree that fails a proof of its own is deleted,
 // never reused; one that waits for a quiet moment stays pooled. What is
 // left of the slot a tree was taken from (its record and manifests) is
-// deleted by a function Take hands to later, for the caller to run beside
-// what it does next and wait for; nil runs it at once.
+// deleted by a function Take hands to later, for the caller to run once
+// it has saved the Result's manifests (which may link the slot's files:
+// stage.Result.BaseFile) and wait for; nil runs it at once.
 func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *running.Registry, w *Watched, later func(func())) (*stage.Result, *Reused, string) {
 	if !Supported() || commands == nil {
 		return nil, nil, ""
@@ -411,14 +443,6 @@ func Take(ctx context.Context, dir, txDir string, req stage.Request, commands *r
 // refreshClaimed moves a claimed pooled tree to req.Dir, checks that it is
 // the very directory that was pooled, and refreshes it there.
 func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.Request, w *Watched) (_ *stage.Result, _ *Refreshed, early *watch.Watch, err error) {
-	load := func(name string) (*manifest.Manifest, error) {
-		p := filepath.Join(claimed, name)
-		data, err := state.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		return manifest.Parse(p, data)
-	}
 	noise, err := selector.New(asStrings(rec.Noise))
 	if err != nil {
 		return nil, nil, nil, err
@@ -431,44 +455,182 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 	if at, err := manifest.Lstat(req.Dir); err != nil || at.Kind != manifest.KindDir || at.Dev != rec.RootDevice || at.Ino != rec.RootInode {
 		return nil, nil, nil, fmt.Errorf("the pooled tree at %s is not the directory that was pooled", req.Dir)
 	}
-	tree := func() (*manifest.Manifest, error) { return load(treeFile) }
-	if w != nil && w.Watch {
-		// The run's watch is set before anything measures the tree: what
-		// is written to it from here on is the transaction's, and seen;
-		// what was written before, the refresh finds.
-		m, err := load(treeFile)
-		if err == nil {
-			early, _ = watch.Start(req.Dir, dirsOf(m))
+	// The slot's manifests are decoded while the daemon is asked: none
+	// depends on the others.
+	// A file linked under two names (the source that is the base as it
+	// was measured: pool.Settled.SourceFile) is decoded once, and each
+	// name gets its own copy of the entries.
+	type decoded struct {
+		done chan struct{}
+		m    *manifest.Manifest
+		err  error
+	}
+	byFile := map[FileID]*decoded{}
+	load := func(name string) func() (*manifest.Manifest, error) {
+		p := filepath.Join(claimed, name)
+		id := FileID{}
+		if e, err := manifest.Lstat(p); err == nil {
+			id = FileID{Dev: e.Dev, Ino: e.Ino}
 		}
-		tree = func() (*manifest.Manifest, error) { return m, err }
+		d, shared := byFile[id]
+		if !shared || id.Ino == 0 {
+			d = &decoded{done: make(chan struct{})}
+			byFile[id] = d
+			go func() {
+				defer close(d.done)
+				data, err := state.ReadFile(p)
+				if err != nil {
+					d.err = err
+					return
+				}
+				d.m, d.err = manifest.Parse(p, data)
+			}()
+			return func() (*manifest.Manifest, error) { <-d.done; return d.m, d.err }
+		}
+		var once sync.Once
+		var m *manifest.Manifest
+		return func() (*manifest.Manifest, error) {
+			<-d.done
+			if d.err != nil {
+				return nil, d.err
+			}
+			once.Do(func() { m = &manifest.Manifest{Entries: slices.Clone(d.m.Entries)} })
+			return m, nil
+		}
+	}
+	tree, source := load(treeFile), load(sourceFile)
+	var base func() (*manifest.Manifest, error)
+	if rec.BaseToken != "" && w != nil && w.Daemon != nil && rec.SkipKey == w.SkipKey {
+		base = load(baseFile)
+	}
+	p := Pooled{
+		Tree: tree, Source: source,
+		TreeWalkNs: rec.TreeWalkNs, SourceWalkNs: rec.SourceWalkNs,
+		Ignore: noise.MatchSelf,
+		Listed: rec.Listed, Unlisted: asStrings(rec.Unlisted),
+	}
+	watchIt := w != nil && w.Watch
+	var kept *watchd.Kept
+	askBase := w != nil && w.Daemon != nil && rec.BaseToken != "" && rec.SkipKey == w.SkipKey
+	if w != nil && w.BaseSince != nil && !askBase {
+		w.BaseSince(false, "", "") // no word on the base is coming
+	}
+	if w != nil && w.Daemon != nil {
+		// Asked now, once the claim is made and no writer can be left
+		// (Take): what either names is what changed up to this moment.
+		var wg sync.WaitGroup
+		if rec.Held != "" {
+			wg.Go(func() { p.TreeChanges, kept, _ = w.Daemon.Take(rec.Held, watchIt) })
+		}
+		if askBase {
+			wg.Go(func() {
+				// After this open's own token is drawn: what changed
+				// between the two is named either now or, from the
+				// token on, to the next open; with the answer first, a
+				// change between the answer and the token would be
+				// named to neither.
+				if w.Measuring != nil {
+					w.Measuring()
+				}
+				ch, err := w.Daemon.Since(string(rec.Base), rec.BaseToken)
+				if err == nil {
+					p.BaseChanges, p.Base = ch, base
+				}
+				if w.BaseSince != nil {
+					unchanged := err == nil && len(ch.Paths) == 0 && len(ch.Trees) == 0
+					file := ""
+					if rec.GitInputs != "" {
+						file = filepath.Join(claimed, gitFile)
+					}
+					w.BaseSince(unchanged, rec.GitInputs, file)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if watchIt {
+		// The run's watch covers the tree before anything measures it:
+		// what is written to it from here on is the transaction's, and
+		// seen; what was written before, the refresh finds. The watch
+		// the daemon gave back has watched it since its first run's open,
+		// and is the run's as it is, where it covers every directory of
+		// the pooled walk; else a new one is set, and the tree is walked.
+		early = resume(req.Dir, kept, p.TreeChanges, tree)
+		if early == nil {
+			p.TreeChanges = nil
+			if m, err := tree(); err == nil {
+				early, _ = watch.Start(req.Dir, dirsOf(m))
+			}
+		}
 		defer func() {
 			if err != nil && early != nil {
 				early.Stop()
 				early = nil
 			}
 		}()
+	} else if kept != nil {
+		unix.Close(kept.FD)
 	}
-	p := Pooled{
-		Tree:       tree,
-		Source:     func() (*manifest.Manifest, error) { return load(sourceFile) },
-		TreeWalkNs: rec.TreeWalkNs, SourceWalkNs: rec.SourceWalkNs,
-		Ignore: noise.MatchSelf,
-		Listed: rec.Listed, Unlisted: asStrings(rec.Unlisted),
-	}
-	if w != nil && w.Daemon != nil {
-		// Asked now, once the claim is made and no writer can be left
-		// (Take): what either names is what changed up to this moment.
-		if rec.Held != "" {
-			p.TreeChanges, _ = w.Daemon.Take(rec.Held)
-		}
-		if rec.BaseToken != "" && rec.SkipKey == w.SkipKey {
-			if ch, err := w.Daemon.Since(string(rec.Base), rec.BaseToken); err == nil {
-				p.BaseChanges, p.Base = ch, func() (*manifest.Manifest, error) { return load(baseFile) }
-			}
-		}
+	if w != nil && w.Measuring != nil {
+		w.Measuring()
 	}
 	res, done, err := Refresh(ctx, req, p)
-	return res, done, early, err
+	if err != nil {
+		return res, done, early, err
+	}
+	// What the refresh found as the pooled manifests say is saved by
+	// linking their files (the slot is removed only after: see Take).
+	if p.Base != nil {
+		if prev, err := p.Base(); err == nil && manifest.Same(res.Base, prev) {
+			res.BaseFile = filepath.Join(claimed, baseFile)
+		}
+	}
+	if m, err := tree(); err == nil && manifest.Same(res.Staged, m) {
+		res.StagedFile = filepath.Join(claimed, treeFile)
+	}
+	return res, done, early, nil
+}
+
+// resume makes the run's watch of a claimed tree from the watch the daemon
+// gave back (kept), or returns nil: none came, what touched the tree while
+// it was pooled made or removed a directory, or its directories are not
+// those of the pooled walk (tree). kept's descriptor is closed then.
+func resume(dir string, kept *watchd.Kept, ch *watchd.Changes, tree func() (*manifest.Manifest, error)) *watch.Watch {
+	if kept == nil {
+		return nil
+	}
+	m, err := tree()
+	if err != nil || ch == nil || len(ch.Trees) > 0 || !sameDirs(kept.Dirs, m) {
+		unix.Close(kept.FD)
+		return nil
+	}
+	w, err := watch.Resume(dir, kept.FD, kept.Dirs)
+	if err != nil {
+		return nil
+	}
+	return w
+}
+
+// sameDirs reports whether a watch's directories are exactly those of m.
+func sameDirs(dirs map[int32]string, m *manifest.Manifest) bool {
+	seen := make(map[string]bool, len(dirs))
+	for _, d := range dirs {
+		if seen[d] {
+			return false
+		}
+		seen[d] = true
+	}
+	n := 0
+	for i := range m.Entries {
+		if m.Entries[i].Kind == manifest.KindDir {
+			if !seen[m.Entries[i].Path] {
+				return false
+			}
+			n++
+		}
+	}
+	// The root is watched too, and is no entry.
+	return seen[""] && len(seen) == n+1
 }
 
 // dirsOf lists the directories of m.

@@ -78,6 +78,11 @@ type Result struct {
 	// epoch): a base entry whose ctime is not older by BaseClock's window
 	// could change again within the same timestamp step without a trace.
 	WalkNs int64
+	// BaseFile and StagedFile, when set, are manifest files that hold
+	// exactly Base and Staged already (a pooled tree's, which its refresh
+	// found as they were): the caller links them rather than write the
+	// same bytes again.
+	BaseFile, StagedFile string
 }
 
 // Backend makes and removes staged workspaces one way.

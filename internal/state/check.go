@@ -112,11 +112,27 @@ func readChecked(path string) ([]byte, error) {
 		return nil, stateErr("read state file", path, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("read state file %s: %w", path, err)
+	// Read into a buffer of the size openChecked saw (one more byte, to
+	// see the end without growing it): a large manifest read by
+	// io.ReadAll's growing buffer is copied over and over.
+	size := int64(512)
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() < 1<<30 {
+		size = fi.Size() + 1
 	}
-	return data, nil
+	data := make([]byte, 0, size)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read state file %s: %w", path, err)
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // grown: the file grew since
+		}
+	}
 }
 
 // OpenFile opens a state file that another package keeps (the originals

@@ -89,6 +89,28 @@ func Start(root string, dirs []string) (_ *Watch, err error) {
 	return w, nil
 }
 
+// Resume goes on with a watch another process kept (Hand, then the state
+// root's daemon): fd is its inotify instance, now this Watch's, and dirs
+// the directory (relative to root) of each of its watch descriptors. What
+// was queued on it and not yet read is read as this watch's own, so that
+// the watch is continuous from when it was first set. fd is closed on an
+// error.
+func Resume(root string, fd int, dirs map[int32]string) (*Watch, error) {
+	w := &Watch{root: root, fd: fd, dirs: dirs, done: make(chan struct{}),
+		changes: Changes{Paths: map[string]bool{}, Trees: map[string]bool{}}}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("watch %s: %w", root, err)
+	}
+	if err := unix.Pipe2(w.wake[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("watch %s: %w", root, err)
+	}
+	go w.read()
+	return w, nil
+}
+
 // read takes the events off the queue while the command runs, so that a
 // command writing many files does not overflow it, until Stop.
 func (w *Watch) read() {

@@ -29,3 +29,8 @@ func (w *Watch) Hand() (int, map[int32]string) { return -1, nil }
 
 // Close does nothing.
 func (w *Watch) Close() {}
+
+// Resume fails: inotify is Linux's.
+func Resume(root string, fd int, dirs map[int32]string) (*Watch, error) {
+	return nil, errors.New("watching a tree for changes is Linux-only")
+}

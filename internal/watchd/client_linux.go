@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -89,11 +90,7 @@ func (c *Client) Since(base, token string) (*Changes, error) {
 // instance, and its watch descriptors' directories) under key, for Take
 // to ask later; base is the tree's base. fd stays the caller's to close.
 func (c *Client) Hold(key, base, root string, fd int, dirs map[int32]string) error {
-	wire := make(map[int32]manifest.Bytes, len(dirs))
-	for wd, d := range dirs {
-		wire[wd] = manifest.Bytes(d)
-	}
-	rep, err := c.call(request{Op: "hold", Key: key, Base: manifest.Bytes(base), Root: manifest.Bytes(root), Dirs: wire}, fd, false, answerTimeout)
+	rep, err := c.call(request{Op: "hold", Key: key, Base: manifest.Bytes(base), Root: manifest.Bytes(root), Dirs: dirsToWire(dirs)}, fd, false, answerTimeout)
 	if err != nil {
 		return err
 	}
@@ -104,45 +101,85 @@ func (c *Client) Hold(key, base, root string, fd int, dirs map[int32]string) err
 }
 
 // Take names every path of the tree held under key that changed since
-// its watch began, and ends the watch.
-func (c *Client) Take(key string) (*Changes, error) {
-	rep, err := c.call(request{Op: "take", Key: key}, -1, false, answerTimeout)
+// its watch began, and ends the daemon's hold of it. With back, the watch
+// itself comes back too where it is whole (Kept, nil where it is not): it
+// has watched the tree from its first run's open, and goes on from where
+// the daemon stopped reading, for a run to read as its own
+// (watch.Resume).
+func (c *Client) Take(key string, back bool) (*Changes, *Kept, error) {
+	rep, fd, err := c.callFD(request{Op: "take", Key: key, Back: back}, -1, false, answerTimeout)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if rep.Changes == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return nil, nil, fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
 	}
-	return fromWire(rep.Changes), nil
+	var kept *Kept
+	if fd >= 0 {
+		if dirs, err := dirsFromWire(rep.Dirs); back && err == nil && isInotify(fd) {
+			kept = &Kept{FD: fd, Dirs: dirs}
+		} else {
+			unix.Close(fd)
+		}
+	}
+	return fromWire(rep.Changes), kept, nil
+}
+
+// Kept is a held tree's watch given back by Take: its inotify instance,
+// the caller's to close, and the directory (relative to the tree's root)
+// of each of its watch descriptors.
+type Kept struct {
+	FD   int
+	Dirs map[int32]string
 }
 
 // call sends one request (with fd, when not -1) and reads its reply. start
 // says a missing daemon is started.
 func (c *Client) call(req request, fd int, start bool, timeout time.Duration) (reply, error) {
-	var rep reply
+	rep, got, err := c.callFD(req, fd, start, timeout)
+	if got >= 0 {
+		unix.Close(got) // not asked for
+	}
+	return rep, err
+}
+
+// callFD is call, returning the descriptor that came with the reply, or
+// -1.
+func (c *Client) callFD(req request, fd int, start bool, timeout time.Duration) (rep reply, got int, err error) {
+	got = -1
 	conn, err := c.dial()
 	if err != nil && start {
 		conn, err = c.start()
 	}
 	if err != nil {
-		return rep, fmt.Errorf("%w: no daemon answers at %s: %v", ErrUnknown, c.dir, err)
+		return rep, -1, fmt.Errorf("%w: no daemon answers at %s: %v", ErrUnknown, c.dir, err)
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(timeout))
 	req.MountNS = mountNS()
 	data, err := json.Marshal(req)
 	if err != nil {
-		return rep, err
+		return rep, -1, err
 	}
 	var oob []byte
 	if fd >= 0 {
 		oob = unix.UnixRights(fd)
 	}
 	if _, _, err := conn.WriteMsgUnix(data, oob, nil); err != nil {
-		return rep, fmt.Errorf("%w: ask the daemon at %s: %v", ErrUnknown, c.dir, err)
+		return rep, -1, fmt.Errorf("%w: ask the daemon at %s: %v", ErrUnknown, c.dir, err)
 	}
 	conn.CloseWrite()
-	if err := json.NewDecoder(bufio.NewReader(conn)).Decode(&rep); err != nil {
+	body, got, err := readReply(conn)
+	if err == nil {
+		err = json.Unmarshal(body, &rep)
+	}
+	if err != nil {
+		if got >= 0 {
+			unix.Close(got)
+		}
 		if req.Op != "token" {
 			// It takes a connection and does not answer a question that
 			// needs no work (stopped, stuck): end it, so that the next
@@ -151,12 +188,43 @@ func (c *Client) call(req request, fd int, start bool, timeout time.Duration) (r
 			// base): its answer is waited for less, and its daemon kept.
 			c.evict()
 		}
-		return rep, fmt.Errorf("%w: the daemon at %s did not answer: %v", ErrUnknown, c.dir, err)
+		return rep, -1, fmt.Errorf("%w: the daemon at %s did not answer: %v", ErrUnknown, c.dir, err)
 	}
 	if rep.Error != "" {
-		return rep, fmt.Errorf("%w: the daemon at %s: %s", ErrUnknown, c.dir, rep.Error)
+		if got >= 0 {
+			unix.Close(got)
+		}
+		return rep, -1, fmt.Errorf("%w: the daemon at %s: %s", ErrUnknown, c.dir, rep.Error)
 	}
-	return rep, nil
+	return rep, got, nil
+}
+
+// readReply reads a reply to its end, and the descriptor that came with
+// its first bytes, if any (-1).
+func readReply(conn *net.UnixConn) ([]byte, int, error) {
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	got := -1
+	if oobn > 0 {
+		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+			for _, m := range msgs {
+				fds, _ := unix.ParseUnixRights(&m)
+				for _, f := range fds {
+					if got < 0 {
+						got = f
+					} else {
+						unix.Close(f)
+					}
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, got, err
+	}
+	rest, err := io.ReadAll(conn)
+	return append(buf[:n], rest...), got, err
 }
 
 // dial connects to the socket, through a descriptor of the directory (see

@@ -325,12 +325,14 @@ type request struct {
 	Op string `json:"op"` // "token", "since", "hold", "take"
 	// MountNS is the caller's mount namespace: a path names the same
 	// file for the daemon only in its own.
-	MountNS string                   `json:"mount_ns"`
-	Base    manifest.Bytes           `json:"base,omitempty"`
-	Token   string                   `json:"token,omitempty"`
-	Key     string                   `json:"key,omitempty"`
-	Root    manifest.Bytes           `json:"root,omitempty"`
-	Dirs    map[int32]manifest.Bytes `json:"dirs,omitempty"`
+	MountNS string         `json:"mount_ns"`
+	Base    manifest.Bytes `json:"base,omitempty"`
+	Token   string         `json:"token,omitempty"`
+	Key     string         `json:"key,omitempty"`
+	Root    manifest.Bytes `json:"root,omitempty"`
+	Dirs    []byte         `json:"dirs,omitempty"` // dirsToWire
+	// Back asks a take for the held watch itself (Client.Take).
+	Back bool `json:"back,omitempty"`
 }
 
 type reply struct {
@@ -339,11 +341,58 @@ type reply struct {
 	// Unknown says why what changed cannot be said: the caller walks.
 	Unknown string `json:"unknown,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Dirs are the watch descriptors' directories of a watch given back
+	// by a take, whose descriptor comes with the reply.
+	Dirs []byte `json:"dirs,omitempty"`
 }
 
 type wireChanges struct {
 	Paths []manifest.Bytes `json:"paths"`
 	Trees []manifest.Bytes `json:"trees"`
+}
+
+// dirsToWire writes a watch's directories as one run of bytes: each watch
+// descriptor in decimal and its directory, each ended by a NUL (which no
+// path holds). A thousand directories are one field to decode (base64 in
+// the JSON), not a thousand map entries.
+func dirsToWire(dirs map[int32]string) []byte {
+	var b []byte
+	for wd, d := range dirs {
+		b = strconv.AppendInt(b, int64(wd), 10)
+		b = append(b, 0)
+		b = append(b, d...)
+		b = append(b, 0)
+	}
+	return b
+}
+
+// dirsFromWire reads what dirsToWire wrote.
+func dirsFromWire(w []byte) (map[int32]string, error) {
+	s := string(w)
+	dirs := map[int32]string{}
+	for s != "" {
+		n, rest, ok := cut(s, 0)
+		if !ok {
+			return nil, errors.New("a malformed list of watched directories")
+		}
+		d, rest, ok := cut(rest, 0)
+		if !ok {
+			return nil, errors.New("a malformed list of watched directories")
+		}
+		wd, err := strconv.ParseInt(n, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("a malformed list of watched directories: %w", err)
+		}
+		if _, dup := dirs[int32(wd)]; dup {
+			return nil, fmt.Errorf("watch descriptor %d is listed twice", wd)
+		}
+		dirs[int32(wd)] = d
+		s = rest
+	}
+	if len(dirs) == 0 {
+		return nil, errors.New("no watched directory is listed")
+	}
+	return dirs, nil
 }
 
 func toWire(c *Changes) *wireChanges {
@@ -381,6 +430,7 @@ func (s *server) serveConn(c *net.UnixConn) {
 		}
 	}()
 	var rep reply
+	pass, after := -1, func() {}
 	switch {
 	case err != nil:
 		rep.Error = err.Error()
@@ -393,9 +443,19 @@ func (s *server) serveConn(c *net.UnixConn) {
 		s.asked = time.Now()
 		s.mu.Unlock()
 		s.mountsChanged()
-		rep = s.handle(req, &fds)
+		rep, pass, after = s.handle(req, &fds)
 	}
-	json.NewEncoder(c).Encode(rep)
+	data, err := json.Marshal(rep)
+	if err == nil {
+		var oob []byte
+		if pass >= 0 {
+			oob = unix.UnixRights(pass)
+		}
+		c.WriteMsgUnix(append(data, '\n'), oob, nil)
+	}
+	// A watch given back is closed here once sent: the caller has its own
+	// descriptor of it.
+	after()
 }
 
 // samePeer reports whether the process at the other end is of this
@@ -442,23 +502,26 @@ func readRequest(c *net.UnixConn) (request, []int, error) {
 	return req, fds, nil
 }
 
-func (s *server) handle(req request, fds *[]int) reply {
+// handle answers req. A take that gives its watch back returns the
+// descriptor to pass with the reply, and what to do once it is sent.
+func (s *server) handle(req request, fds *[]int) (reply, int, func()) {
+	none := func() {}
 	switch req.Op {
 	case "token":
-		return s.token(string(req.Base))
+		return s.token(string(req.Base)), -1, none
 	case "since":
-		return s.since(string(req.Base), req.Token)
+		return s.since(string(req.Base), req.Token), -1, none
 	case "hold":
 		if len(*fds) != 1 {
-			return reply{Error: "hold: one descriptor must come with it"}
+			return reply{Error: "hold: one descriptor must come with it"}, -1, none
 		}
 		fd := (*fds)[0]
 		*fds = nil
-		return s.hold(req, fd)
+		return s.hold(req, fd), -1, none
 	case "take":
-		return s.take(req.Key)
+		return s.take(req.Key, req.Back)
 	}
-	return reply{Error: fmt.Sprintf("unknown request %q", req.Op)}
+	return reply{Error: fmt.Sprintf("unknown request %q", req.Op)}, -1, none
 }
 
 func (s *server) token(base string) reply {
@@ -620,9 +683,10 @@ func (s *server) hold(req request, fd int) reply {
 		return reply{Error: "hold: the descriptor is not an inotify instance"}
 	}
 	unix.SetNonblock(fd, true)
-	dirs := make(map[int32]string, len(req.Dirs))
-	for wd, d := range req.Dirs {
-		dirs[wd] = string(d)
+	dirs, err := dirsFromWire(req.Dirs)
+	if err != nil {
+		unix.Close(fd)
+		return reply{Error: "hold: " + err.Error()}
 	}
 	t := held(string(req.Root), fd, dirs, s.next)
 	// A held tree moves about the state root (into its pool slot, into
@@ -649,7 +713,11 @@ func isInotify(fd int) bool {
 	return err == nil && link == "anon_inode:inotify"
 }
 
-func (s *server) take(key string) reply {
+// take ends the hold of the tree held under key and names what touched
+// it. With back, a watch that is whole is given back (its descriptor and
+// directories): the daemon reads nothing from it after the drain that the
+// answer covers, so every later event is the caller's to read.
+func (s *server) take(key string, back bool) (reply, int, func()) {
 	s.mu.Lock()
 	h := s.held[key]
 	if h != nil {
@@ -661,17 +729,28 @@ func (s *server) take(key string) reply {
 	}
 	s.mu.Unlock()
 	if h == nil {
-		return reply{Unknown: "the pooled tree's watch is not held (the daemon was restarted, or it was handed over twice)"}
+		return reply{Unknown: "the pooled tree's watch is not held (the daemon was restarted, or it was handed over twice)"}, -1, func() {}
 	}
-	defer shut(h.t, h.f)
-	h.t.mu.Lock()
-	defer h.t.mu.Unlock()
-	h.t.drain()
-	c, why := h.t.since(0)
+	t := h.t
+	t.mu.Lock()
+	t.drain()
+	c, why := t.since(0)
+	// Closed under the lock that covered the drain: the reader takes no
+	// event off the queue after it.
+	t.closed = true
+	var rep reply
+	pass := -1
 	if c == nil {
-		return reply{Unknown: why}
+		rep.Unknown = why
+	} else {
+		rep.Changes = toWire(c)
+		if back && t.broken == 0 && !t.gone {
+			rep.Dirs = dirsToWire(t.dirs)
+			pass = t.fd
+		}
 	}
-	return reply{Changes: toWire(c)}
+	t.mu.Unlock()
+	return rep, pass, func() { h.f.Close() }
 }
 
 // dropHeld forgets a held tree; s.mu is held.

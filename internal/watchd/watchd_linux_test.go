@@ -1,6 +1,7 @@
 package watchd
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlockdev/airlock/internal/watch"
 )
 
 // The test binary is also the daemon the tests start.
@@ -142,7 +145,7 @@ func TestTakeNamesWhatTouchedAHeldTree(t *testing.T) {
 	if err := c.Hold(key, tree, tree, fd, dirs); err == nil {
 		t.Fatal("a key was held twice")
 	}
-	if _, err := c.Take(key); err == nil {
+	if _, _, err := c.Take(key, false); err == nil {
 		t.Fatal("a key handed twice was taken")
 	}
 	key += "b"
@@ -153,15 +156,84 @@ func TestTakeNamesWhatTouchedAHeldTree(t *testing.T) {
 	if err := os.Rename(tree, tree+".moved"); err != nil { // the root's move is no change
 		t.Fatal(err)
 	}
-	ch, err := c.Take(key)
+	ch, _, err := c.Take(key, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(ch.Paths, "sub/b.txt") || slices.Contains(ch.Paths, "a.txt") {
 		t.Fatalf("took %+v", ch)
 	}
-	if _, err := c.Take(key); err == nil {
+	if _, _, err := c.Take(key, false); err == nil {
 		t.Fatal("a tree was taken twice")
+	}
+}
+
+// A watch given back by a take goes on from where the daemon stopped
+// reading: a write after the take is the resumed watch's, and nothing
+// between the two is lost.
+func TestTakeGivesTheWatchBack(t *testing.T) {
+	d := tempDir(t)
+	tree := filepath.Join(d, "tree")
+	write(t, filepath.Join(tree, "a.txt"), "a")
+	write(t, filepath.Join(tree, "sub", "b.txt"), "b")
+	w, err := watch.Start(tree, []string{"sub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(filepath.Join(d, "state"))
+	if _, err := c.Token(tree); err != nil { // starts the daemon
+		t.Fatal(err)
+	}
+	fd, dirs := w.Hand()
+	if err := c.Hold("k", tree, tree, fd, dirs); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	write(t, filepath.Join(tree, "a.txt"), "a2")
+	ch, kept, err := c.Take("k", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept == nil {
+		t.Fatal("a whole watch was not given back")
+	}
+	if !slices.Contains(ch.Paths, "a.txt") || slices.Contains(ch.Paths, "sub/b.txt") {
+		t.Fatalf("took %+v", ch)
+	}
+	if !maps.Equal(kept.Dirs, dirs) {
+		t.Fatalf("given back with directories %v, want %v", kept.Dirs, dirs)
+	}
+	r, err := watch.Resume(tree, kept.FD, kept.Dirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(tree, "sub", "b.txt"), "b2")
+	got, err := r.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Paths["sub/b.txt"] || got.Paths["a.txt"] {
+		t.Fatalf("the resumed watch saw %v, want sub/b.txt only", got.Paths)
+	}
+	// A watch that is not whole is not given back.
+	w, err = watch.Start(tree, []string{"sub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Pause()
+	fd, dirs = w.Hand()
+	if err := c.Hold("k2", tree, tree, fd, dirs); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := os.RemoveAll(tree); err != nil {
+		t.Fatal(err)
+	}
+	if _, kept, err := c.Take("k2", true); err == nil && kept != nil {
+		t.Fatal("the watch of a deleted tree was given back")
 	}
 }
 

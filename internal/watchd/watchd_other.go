@@ -46,4 +46,12 @@ func (c *Client) Hold(key, base, root string, fd int, dirs map[int32]string) err
 	return ErrUnknown
 }
 
-func (c *Client) Take(key string) (*Changes, error) { return nil, ErrUnknown }
+func (c *Client) Take(key string, back bool) (*Changes, *Kept, error) {
+	return nil, nil, ErrUnknown
+}
+
+// Kept: see the Linux build.
+type Kept struct {
+	FD   int
+	Dirs map[int32]string
+}
