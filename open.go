@@ -20,6 +20,7 @@ import (
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
 	"github.com/airlockdev/airlock/internal/watch"
+	"github.com/airlockdev/airlock/internal/watchd"
 )
 
 // Open opens a transaction: it checks the preconditions, measures the base
@@ -375,8 +376,8 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 		// anything measures it.
 		watchIt := o.ForRun && watchable(backend.Name(), hosted) == ""
 		res, staging.Recycled, early, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, skipKey(r), watchIt, tokenTaken, func(f func()) { afterSave = append(afterSave, f) },
-			func(unchanged bool, inputs, file string) {
-				startGit(reuseGit(base, unchanged, inputs, file), inputs, true)
+			func(changed *watchd.Changes, inputs, file string) {
+				startGit(reuseGit(base, changed, inputs, file), inputs, true)
 			})
 	}
 	startGit(nil, "", true)
@@ -420,14 +421,15 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 }
 
 // reuseGit returns the git snapshot a pooled tree's open took (file),
-// where it stands for one taken now: nothing in the base changed since
-// that open's token (unchanged: the daemon names nothing), the repository
-// is the base's own, with its git directory within it (so that its HEAD,
-// refs and index are watched with it), and git reads the same
+// where it stands for one taken now: nothing git reads in the base changed
+// since that open's token (changed, the daemon's word: nothing, or only
+// what a git command that changed nothing leaves, see gitUntouched), the
+// repository is the base's own, with its git directory within it (so that
+// its HEAD, refs and index are watched with it), and git reads the same
 // configuration as then (inputs, gitbase.Inputs). Otherwise nil: git
 // status runs.
-func reuseGit(base string, unchanged bool, inputs, file string) *gitbase.Snapshot {
-	if !unchanged || inputs == "" || file == "" || inputs != gitbase.Inputs() {
+func reuseGit(base string, changed *watchd.Changes, inputs, file string) *gitbase.Snapshot {
+	if !gitUntouched(base, changed) || inputs == "" || file == "" || inputs != gitbase.Inputs() {
 		return nil
 	}
 	data, err := state.ReadFile(file)
@@ -442,6 +444,30 @@ func reuseGit(base string, unchanged bool, inputs, file string) *gitbase.Snapsho
 		return nil
 	}
 	return &snap
+}
+
+// gitUntouched reports whether what the daemon named changed in the base
+// leaves everything git status reads as it was: nothing, or only the git
+// directory's own times and an index lock that is gone again. A `git
+// status` in the base leaves just that (it takes the lock to refresh the
+// index, and drops it when nothing needed writing); a write of the index
+// renames the lock over it, and names the index.
+func gitUntouched(base string, changed *watchd.Changes) bool {
+	if changed == nil || len(changed.Trees) > 0 {
+		return false
+	}
+	for _, p := range changed.Paths {
+		switch p {
+		case ".git":
+		case ".git/index.lock":
+			if _, err := os.Lstat(filepath.Join(base, p)); !errors.Is(err, fs.ErrNotExist) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // saveOpened saves the manifests open measured: the base's (written

@@ -370,7 +370,8 @@ func TestE2ERecycleLeavesUntouchedDirectoriesAlone(t *testing.T) {
 // TestE2EWatchdGitSnapshotReused: an open reads what git knows of the base
 // (HEAD, the tracked paths that differ from it) with one git status; a warm
 // run whose daemon names nothing changed in the base since the pooled
-// tree's open takes that open's snapshot instead. A commit, an index-only
+// tree's open takes that open's snapshot instead (a git status in the
+// base between the two changes nothing it reads). A commit, an index-only
 // change, a change of the user's git configuration, or a configuration
 // that includes files nothing watches, each makes git run again, and each
 // snapshot is what git says of the base at that open.
@@ -438,6 +439,16 @@ func TestE2EWatchdGitSnapshotReused(t *testing.T) {
 	}
 	if n, s := run("after that"); n != 0 || s.Head != head || len(s.Dirty) != 1 || s.Dirty[0] != "b.txt" {
 		t.Errorf("the run after: git status ran %d times, snapshot %+v; want none, b.txt dirty", n, s)
+	}
+
+	// A git status in the base takes the index lock and drops it again,
+	// having found nothing to write (the first one here refreshes the
+	// index: backdate moved every file's times): nothing it reads changed.
+	g(x.base, "status", "--porcelain")
+	run("after a git status that refreshed the index")
+	g(x.base, "status", "--porcelain")
+	if n, s := run("after a git status"); n != 0 || s.Head != head || len(s.Dirty) != 1 {
+		t.Errorf("after a git status: git status ran %d times, snapshot %+v; want none, b.txt dirty", n, s)
 	}
 
 	// The user's configuration is read from outside the base.

@@ -364,11 +364,12 @@ type Watched struct {
 	// it waits for what must come first (the open's own token of the
 	// base, for the next refresh).
 	Measuring func()
-	// BaseSince, if set, hears as soon as the daemon has answered for the
-	// base: unchanged says it names nothing changed since the pooled
-	// tree's open took its token; gitInputs and gitFile are that open's
-	// git snapshot (Settled), readable until Take returns.
-	BaseSince func(unchanged bool, gitInputs, gitFile string)
+	// BaseSince, if set, hears once, before the refresh, what the daemon
+	// named changed in the base since the pooled tree's open took its
+	// token (nil: it could not say, or was not asked); gitInputs and
+	// gitFile are that open's git snapshot (Settled), readable until Take
+	// returns.
+	BaseSince func(changed *watchd.Changes, gitInputs, gitFile string)
 }
 
 // Take makes req.Dir from one of the pooled trees at dir, refreshed to the
@@ -513,7 +514,7 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 	var kept *watchd.Kept
 	askBase := w != nil && w.Daemon != nil && rec.BaseToken != "" && rec.SkipKey == w.SkipKey
 	if w != nil && w.BaseSince != nil && !askBase {
-		w.BaseSince(false, "", "") // no word on the base is coming
+		w.BaseSince(nil, "", "") // no word on the base is coming
 	}
 	if w != nil && w.Daemon != nil {
 		// Asked now, once the claim is made and no writer can be left
@@ -537,12 +538,11 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 					p.BaseChanges, p.Base = ch, base
 				}
 				if w.BaseSince != nil {
-					unchanged := err == nil && len(ch.Paths) == 0 && len(ch.Trees) == 0
 					file := ""
 					if rec.GitInputs != "" {
 						file = filepath.Join(claimed, gitFile)
 					}
-					w.BaseSince(unchanged, rec.GitInputs, file)
+					w.BaseSince(p.BaseChanges, rec.GitInputs, file)
 				}
 			})
 		}
