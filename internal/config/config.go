@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/BurntSushi/toml"
@@ -212,7 +213,7 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 	}
 	for _, k := range r.ValidateEnv {
-		if !envName.MatchString(k) {
+		if !envName(k) {
 			return nil, fail("validate_env", fmt.Sprintf("%q is not an environment variable name (letters, digits and _, not starting with a digit)", k), nil)
 		}
 	}
@@ -231,12 +232,27 @@ func Parse(path string, data []byte) (*Config, error) {
 	return c, nil
 }
 
+// envName reports whether k is a name a shell takes for an environment
+// variable: a letter or underscore, then letters, digits and underscores.
+func envName(k string) bool {
+	for i, c := range k {
+		switch {
+		case c == '_', c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return k != ""
+}
+
 // typeErr matches the decoder's type errors, which carry the line and key
 // only in their text: "toml: line 2 (last key "hooks.stop"): incompatible
-// types: ...".
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-var typeErr = regexp.MustCompile(`^toml: line (\d+) \(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
+// types: ...". Compiled when first needed, not as every start of the
+// binary (the launch helper's among them) initializes this package.
+var typeErr = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^toml: line (\d+) \(last key "((?:[^"\\]|\\.)*)"\): (.*)$`)
+})
 
 func decodeError(path, src string, err error) error {
 	var pe toml.ParseError
@@ -247,7 +263,7 @@ func decodeError(path, src string, err error) error {
 		}
 		return e
 	}
-	if m := typeErr.FindStringSubmatch(err.Error()); m != nil {
+	if m := typeErr().FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		key := m[2]
 		return &Error{File: path, Line: line, Key: key, Msg: typeMsg(key, m[3]), Err: err}
