@@ -1,6 +1,7 @@
 package airlock
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -399,6 +401,9 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	if g.err != nil {
 		return nil, nil, g.err
 	}
+	if g.snap != nil && staging.GitInputs != "" && !gitContained(base, res.Base) {
+		staging.GitInputs = "" // a later open must run git status again
+	}
 	if g.snap != nil {
 		// Its name is synced with the manifests' (see saveOpened).
 		if err := st.WriteOnceUnsynced(gitFile, g.snap); err != nil {
@@ -444,6 +449,41 @@ func reuseGit(base string, changed *watchd.Changes, inputs, file string) *gitbas
 		return nil
 	}
 	return &snap
+}
+
+// gitContained reports whether what git status reads of the base's
+// repository lies in the base itself, where the daemon's watch of it sees
+// every change (reuseGit): its git directory is a directory of the base
+// (m, the base as open measured it) with no symlink beneath it (a work
+// tree made by git-new-workdir links its refs, objects and config to
+// another repository) and no commondir file (a linked work tree's), and
+// its config neither includes other files nor names an attributes file or
+// a work tree elsewhere.
+func gitContained(base string, m *manifest.Manifest) bool {
+	es := m.Entries
+	i, found := slices.BinarySearchFunc(es, ".git", func(e manifest.Entry, p string) int { return strings.Compare(e.Path, p) })
+	if !found || es[i].Kind != manifest.KindDir {
+		return false
+	}
+	// The paths beneath it, from the first (a name such as .git-x sorts
+	// between .git and them).
+	i, _ = slices.BinarySearchFunc(es, ".git/", func(e manifest.Entry, p string) int { return strings.Compare(e.Path, p) })
+	for ; i < len(es) && strings.HasPrefix(es[i].Path, ".git/"); i++ {
+		if es[i].Kind == manifest.KindSymlink || es[i].Path == ".git/commondir" {
+			return false
+		}
+	}
+	cfg, err := os.ReadFile(filepath.Join(base, ".git", "config"))
+	if err != nil {
+		return false
+	}
+	low := bytes.ToLower(cfg)
+	for _, w := range []string{"include", "attributesfile", "worktree"} {
+		if bytes.Contains(low, []byte(w)) {
+			return false
+		}
+	}
+	return true
 }
 
 // gitUntouched reports whether what the daemon named changed in the base

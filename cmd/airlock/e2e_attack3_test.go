@@ -65,7 +65,7 @@ func sameSnap(a, b attack3Snap) bool { return a.Head == b.Head && slices.Equal(a
 // follows a symlink), so the daemon names nothing and the warm run takes
 // the previous open's snapshot, with the old HEAD: the base commit that
 // merges and `land --remote` use is not the base's HEAD.
-// FAILS on 098dda7.
+// Failed on 098dda7.
 func TestAttack3GitRefsOutsideBase(t *testing.T) {
 	x := newH(t)
 	x.needWatchd()
@@ -90,6 +90,8 @@ func TestAttack3GitRefsOutsideBase(t *testing.T) {
 		}
 	}
 	writeFile(t, filepath.Join(x.base, ".git", "HEAD"), "ref: refs/heads/main\n")
+	// A name that sorts between .git and the paths beneath it.
+	writeFile(t, filepath.Join(x.base, ".git-x"), "x\n")
 	g(x.base, "checkout", "-f", "-q", "main")
 	backdate(t, x.base, time.Hour)
 
@@ -118,7 +120,7 @@ func TestAttack3GitRefsOutsideBase(t *testing.T) {
 // git then ignores. The included file is changed to core.fileMode = true:
 // git status now names a.txt, nothing in the base changed, and the warm
 // run takes the old snapshot (a.txt clean).
-// FAILS on 098dda7.
+// Failed on 098dda7.
 func TestAttack3GitRepoConfigIncludesOutside(t *testing.T) {
 	x := newH(t)
 	x.needWatchd()

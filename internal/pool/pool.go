@@ -103,6 +103,12 @@ type Record struct {
 	// same.
 	BaseToken string `json:"base_token,omitempty"`
 	SkipKey   string `json:"skip_key,omitempty"`
+	// Exact says the tree is exactly the one its open staged (its walk
+	// is the open's staged manifest, saved as tree.manifest) from the base
+	// as base.manifest holds it, every entry proved (source.manifest is
+	// that same file): where neither the tree nor the base changed since,
+	// the refresh has nothing to measure (stage.Unchanged).
+	Exact bool `json:"exact,omitempty"`
 	// GitInputs is what the git snapshot of the tree's open (git.json,
 	// taken after BaseToken) depends on outside the base: the next open
 	// takes that snapshot as its own where nothing in the base changed
@@ -212,6 +218,10 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 		if s.GitInputs != "" && s.GitFile != "" && os.Link(s.GitFile, filepath.Join(tmp, gitFile)) == nil {
 			rec.GitInputs = s.GitInputs
 		}
+		// The command changed nothing (its walk is the open's staged
+		// manifest) and every entry is proved (the source is the base):
+		// both are linked below, and the base's link is the same file.
+		rec.Exact = s.WalkedFile != "" && s.SourceFile == s.BaseManifest
 	}
 	for i := range s.Walked.Entries {
 		rec.Bytes += s.Walked.Entries[i].Size
@@ -574,6 +584,24 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 	if w != nil && w.Measuring != nil {
 		w.Measuring()
 	}
+	if rec.Exact && unwritten(p.TreeChanges) && p.BaseChanges != nil && len(p.BaseChanges.Paths) == 0 && len(p.BaseChanges.Trees) == 0 && (!watchIt || early != nil) {
+		// Nothing was written to the tree since its walk, which is the
+		// tree staged from base.manifest, and nothing in the base changed
+		// since that was measured: the tree is what staging the base
+		// afresh would make, with nothing to measure.
+		prev, berr := p.Base()
+		m, terr := tree()
+		if berr == nil && terr == nil {
+			res, st, digested, err := stage.Unchanged(ctx, req, prev, m)
+			if err != nil {
+				return nil, nil, early, err
+			}
+			if !digested {
+				res.BaseFile, res.StagedFile = filepath.Join(claimed, baseFile), filepath.Join(claimed, treeFile)
+			}
+			return res, &Refreshed{Refreshed: *st, TreeWatched: true, BaseWatched: true}, early, nil
+		}
+	}
 	res, done, err := Refresh(ctx, req, p)
 	if err != nil {
 		return res, done, early, err
@@ -589,6 +617,22 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 		res.StagedFile = filepath.Join(claimed, treeFile)
 	}
 	return res, done, early, nil
+}
+
+// unwritten reports whether a pooled tree's watch named nothing
+// written since it began: at most the tree's root, whose own entry no
+// manifest holds (a listing of it, a move of the tree into and out of its
+// pool slot).
+func unwritten(ch *watchd.Changes) bool {
+	if ch == nil || len(ch.Trees) > 0 {
+		return false
+	}
+	for _, p := range ch.Paths {
+		if p != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // resume makes the run's watch of a claimed tree from the watch the daemon

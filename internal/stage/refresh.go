@@ -499,3 +499,43 @@ func (r *refresher) stagedManifest() (*manifest.Manifest, error) {
 	}
 	return out, nil
 }
+
+// Unchanged is what Refresh returns for a tree at req.Dir that the caller
+// proved is exactly staged, the tree staging made from base (a staged
+// workspace's own manifests), where nothing changed in either since they
+// were measured: no path was written in the tree, nor in the base (a
+// watch of each that was whole the whole time: internal/pool). There is
+// nothing to measure, copy or remove; only the digests that stat cannot
+// stand in for at this moment are taken, as Refresh takes them (see
+// Result). base and staged become the Result's, digested says a digest
+// was added to them. The Refreshed counts every entry as kept.
+func Unchanged(ctx context.Context, req Request, base, staged *manifest.Manifest) (res *Result, done *Refreshed, digested bool, err error) {
+	if fi, err := os.Stat(req.Base); err != nil || !fi.IsDir() {
+		return nil, nil, false, fmt.Errorf("stage %s: not a directory", quote(req.Base))
+	}
+	res = &Result{Base: base, Staged: staged, WalkNs: time.Now().UnixNano()}
+	for i := range base.Entries {
+		if base.Entries[i].Kind == manifest.KindOther {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("skipped %s %s: FIFOs, sockets and device nodes are not copied", specialKind(filepath.Join(req.Base, base.Entries[i].Path)), quote(base.Entries[i].Path)))
+		}
+	}
+	before := digests(base) + digests(staged)
+	if err := digestRacy(ctx, res, filepath.Clean(req.Dir), req); err != nil {
+		return nil, nil, false, stopped(ctx, req.Base, err)
+	}
+	if req.Progress != nil {
+		req.Progress(len(staged.Entries), len(staged.Entries))
+	}
+	return res, &Refreshed{Kept: len(staged.Entries)}, digests(base)+digests(staged) != before, nil
+}
+
+// digests counts the entries of m that carry a digest.
+func digests(m *manifest.Manifest) int {
+	n := 0
+	for i := range m.Entries {
+		if m.Entries[i].Digest != "" {
+			n++
+		}
+	}
+	return n
+}
