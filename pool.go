@@ -143,7 +143,7 @@ func (t *Tx) poolTree(ctx context.Context) bool {
 		Walked: t.walked, WalkNs: t.walkedNs, WalkedRoot: t.walkedRoot,
 		Source: t.poolSrc, SourceWalkNs: t.rec.Staging.WalkNs,
 		Contained: t.contained && t.registered, Running: t.store.commands(),
-		Held:      t.handWatch(),
+		Hold:      t.handWatch,
 		BaseToken: t.rec.Staging.BaseToken, SkipKey: t.rec.Staging.SkipKey, BaseManifest: t.st.Path(baseManifestFile),
 		GitInputs: t.rec.Staging.GitInputs, GitFile: t.st.Path(gitFile),
 	})

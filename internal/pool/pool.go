@@ -143,10 +143,14 @@ type Settled struct {
 	// Running is the registry of the commands running under the state
 	// root: Put marks its quiet generation in the pooled record.
 	Running *running.Registry
-	// Held, BaseToken and SkipKey: see Record. BaseManifest is the file
-	// of the base's manifest that open saved after taking BaseToken.
-	Held, BaseToken, SkipKey string
-	BaseManifest             string
+	// Hold, if set, hands the tree's watch to the state root's daemon and
+	// returns the key it is held under (Record.Held; "" where it is not):
+	// Put calls it once the tree qualifies, beside writing the slot.
+	Hold func() string
+	// BaseToken and SkipKey: see Record. BaseManifest is the file of the
+	// base's manifest that open saved after taking BaseToken.
+	BaseToken, SkipKey string
+	BaseManifest       string
 	// GitInputs and GitFile are the transaction's git snapshot (its file)
 	// and what it depends on outside the base (see Record.GitInputs).
 	GitInputs, GitFile string
@@ -210,7 +214,6 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 	if unlisted, ok := s.Source.Listed(); ok {
 		rec.Listed, rec.Unlisted = true, asBytes(unlisted)
 	}
-	rec.Held = s.Held
 	// The base manifest is linked, not written again: it is the open's
 	// own file, which nothing writes after open (safefs writes anew).
 	if s.BaseToken != "" && s.BaseManifest != "" && os.Link(s.BaseManifest, filepath.Join(tmp, baseFile)) == nil {
@@ -226,7 +229,13 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 	for i := range s.Walked.Entries {
 		rec.Bytes += s.Walked.Entries[i].Size
 	}
-	if !write(tmp, rec, s) {
+	held := make(chan string, 1)
+	if s.Hold != nil {
+		go func() { held <- s.Hold() }()
+	} else {
+		held <- ""
+	}
+	if !write(tmp, rec, s, held) {
 		return false
 	}
 	if os.Rename(s.Dir, filepath.Join(tmp, TreeDir)) != nil {
@@ -245,16 +254,15 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 	return true
 }
 
-// write saves a slot's record and manifests into the slot being made.
-func write(tmp string, rec Record, s Settled) bool {
-	data, err := json.Marshal(rec)
-	if err != nil {
-		return false
-	}
+// write saves a slot's record and manifests into the slot being made; the
+// record's key of the held watch comes from held.
+func write(tmp string, rec Record, s Settled, held <-chan string) bool {
 	srcSaved := make(chan error, 1)
 	go func() { srcSaved <- s.Source.SaveAs(filepath.Join(tmp, sourceFile), s.SourceFile) }()
 	treeErr := s.Walked.SaveAs(filepath.Join(tmp, treeFile), s.WalkedFile)
-	return <-srcSaved == nil && treeErr == nil &&
+	rec.Held = <-held
+	data, err := json.Marshal(rec)
+	return <-srcSaved == nil && treeErr == nil && err == nil &&
 		os.WriteFile(filepath.Join(tmp, recordFile), data, 0o600) == nil
 }
 
