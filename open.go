@@ -18,6 +18,7 @@ import (
 	"github.com/airlockdev/airlock/internal/gitbase"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/project"
+	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/selector"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
@@ -513,10 +514,11 @@ func gitUntouched(base string, changed *watchd.Changes) bool {
 // saveOpened saves the manifests open measured: the base's (written
 // while the staged one is), its symlinks, kept apart so that every
 // commit's protection check (project.LinkAliases) need not read the whole base
-// manifest, and the staged workspace's. The staged manifest's save, the
-// last, syncs the transaction directory after all of them and the git
-// snapshot are in: the open record is published only after that, so a
-// record that survives a crash finds every file it names.
+// manifest, and the staged workspace's (each written anew, or linked where
+// the refresh found it unchanged: stage.Result). The transaction directory
+// is synced once all of them and the git snapshot are in: the open record
+// is published only after that, so a record that survives a crash finds
+// every file it names.
 func saveOpened(st *state.Tx, res *stage.Result) error {
 	baseSaved := make(chan error, 1)
 	go func() { baseSaved <- res.Base.SaveAs(st.Path(baseManifestFile), res.BaseFile) }()
@@ -526,6 +528,9 @@ func saveOpened(st *state.Tx, res *stage.Result) error {
 	}
 	if berr := <-baseSaved; err == nil {
 		err = berr
+	}
+	if err == nil {
+		err = safefs.SyncDir(st.Dir())
 	}
 	return err
 }

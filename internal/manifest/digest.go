@@ -99,16 +99,29 @@ func (m *Manifest) Save(path string) error {
 	return safefs.WriteFile(path, encode(m.Entries), 0o600)
 }
 
-// SaveAs is Save where same, when not "", is a manifest file that holds
-// exactly m's entries already (one Save wrote for entries Same as m's, or
-// that was decoded into them): path becomes a second name of it, with its
-// directory synced as Save syncs it, and m is written again only where the
-// link cannot be made.
+// SaveAs writes m to path as Save does, its bytes on disk before the name
+// points at them, but leaves the directory's fsync to the caller, who
+// syncs it once all its files are in. Where same is not "", it is a
+// manifest file that holds exactly m's entries already (one Save wrote for
+// entries Same as m's, or that was decoded into them): path becomes a
+// second name of it, and m is written again only where the link cannot be
+// made.
 func (m *Manifest) SaveAs(path, same string) error {
 	if same != "" && os.Link(same, path) == nil {
-		return safefs.SyncDir(filepath.Dir(path))
+		return nil
 	}
-	return m.Save(path)
+	tmp, err := safefs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer tmp.Cleanup()
+	if _, err := tmp.Write(encode(m.Entries)); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Rename(path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // Load reads a manifest written by Save, or by an older airlock in the

@@ -255,7 +255,10 @@ func Put(ctx context.Context, dir string, s Settled) bool {
 }
 
 // write saves a slot's record and manifests into the slot being made; the
-// record's key of the held watch comes from held.
+// record's key of the held watch comes from held. The slot's directory is
+// not synced: one a power loss leaves torn is refused when it is next
+// claimed (a record or manifest that does not read; each manifest is
+// checksummed) and deleted.
 func write(tmp string, rec Record, s Settled, held <-chan string) bool {
 	srcSaved := make(chan error, 1)
 	go func() { srcSaved <- s.Source.SaveAs(filepath.Join(tmp, sourceFile), s.SourceFile) }()
