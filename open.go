@@ -351,24 +351,45 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 	stateClock, baseClock := s.clocks(base)
 	req := stage.Request{Base: base, Dir: staged, Skip: skip, Hosted: hosted, Progress: o.Progress, StateClock: stateClock, BaseClock: baseClock}
 	var res *stage.Result
-	// Before the base is measured: the tree this run settles may be
-	// pooled, and its refresh then measures only what changed in the base
-	// after this moment (internal/watchd). Asked while a pooled tree is
-	// claimed and its own changes asked for; waited for before either
-	// measurement (tokenTaken).
-	tokenTaken = func() {}
-	if backend.Name() == stage.Copy && o.ForRun {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			staging.BaseToken = s.baseToken(base)
-			if staging.BaseToken != "" {
-				staging.SkipKey = skipKey(r)
-			}
-		}()
-		tokenTaken = func() { <-done }
-		defer tokenTaken()
+	// Before the base is measured, this open takes a token of it: the tree
+	// this run settles may be pooled, and its refresh then measures only
+	// what changed in the base after this moment (internal/watchd). A
+	// recycled tree's refresh gets it with the daemon's word on the base,
+	// drawn at that answer's moment (renewed); otherwise it is asked for on
+	// its own (askToken). tokenTaken waits for it before anything measures
+	// the base.
+	wantToken := backend.Name() == stage.Copy && o.ForRun
+	var tokenOnce sync.Once
+	tokenDone := make(chan struct{})
+	askToken := func() {
+		tokenOnce.Do(func() {
+			go func() {
+				defer close(tokenDone)
+				if wantToken {
+					if staging.BaseToken = s.baseToken(base); staging.BaseToken != "" {
+						staging.SkipKey = skipKey(r)
+					}
+				}
+			}()
+		})
 	}
+	renewed := func(tok string) {
+		if tok == "" {
+			askToken()
+			return
+		}
+		tokenOnce.Do(func() {
+			if wantToken {
+				staging.BaseToken, staging.SkipKey = tok, skipKey(r)
+			}
+			close(tokenDone)
+		})
+	}
+	tokenTaken = func() { askToken(); <-tokenDone }
+	defer func() {
+		tokenOnce.Do(func() { close(tokenDone) }) // never asked for
+		<-tokenDone
+	}()
 	var early *watch.Watch
 	// What a recycled tree leaves of its pool slot is removed once the
 	// manifests are saved, which may link its files (stage.Result), and
@@ -379,7 +400,8 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 		// anything measures it.
 		watchIt := o.ForRun && watchable(backend.Name(), hosted) == ""
 		res, staging.Recycled, early, staging.NotRecycled = s.recycle(ctx, b, st.Dir(), req, skipKey(r), watchIt, tokenTaken, func(f func()) { afterSave = append(afterSave, f) },
-			func(changed *watchd.Changes, inputs, file string) {
+			func(changed *watchd.Changes, token, inputs, file string) {
+				renewed(token)
 				startGit(reuseGit(base, changed, inputs, file), inputs, true)
 			})
 	}

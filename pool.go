@@ -192,7 +192,7 @@ func skipKey(r *rules) string {
 // the base (pool.Take). It returns nil (and why, when there was a tree to
 // try) when no tree could be used: the caller stages afresh. later is
 // pool.Take's.
-func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, skipKey string, watchIt bool, tokenTaken func(), later func(func()), baseSince func(changed *watchd.Changes, gitInputs, gitFile string)) (*stage.Result, *Recycled, *watch.Watch, string) {
+func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req stage.Request, skipKey string, watchIt bool, tokenTaken func(), later func(func()), baseSince func(changed *watchd.Changes, token, gitInputs, gitFile string)) (*stage.Result, *Recycled, *watch.Watch, string) {
 	if !recycles() {
 		return nil, nil, nil, ""
 	}

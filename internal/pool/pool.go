@@ -381,16 +381,16 @@ type Watched struct {
 	// anything measures it (Reused.Watch): a run's.
 	Watch bool
 	// Measuring, if set, is called before the tree or the base is
-	// measured, and before the daemon is asked what changed in the base:
-	// it waits for what must come first (the open's own token of the
-	// base, for the next refresh).
+	// measured: it waits for what must come first (the open's own token of
+	// the base, for the next refresh).
 	Measuring func()
-	// BaseSince, if set, hears once, before the refresh, what the daemon
-	// named changed in the base since the pooled tree's open took its
-	// token (nil: it could not say, or was not asked); gitInputs and
+	// BaseSince, if set, hears once, before Measuring is called, what the
+	// daemon named changed in the base since the pooled tree's open took
+	// its token (nil: it could not say, or was not asked), with a token
+	// drawn at that answer's moment ("" where none was); gitInputs and
 	// gitFile are that open's git snapshot (Settled), readable until Take
 	// returns.
-	BaseSince func(changed *watchd.Changes, gitInputs, gitFile string)
+	BaseSince func(changed *watchd.Changes, token, gitInputs, gitFile string)
 }
 
 // Take makes req.Dir from one of the pooled trees at dir, refreshed to the
@@ -535,7 +535,7 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 	var kept *watchd.Kept
 	askBase := w != nil && w.Daemon != nil && rec.BaseToken != "" && rec.SkipKey == w.SkipKey
 	if w != nil && w.BaseSince != nil && !askBase {
-		w.BaseSince(nil, "", "") // no word on the base is coming
+		w.BaseSince(nil, "", "", "") // no word on the base is coming
 	}
 	if w != nil && w.Daemon != nil {
 		// Asked now, once the claim is made and no writer can be left
@@ -546,15 +546,10 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 		}
 		if askBase {
 			wg.Go(func() {
-				// After this open's own token is drawn: what changed
-				// between the two is named either now or, from the
-				// token on, to the next open; with the answer first, a
-				// change between the answer and the token would be
-				// named to neither.
-				if w.Measuring != nil {
-					w.Measuring()
-				}
-				ch, err := w.Daemon.Since(string(rec.Base), rec.BaseToken)
+				// The token renewed with the answer is this open's:
+				// what changes after the answer is named to the next
+				// open, and nothing falls between the two.
+				ch, renewed, err := w.Daemon.Since(string(rec.Base), rec.BaseToken)
 				if err == nil {
 					p.BaseChanges, p.Base = ch, base
 				}
@@ -563,7 +558,7 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 					if rec.GitInputs != "" {
 						file = filepath.Join(claimed, gitFile)
 					}
-					w.BaseSince(p.BaseChanges, rec.GitInputs, file)
+					w.BaseSince(p.BaseChanges, renewed, rec.GitInputs, file)
 				}
 			})
 		}

@@ -74,16 +74,18 @@ func (c *Client) Token(base string) (string, error) {
 	return rep.Token, nil
 }
 
-// Since names what changed in base after token.
-func (c *Client) Since(base, token string) (*Changes, error) {
+// Since names what changed in base after token, and returns a new token
+// drawn at the moment of its answer ("" where the daemon could not draw
+// one): Since(base, renewed) later names what changed after this answer.
+func (c *Client) Since(base, token string) (*Changes, string, error) {
 	rep, err := c.call(request{Op: "since", Base: manifest.Bytes(base), Token: token}, -1, false, answerTimeout)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if rep.Changes == nil {
-		return nil, fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
+		return nil, "", fmt.Errorf("%w: %s", ErrUnknown, rep.Unknown)
 	}
-	return fromWire(rep.Changes), nil
+	return fromWire(rep.Changes), rep.Token, nil
 }
 
 // Hold hands the daemon a run's watch of the tree at root (fd, an inotify

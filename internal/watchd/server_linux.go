@@ -626,7 +626,14 @@ func (s *server) since(base, token string) reply {
 	if c == nil {
 		return reply{Unknown: why}
 	}
-	return reply{Changes: toWire(c)}
+	// A new token at this answer's point, under the lock that covered
+	// the drain (as token draws one): what changes after the answer, the
+	// next since from it names.
+	rep := reply{Changes: toWire(c)}
+	if b.t.broken == 0 {
+		rep.Token = s.instance + ":" + strconv.FormatUint(s.next(), 10)
+	}
+	return rep
 }
 
 func (s *server) parseToken(token string) (uint64, bool) {

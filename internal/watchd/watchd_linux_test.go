@@ -58,7 +58,7 @@ func TestSinceNamesWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nothing yet but the file with a second name, which is always named.
-	ch, err := c.Since(base, tok)
+	ch, _, err := c.Since(base, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSinceNamesWhatChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err = c.Since(base, tok)
+	ch, renewed, err := c.Since(base, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,23 +95,29 @@ func TestSinceNamesWhatChanged(t *testing.T) {
 	if !slices.Equal(paths, want) || len(trees) != 0 || !slices.Contains(ch.Trees, "new") {
 		t.Fatalf("got %+v, want paths %q and the tree new", ch, want)
 	}
-	// A new directory is watched from its event on.
+	// A new directory is watched from its event on; a token renewed with
+	// an answer names what changed after that answer, as one asked for.
 	tok2, err := c.Token(base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if renewed == "" {
+		t.Fatal("the answer renewed no token")
+	}
 	held.Close()
 	write(t, filepath.Join(base, "new", "deep", "c.txt"), "c2")
-	ch, err = c.Since(base, tok2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(ch.Paths)
-	if !slices.Equal(ch.Paths, []string{"linked.txt", "new/deep/c.txt", "sub/untouched.txt"}) {
-		t.Fatalf("after the second token: %+v", ch)
+	for _, tk := range []string{tok2, renewed} {
+		ch, _, err = c.Since(base, tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ch.Paths)
+		if !slices.Equal(ch.Paths, []string{"linked.txt", "new/deep/c.txt", "sub/untouched.txt"}) {
+			t.Fatalf("after the second token: %+v", ch)
+		}
 	}
 	// A token of another instance is unknown.
-	if _, err := c.Since(base, "0000:1"); err == nil {
+	if _, _, err := c.Since(base, "0000:1"); err == nil {
 		t.Fatal("a token of another daemon was answered")
 	}
 }
@@ -253,7 +259,7 @@ func TestMountChangeIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Unmount(filepath.Join(base, "sub"), unix.MNT_DETACH)
-	if ch, err := c.Since(base, tok); err == nil {
+	if ch, _, err := c.Since(base, tok); err == nil {
 		t.Fatalf("after a mount: %+v", ch)
 	}
 }
@@ -274,7 +280,7 @@ func TestAnotherDirectoryAtTheBasePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(base, "g"), "g")
-	if ch, err := c.Since(base, tok); err == nil {
+	if ch, _, err := c.Since(base, tok); err == nil {
 		t.Fatalf("another directory at the base's path: %+v", ch)
 	}
 	tok, err = c.Token(base)
@@ -282,7 +288,7 @@ func TestAnotherDirectoryAtTheBasePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(base, "g"), "g2")
-	ch, err := c.Since(base, tok)
+	ch, _, err := c.Since(base, tok)
 	if err != nil || !slices.Equal(ch.Paths, []string{"g"}) {
 		t.Fatalf("the new directory's watch: %+v, %v", ch, err)
 	}

@@ -40,7 +40,7 @@ func (c *Client) Running() bool { return false }
 
 func (c *Client) Token(base string) (string, error) { return "", ErrUnknown }
 
-func (c *Client) Since(base, token string) (*Changes, error) { return nil, ErrUnknown }
+func (c *Client) Since(base, token string) (*Changes, string, error) { return nil, "", ErrUnknown }
 
 func (c *Client) Hold(key, base, root string, fd int, dirs map[int32]string) error {
 	return ErrUnknown
