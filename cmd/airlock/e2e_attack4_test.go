@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +133,137 @@ func TestAttack4ExactTreeKeepsRootFactsPlantedInPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.rootIsFresh("the run after the pooled tree's root was changed")
+}
+
+// attack4Truth is what git says of the base now, asked as the open asks
+// it (git status, which --no-optional-locks keeps from refreshing the
+// index: gitTruth's git diff refreshes it, a change in the base).
+func attack4Truth(x *h, g func(dir string, args ...string) string) attack3Snap {
+	x.t.Helper()
+	s := attack3Snap{Head: g(x.base, "rev-parse", "HEAD")}
+	out := x.sh(x.base, nil, "git", "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", "--ignore-submodules=all", "--", ".")
+	for _, rec := range strings.Split(out, "\x00") {
+		if len(rec) >= 4 {
+			s.Dirty = append(s.Dirty, rec[3:])
+		}
+	}
+	slices.Sort(s.Dirty)
+	return s
+}
+
+// attack4GitRun runs a warm run that changes nothing and fails unless its
+// git snapshot is what git says of the base now.
+func attack4GitRun(x *h, g func(dir string, args ...string) string, what string) {
+	x.t.Helper()
+	r := x.airlock("run", "--workdir", x.base, "--", "true")
+	wantBlock(x.t, r, map[string]string{"outcome": "no_changes"})
+	got, want := x.gitSnapOf(r.Settle["tx"]), attack4Truth(x, g)
+	if !sameSnap(got, want) {
+		x.t.Errorf("%s: the transaction's git snapshot is %+v; git says %+v", what, got, want)
+	}
+}
+
+// TestAttack4GitCleanFilterOutsideBase: claim C (a git snapshot is reused
+// only where what git status reads lies in the base). The repository's
+// own config (in the base, with no include, attributes file or work tree)
+// names a clean filter, a program outside the base, which .gitattributes
+// (in the base) applies to a.txt. Wherever a file's stat is not the one
+// its index entry recorded (here: every file, the base being backdated
+// after the commit, as a checkout, a copy with cp -a or a restore leaves
+// it; and git status --no-optional-locks never refreshes the index), git
+// status runs the filter and compares its output with HEAD's blob. The
+// filter program is changed outside the base: git now names a.txt dirty,
+// nothing in the base changed, and the warm run takes the old snapshot.
+// FAILS on 93c3326.
+func TestAttack4GitCleanFilterOutsideBase(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	g := gitRepoBase(t, x, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n"), ".gitattributes": F(0o644, "a.txt filter=outside\n")})
+	filter := filepath.Join(testbin.RealDir(t), "clean")
+	writeFile(t, filter, "#!/bin/sh\nexec cat\n")
+	if err := os.Chmod(filter, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g(x.base, "config", "--local", "filter.outside.clean", filter)
+	backdate(t, x.base, time.Hour)
+	attack4GitRun(x, g, "the first run")
+	attack4GitRun(x, g, "the first warm run")
+	writeFile(t, filter, "#!/bin/sh\nexec tr a-z A-Z\n")
+	if d := attack4Truth(x, g).Dirty; len(d) != 1 || d[0] != "a.txt" {
+		t.Fatalf("git names %q dirty after the filter changed, want a.txt", d)
+	}
+	attack4GitRun(x, g, "after the clean filter outside the base changed")
+}
+
+// TestAttack4GitDirNotARepository: claim C. gitContained takes a .git
+// directory of the base, with a config file and no symlink beneath it,
+// for the repository git reads; git takes a .git directory only when it
+// is a repository (HEAD, objects, refs), and otherwise goes on looking in
+// the directories above. Here the base's .git holds only an empty config,
+// and the directory above the base is a repository whose core.worktree is
+// the base: git status in the base reads it (prefix "", as reuseGit
+// wants). A commit there moves the base's HEAD with nothing changed in the
+// base; the warm run takes the old snapshot.
+// FAILS on 93c3326.
+func TestAttack4GitDirNotARepository(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	testbin.Require(t, "git", "the base is a git work tree")
+	g := func(dir string, args ...string) string {
+		t.Helper()
+		return strings.TrimSpace(x.sh(dir, nil, "git", append([]string{"-c", "user.name=agent", "-c", "user.email=agent@example.invalid"}, args...)...))
+	}
+	outer := testbin.RealDir(t)
+	base := filepath.Join(outer, "base")
+	build(t, base, tree{"a.txt": F(0o644, "a\n"), ".git/config": F(0o644, "")})
+	x.base = base
+	g(outer, "init", "-q", "-b", "main")
+	g(outer, "config", "core.worktree", base)
+	g(base, "add", "a.txt")
+	g(base, "commit", "-q", "-m", "initial")
+	if p := g(base, "rev-parse", "--show-prefix"); p != "" {
+		t.Fatalf("git's prefix in the base is %q, want none", p)
+	}
+	backdate(t, base, time.Hour)
+	attack4GitRun(x, g, "the first run")
+	attack4GitRun(x, g, "the first warm run")
+	g(base, "commit", "-q", "--allow-empty", "-m", "second")
+	attack4GitRun(x, g, "after a commit to the repository above the base")
+}
+
+// TestAttack4GitDirOwnerChanged: claim B (a change the daemon names as
+// ".git" alone never alters what git status reports). The git
+// directory's owner moved to another user (a chown names ".git" only: its
+// parent's watch and its own): git now refuses the repository ("detected
+// dubious ownership"), and an open that asks git records no snapshot; the
+// warm run takes the earlier one, HEAD and all, as if git had answered.
+// FAILS on 93c3326.
+func TestAttack4GitDirOwnerChanged(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	if os.Geteuid() != 0 {
+		t.Skip("only root gives a directory to another user")
+	}
+	g := gitRepoBase(t, x, tree{"a.txt": F(0o644, "a\n")})
+	backdate(t, x.base, time.Hour)
+	attack4GitRun(x, g, "the first run")
+	attack4GitRun(x, g, "the first warm run")
+	if err := os.Chown(filepath.Join(x.base, ".git"), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	r := testbin.Run(t, testbin.Cmd{Bin: "git", Args: []string{"--no-optional-locks", "status", "--porcelain", "-uno"}, Dir: x.base, Env: x.environ(), Timeout: commandTimeout})
+	if r.Code == 0 || !strings.Contains(r.Stderr, "dubious ownership") {
+		t.Fatalf("git status in the base after the chown: exit %d, want a refusal naming dubious ownership\n%s", r.Code, r.Stderr)
+	}
+	run := x.airlock("run", "--workdir", x.base, "--", "true")
+	wantBlock(t, run, map[string]string{"outcome": "no_changes"})
+	if b, err := os.ReadFile(filepath.Join(x.state, "tx", run.Settle["tx"], "git.json")); err == nil {
+		t.Errorf("git refuses the base's repository, yet the warm run recorded a git snapshot: %s", b)
+	}
+	// The control, after: an open that asks git records none.
+	fresh := x.airlock("run", "--fresh", "--workdir", x.base, "--", "true")
+	wantBlock(t, fresh, map[string]string{"outcome": "no_changes"})
+	if b, err := os.ReadFile(filepath.Join(x.state, "tx", fresh.Settle["tx"], "git.json")); err == nil {
+		t.Fatalf("the control: a fresh open recorded a git snapshot of a repository git refuses: %s", b)
+	}
 }
