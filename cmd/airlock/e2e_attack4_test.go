@@ -267,3 +267,29 @@ func TestAttack4GitDirOwnerChanged(t *testing.T) {
 		t.Fatalf("the control: a fresh open recorded a git snapshot of a repository git refuses: %s", b)
 	}
 }
+
+// TestAttack4BaseRootChangeIsSeen: claim A, on the base's side. The base
+// root's own mode, times and owner are in no manifest either; a change to
+// them names "" in the base, which the exact path does not let through
+// (only the tree's "" is), so the refresh sets the tree's root to the
+// base's. PASSES on 93c3326; the suite had no warm run after a change to
+// the base root alone.
+func TestAttack4BaseRootChangeIsSeen(t *testing.T) {
+	x := attack4Exact(t)
+	x.rootIsFresh("the third warm run")
+	if err := os.Chmod(x.base, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	x.rootIsFresh("after the base root was chmodded")
+	old := time.Unix(1000000000, 0)
+	if err := os.Chtimes(x.base, old, old); err != nil {
+		t.Fatal(err)
+	}
+	x.rootIsFresh("after the base root's times were set")
+	if os.Geteuid() == 0 {
+		if err := os.Chown(x.base, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		x.rootIsFresh("after the base root was given to another user")
+	}
+}
