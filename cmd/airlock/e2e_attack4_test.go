@@ -166,8 +166,8 @@ func attack4GitRun(x *h, g func(dir string, args ...string) string, what string)
 // TestAttack4GitCleanFilterOutsideBase: claim C (a git snapshot is reused
 // only where what git status reads lies in the base). The repository's
 // own config (in the base, with no include, attributes file or work tree)
-// names a clean filter, a program outside the base, which .gitattributes
-// (in the base) applies to a.txt. Wherever a file's stat is not the one
+// names a clean filter, a program outside the base, which
+// .git/info/attributes (in the base) applies to a.txt. Wherever a file's stat is not the one
 // its index entry recorded (here: every file, the base being backdated
 // after the commit, as a checkout, a copy with cp -a or a restore leaves
 // it; and git status --no-optional-locks never refreshes the index), git
@@ -178,7 +178,8 @@ func attack4GitRun(x *h, g func(dir string, args ...string) string, what string)
 func TestAttack4GitCleanFilterOutsideBase(t *testing.T) {
 	x := newH(t)
 	x.needWatchd()
-	g := gitRepoBase(t, x, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n"), ".gitattributes": F(0o644, "a.txt filter=outside\n")})
+	g := gitRepoBase(t, x, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
+	writeFile(t, filepath.Join(x.base, ".git", "info", "attributes"), "a.txt filter=outside\n")
 	filter := filepath.Join(testbin.RealDir(t), "clean")
 	writeFile(t, filter, "#!/bin/sh\nexec cat\n")
 	if err := os.Chmod(filter, 0o755); err != nil {
@@ -189,6 +190,7 @@ func TestAttack4GitCleanFilterOutsideBase(t *testing.T) {
 	attack4GitRun(x, g, "the first run")
 	attack4GitRun(x, g, "the first warm run")
 	writeFile(t, filter, "#!/bin/sh\nexec tr a-z A-Z\n")
+
 	if d := attack4Truth(x, g).Dirty; len(d) != 1 || d[0] != "a.txt" {
 		t.Fatalf("git names %q dirty after the filter changed, want a.txt", d)
 	}
