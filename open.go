@@ -1,7 +1,6 @@
 package airlock
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/config"
@@ -477,60 +477,68 @@ func reuseGit(base string, changed *watchd.Changes, inputs, file string) *gitbas
 // gitContained reports whether what git status reads of the base's
 // repository lies in the base itself, where the daemon's watch of it sees
 // every change (reuseGit): its git directory is a directory of the base
-// (m, the base as open measured it) with no symlink beneath it (a work
-// tree made by git-new-workdir links its refs, objects and config to
-// another repository) and no commondir file (a linked work tree's), and
-// its config neither includes other files nor names an attributes file or
-// a work tree elsewhere.
+// (m, the base as open measured it) that git takes for a repository (HEAD,
+// objects and refs in it: else git looks further up, where nothing is
+// watched) with no symlink beneath it (a work tree made by git-new-workdir
+// links its refs, objects and config to another repository) and no
+// commondir file (a linked work tree's), and its config names nothing
+// outside (gitOutside).
 func gitContained(base string, m *manifest.Manifest) bool {
-	es := m.Entries
-	i, found := slices.BinarySearchFunc(es, ".git", func(e manifest.Entry, p string) int { return strings.Compare(e.Path, p) })
-	if !found || es[i].Kind != manifest.KindDir {
+	kind := func(p string) manifest.Kind {
+		i, found := slices.BinarySearchFunc(m.Entries, p, func(e manifest.Entry, p string) int { return strings.Compare(e.Path, p) })
+		if !found {
+			return manifest.KindNone
+		}
+		return m.Entries[i].Kind
+	}
+	if kind(".git") != manifest.KindDir || kind(".git/HEAD") != manifest.KindFile || kind(".git/objects") != manifest.KindDir || kind(".git/refs") != manifest.KindDir {
 		return false
 	}
+	es := m.Entries
 	// The paths beneath it, from the first (a name such as .git-x sorts
 	// between .git and them).
-	i, _ = slices.BinarySearchFunc(es, ".git/", func(e manifest.Entry, p string) int { return strings.Compare(e.Path, p) })
+	i, _ := slices.BinarySearchFunc(es, ".git/", func(e manifest.Entry, p string) int { return strings.Compare(e.Path, p) })
 	for ; i < len(es) && strings.HasPrefix(es[i].Path, ".git/"); i++ {
 		if es[i].Kind == manifest.KindSymlink || es[i].Path == ".git/commondir" {
 			return false
 		}
 	}
 	cfg, err := os.ReadFile(filepath.Join(base, ".git", "config"))
-	if err != nil {
-		return false
-	}
-	low := bytes.ToLower(cfg)
-	for _, w := range []string{"include", "attributesfile", "worktree"} {
-		if bytes.Contains(low, []byte(w)) {
-			return false
-		}
-	}
-	return true
+	return err == nil && !gitbase.NamesOutside(cfg)
 }
 
 // gitUntouched reports whether what the daemon named changed in the base
-// leaves everything git status reads as it was: nothing, or only the git
-// directory's own times and an index lock that is gone again. A `git
-// status` in the base leaves just that (it takes the lock to refresh the
-// index, and drops it when nothing needed writing); a write of the index
-// renames the lock over it, and names the index.
+// leaves everything git status reads as it was: nothing, or only what a
+// `git status` in the base that wrote nothing leaves (it takes the index
+// lock to refresh the index and drops it again: the lock, gone now, and
+// the git directory, whose times moved with it), on a git directory that
+// is still this user's to read (a chown or chmod of it names it too, and
+// git refuses a repository of another owner). A write of the index renames
+// the lock over it, and names the index.
 func gitUntouched(base string, changed *watchd.Changes) bool {
 	if changed == nil || len(changed.Trees) > 0 {
 		return false
 	}
+	dir, lock := false, false
 	for _, p := range changed.Paths {
 		switch p {
 		case ".git":
+			dir = true
 		case ".git/index.lock":
 			if _, err := os.Lstat(filepath.Join(base, p)); !errors.Is(err, fs.ErrNotExist) {
 				return false
 			}
+			lock = true
 		default:
 			return false
 		}
 	}
-	return true
+	if !dir {
+		return !lock
+	}
+	var st syscall.Stat_t
+	return lock && syscall.Lstat(filepath.Join(base, ".git"), &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR &&
+		int(st.Uid) == os.Geteuid() && st.Mode&0o700 == 0o700
 }
 
 // saveOpened saves the manifests open measured: the base's (written

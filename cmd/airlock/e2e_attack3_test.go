@@ -38,20 +38,11 @@ func (x *h) gitSnapOf(id string) attack3Snap {
 }
 
 // gitTruth is what git says of the base now: HEAD, and the tracked paths
-// that differ from it (the question gitbase.Take asks).
+// that differ from it (the question gitbase.Take asks, asked as it asks
+// it, which leaves the index alone).
 func gitTruth(x *h, g func(dir string, args ...string) string) attack3Snap {
 	x.t.Helper()
-	s := attack3Snap{Head: g(x.base, "rev-parse", "HEAD")}
-	// Tracked paths whose index or work tree differs from HEAD: what
-	// status --untracked-files=no names.
-	out := g(x.base, "--no-optional-locks", "diff", "HEAD", "--name-only", "--no-renames", "--ignore-submodules=all", "--", ".")
-	for _, l := range strings.Split(out, "\n") {
-		if l != "" {
-			s.Dirty = append(s.Dirty, l)
-		}
-	}
-	slices.Sort(s.Dirty)
-	return s
+	return attack4Truth(x, g)
 }
 
 func sameSnap(a, b attack3Snap) bool { return a.Head == b.Head && slices.Equal(a.Dirty, b.Dirty) }

@@ -117,6 +117,23 @@ func read(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	return git.In(dir).Run(ctx, append([]string{"--no-optional-locks", "-c", "core.quotePath=false"}, args...)...)
 }
 
+// NamesOutside reports whether a git configuration file's text may make
+// git status read, or run, what lies outside the repository and the
+// configuration files Inputs covers: an include, an attributes file or a
+// work tree named elsewhere, a clean or smudge filter (a program git runs
+// on a file's bytes), an fsmonitor (another process's word on what
+// changed). Any mention counts, in any case: a false alarm only costs a
+// git status.
+func NamesOutside(config []byte) bool {
+	low := bytes.ToLower(config)
+	for _, w := range []string{"include", "attributesfile", "worktree", "filter", "fsmonitor"} {
+		if bytes.Contains(low, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
 // Inputs names what a snapshot depends on besides the repository itself:
 // the configuration and attributes git reads from outside it (system and
 // global), the environment that says where those are, and the git that
@@ -124,8 +141,8 @@ func read(ctx context.Context, dir string, args ...string) ([]byte, error) {
 // refs, index and work tree all lie within a watched base) taken under the
 // same Inputs are the same snapshot (a later open reuses the earlier one
 // rather than run git status again). It is "" when that cannot be said:
-// no git, or a configuration that includes other files or names an
-// attributes file elsewhere, whose changes nothing here would see.
+// no git, or a configuration that names something outside (NamesOutside),
+// whose changes nothing here would see.
 func Inputs() string {
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
@@ -162,7 +179,7 @@ func Inputs() string {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return ""
 		}
-		if low := bytes.ToLower(b); i < len(configs) && (bytes.Contains(low, []byte("include")) || bytes.Contains(low, []byte("attributesfile"))) {
+		if i < len(configs) && NamesOutside(b) {
 			return ""
 		}
 		sum := sha256.Sum256(b)

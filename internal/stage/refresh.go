@@ -461,20 +461,26 @@ func (r *refresher) apply(report func(done, total int)) error {
 	for k, i := range r.dirs {
 		r.made[i] = f.staged[k]
 	}
-	// The root's own facts are in no manifest: set them always, as
-	// staging does.
-	fi, err := os.Stat(r.src.path)
+	return fixRoot(r.dir, r.src.path)
+}
+
+// fixRoot sets the staged workspace dir's root as staging makes it from
+// the base's root: the user's own, no extended attributes, the base's
+// mode and times. The root's own facts are in no manifest, and no proof
+// covers them: every refresh sets them.
+func fixRoot(dir, base string) error {
+	fi, err := os.Stat(base)
 	if err != nil {
-		return fmt.Errorf("stat base %s: %w", quote(r.src.path), unwrapPath(err))
+		return fmt.Errorf("stat base %s: %w", quote(base), unwrapPath(err))
 	}
-	if err := scrubDir(r.dir); err != nil {
+	if err := scrubDir(dir); err != nil {
 		return fmt.Errorf("refresh staged workspace: %w", err)
 	}
-	if err := os.Chmod(r.dir, fi.Mode()&manifest.ModeMask); err != nil {
-		return fmt.Errorf("set mode of staged workspace %s: %w", quote(r.dir), unwrapPath(err))
+	if err := os.Chmod(dir, fi.Mode()&manifest.ModeMask); err != nil {
+		return fmt.Errorf("set mode of staged workspace %s: %w", quote(dir), unwrapPath(err))
 	}
-	if err := setTimes(r.dir, time.Now().UnixNano(), fi.ModTime().UnixNano()); err != nil {
-		return fmt.Errorf("set times of staged workspace %s: %w", quote(r.dir), err)
+	if err := setTimes(dir, time.Now().UnixNano(), fi.ModTime().UnixNano()); err != nil {
+		return fmt.Errorf("set times of staged workspace %s: %w", quote(dir), err)
 	}
 	return nil
 }
@@ -505,13 +511,18 @@ func (r *refresher) stagedManifest() (*manifest.Manifest, error) {
 // workspace's own manifests), where nothing changed in either since they
 // were measured: no path was written in the tree, nor in the base (a
 // watch of each that was whole the whole time: internal/pool). There is
-// nothing to measure, copy or remove; only the digests that stat cannot
-// stand in for at this moment are taken, as Refresh takes them (see
-// Result). base and staged become the Result's, digested says a digest
+// nothing to measure, copy or remove; only the root is set as Refresh sets
+// it, and the digests that stat cannot stand in for at this moment are
+// taken, as Refresh takes them (see Result). base and staged become the Result's, digested says a digest
 // was added to them. The Refreshed counts every entry as kept.
 func Unchanged(ctx context.Context, req Request, base, staged *manifest.Manifest) (res *Result, done *Refreshed, digested bool, err error) {
 	if fi, err := os.Stat(req.Base); err != nil || !fi.IsDir() {
 		return nil, nil, false, fmt.Errorf("stage %s: not a directory", quote(req.Base))
+	}
+	// The root, which no manifest and no watch's word covers (a command
+	// or another process may have chmodded it, or set an attribute).
+	if err := fixRoot(filepath.Clean(req.Dir), filepath.Clean(req.Base)); err != nil {
+		return nil, nil, false, err
 	}
 	res = &Result{Base: base, Staged: staged, WalkNs: time.Now().UnixNano()}
 	for i := range base.Entries {
