@@ -508,23 +508,32 @@ func gitContained(base string, m *manifest.Manifest) bool {
 }
 
 // gitUntouched reports whether what the daemon named changed in the base
-// leaves everything git status reads as it was: nothing, or only what a
-// `git status` in the base that wrote nothing leaves (it takes the index
-// lock to refresh the index and drops it again: the lock, gone now, and
-// the git directory, whose times moved with it), on a git directory that
-// is still this user's to read (a chown or chmod of it names it too, and
-// git refuses a repository of another owner). A write of the index renames
-// the lock over it, and names the index.
+// leaves everything git status reads as it was: nothing, loose objects
+// (content-addressed, never written again once made: a commit makes new
+// ones, and names its ref and index besides; the daemon names one made as
+// git makes them, a temporary file linked to its name, at every answer
+// after), or what a `git status` in the base that wrote nothing leaves (it
+// takes the index lock to refresh the index and drops it again: the lock,
+// gone now, and the git directory, whose times moved with it), on a git
+// directory that is still this user's to read (a chown or chmod of it
+// names it too, and git refuses a repository of another owner). A write of
+// the index renames the lock over it, and names the index.
 func gitUntouched(base string, changed *watchd.Changes) bool {
-	if changed == nil || len(changed.Trees) > 0 {
+	if changed == nil {
 		return false
+	}
+	for _, p := range changed.Trees {
+		if !strings.HasPrefix(p, ".git/objects/") {
+			return false
+		}
 	}
 	dir, lock := false, false
 	for _, p := range changed.Paths {
-		switch p {
-		case ".git":
+		switch {
+		case strings.HasPrefix(p, ".git/objects/"), p == ".git/objects":
+		case p == ".git":
 			dir = true
-		case ".git/index.lock":
+		case p == ".git/index.lock":
 			if _, err := os.Lstat(filepath.Join(base, p)); !errors.Is(err, fs.ErrNotExist) {
 				return false
 			}
