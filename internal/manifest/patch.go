@@ -33,7 +33,11 @@ var ErrLinked = errors.New("a file with more than one name")
 func Patch(ctx context.Context, root string, m *Manifest, paths, trees []string, opts WalkOptions) (*Manifest, error) {
 	p := &patcher{root: root, skip: opts.Skip, linked: opts.Linked, dirs: map[string]int{}}
 	defer p.close()
-	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	// The directories it steps through are opened O_PATH: a watch of the
+	// tree takes a real open of a directory for a possible change (an
+	// inode flag set through it makes no event of its own), and this
+	// one only stats names in them.
+	fd, err := unix.Open(root, pathOnly|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, walkErr(root, &fs.PathError{Op: "open", Path: root, Err: err})
 	}
@@ -170,7 +174,7 @@ func (p *patcher) dir(rel string) (int, error) {
 		p.dirs[rel] = -1 // skipped: nothing beneath it is measured
 		return -1, nil
 	}
-	fd, err := openDirAt(pfd, name)
+	fd, err := pathDirAt(pfd, name)
 	switch {
 	case err == unix.ENOENT || err == unix.ENOTDIR:
 		fd = -1
@@ -242,4 +246,19 @@ func (p *patcher) tree(ctx context.Context, t string, opts WalkOptions) ([]Entry
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// pathDirAt opens the directory name in dirfd, without following a
+// symlink, for stepping through and stating names only (pathOnly).
+func pathDirAt(dirfd int, name string) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, pathOnly|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.ELOOP {
+			err = unix.ENOTDIR
+		}
+		return fd, err
+	}
 }

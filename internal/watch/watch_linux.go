@@ -186,13 +186,6 @@ func (w *Watch) event(wd int32, mask uint32, name string) {
 		// event names it, and its entries go with it.
 		return
 	}
-	if mask&unix.IN_OPEN != 0 && (name == "" || mask&unix.IN_ISDIR != 0) {
-		// A directory opened: a listing read, which changes nothing (a
-		// directory cannot be mapped, and a file opened through it is
-		// an event of its own). Named, it would make the settle measure
-		// every directory a walk of the tree listed.
-		return
-	}
 	if name == "" {
 		// The directory itself: its own stat changed, it was deleted, or
 		// it moved (the parent's events name both ends of a move).

@@ -298,10 +298,8 @@ func (t *tree) event(wd int32, mask, cookie uint32, name string) {
 			}
 		case mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
 			t.trees[dir] = t.seq()
-		case mask&(unix.IN_OPEN|unix.IN_CLOSE_NOWRITE) != 0:
-			// A listing read (a directory cannot be mapped, and a
-			// file opened through it is its own event): nothing
-			// changed.
+		case mask&(unix.IN_OPEN|unix.IN_CLOSE_NOWRITE) != 0 && t.base:
+			// A listing read: nothing changed.
 		default:
 			t.name(dir)
 		}
@@ -324,7 +322,7 @@ func (t *tree) event(wd int32, mask, cookie uint32, name string) {
 			t.settle(p)
 		}
 	}
-	if isDir && mask&(unix.IN_OPEN|unix.IN_CLOSE_NOWRITE) != 0 {
+	if t.base && isDir && mask&(unix.IN_OPEN|unix.IN_CLOSE_NOWRITE) != 0 {
 		return // a listing read
 	}
 	if t.base && mask&(unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0 {
