@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,14 +36,6 @@ func (x *h) gitSnapOf(id string) attack3Snap {
 	return s
 }
 
-// gitTruth is what git says of the base now: HEAD, and the tracked paths
-// that differ from it (the question gitbase.Take asks, asked as it asks
-// it, which leaves the index alone).
-func gitTruth(x *h, g func(dir string, args ...string) string) attack3Snap {
-	x.t.Helper()
-	return attack4Truth(x, g)
-}
-
 func sameSnap(a, b attack3Snap) bool { return a.Head == b.Head && slices.Equal(a.Dirty, b.Dirty) }
 
 // TestAttack3GitRefsOutsideBase: claim 2 (a reused git snapshot is what
@@ -61,10 +52,7 @@ func TestAttack3GitRefsOutsideBase(t *testing.T) {
 	x := newH(t)
 	x.needWatchd()
 	testbin.Require(t, "git", "the base is a git work tree")
-	g := func(dir string, args ...string) string {
-		t.Helper()
-		return strings.TrimSpace(x.sh(dir, nil, "git", append([]string{"-c", "user.name=agent", "-c", "user.email=agent@example.invalid"}, args...)...))
-	}
+	g := agentGit(t, x)
 	main := testbin.RealDir(t)
 	build(t, main, tree{"a.txt": F(0o644, "a\n")})
 	g(main, "init", "-q", "-b", "main")
@@ -86,21 +74,12 @@ func TestAttack3GitRefsOutsideBase(t *testing.T) {
 	g(x.base, "checkout", "-f", "-q", "main")
 	backdate(t, x.base, time.Hour)
 
-	run := func(what string) {
-		t.Helper()
-		r := x.airlock("run", "--workdir", x.base, "--", "true")
-		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
-		got, want := x.gitSnapOf(r.Settle["tx"]), gitTruth(x, g)
-		if !sameSnap(got, want) {
-			t.Errorf("%s: the transaction's git snapshot is %+v; git says %+v", what, got, want)
-		}
-	}
-	run("the first run")
-	run("the first warm run")
+	gitSnapRun(x, g, "the first run")
+	gitSnapRun(x, g, "the first warm run")
 	// Elsewhere, in the repository the base shares its refs with.
 	g(main, "commit", "-q", "--allow-empty", "-m", "second")
 	g(main, "update-ref", "refs/heads/main", "HEAD")
-	run("after a commit to the base's branch")
+	gitSnapRun(x, g, "after a commit to the base's branch")
 }
 
 // TestAttack3GitRepoConfigIncludesOutside: claim 2. gitbase.Inputs gives
@@ -124,22 +103,13 @@ func TestAttack3GitRepoConfigIncludesOutside(t *testing.T) {
 		t.Fatal(err)
 	}
 	backdate(t, x.base, time.Hour)
-	run := func(what string) {
-		t.Helper()
-		r := x.airlock("run", "--workdir", x.base, "--", "true")
-		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
-		got, want := x.gitSnapOf(r.Settle["tx"]), gitTruth(x, g)
-		if !sameSnap(got, want) {
-			t.Errorf("%s: the transaction's git snapshot is %+v; git says %+v", what, got, want)
-		}
-	}
-	run("the first run")
-	run("the first warm run")
+	gitSnapRun(x, g, "the first run")
+	gitSnapRun(x, g, "the first warm run")
 	writeFile(t, outside, "[core]\n\tfileMode = true\n")
 	if d := gitTruth(x, g).Dirty; !slices.Equal(d, []string{"a.txt"}) {
 		t.Fatalf("git names %q dirty after fileMode = true, want a.txt", d)
 	}
-	run("after the included configuration changed")
+	gitSnapRun(x, g, "after the included configuration changed")
 }
 
 // TestAttack3ResumedWatchSeesCommandWrites: claim 1 (the watch the daemon

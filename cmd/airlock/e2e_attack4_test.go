@@ -135,10 +135,10 @@ func TestAttack4ExactTreeKeepsRootFactsPlantedInPool(t *testing.T) {
 	x.rootIsFresh("the run after the pooled tree's root was changed")
 }
 
-// attack4Truth is what git says of the base now, asked as the open asks
-// it (git status, which --no-optional-locks keeps from refreshing the
-// index: gitTruth's git diff refreshes it, a change in the base).
-func attack4Truth(x *h, g func(dir string, args ...string) string) attack3Snap {
+// gitTruth is what git says of the base now, asked as the open asks
+// it: HEAD, and the tracked paths git status names (--no-optional-locks
+// keeps it from refreshing the index, which would change the base).
+func gitTruth(x *h, g func(dir string, args ...string) string) attack3Snap {
 	x.t.Helper()
 	s := attack3Snap{Head: g(x.base, "rev-parse", "HEAD")}
 	out := x.sh(x.base, nil, "git", "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=no", "--no-renames", "--ignore-submodules=all", "--", ".")
@@ -151,13 +151,13 @@ func attack4Truth(x *h, g func(dir string, args ...string) string) attack3Snap {
 	return s
 }
 
-// attack4GitRun runs a warm run that changes nothing and fails unless its
+// gitSnapRun runs a warm run that changes nothing and fails unless its
 // git snapshot is what git says of the base now.
-func attack4GitRun(x *h, g func(dir string, args ...string) string, what string) {
+func gitSnapRun(x *h, g func(dir string, args ...string) string, what string) {
 	x.t.Helper()
 	r := x.airlock("run", "--workdir", x.base, "--", "true")
 	wantBlock(x.t, r, map[string]string{"outcome": "no_changes"})
-	got, want := x.gitSnapOf(r.Settle["tx"]), attack4Truth(x, g)
+	got, want := x.gitSnapOf(r.Settle["tx"]), gitTruth(x, g)
 	if !sameSnap(got, want) {
 		x.t.Errorf("%s: the transaction's git snapshot is %+v; git says %+v", what, got, want)
 	}
@@ -187,14 +187,14 @@ func TestAttack4GitCleanFilterOutsideBase(t *testing.T) {
 	}
 	g(x.base, "config", "--local", "filter.outside.clean", filter)
 	backdate(t, x.base, time.Hour)
-	attack4GitRun(x, g, "the first run")
-	attack4GitRun(x, g, "the first warm run")
+	gitSnapRun(x, g, "the first run")
+	gitSnapRun(x, g, "the first warm run")
 	writeFile(t, filter, "#!/bin/sh\nexec tr a-z A-Z\n")
 
-	if d := attack4Truth(x, g).Dirty; len(d) != 1 || d[0] != "a.txt" {
+	if d := gitTruth(x, g).Dirty; len(d) != 1 || d[0] != "a.txt" {
 		t.Fatalf("git names %q dirty after the filter changed, want a.txt", d)
 	}
-	attack4GitRun(x, g, "after the clean filter outside the base changed")
+	gitSnapRun(x, g, "after the clean filter outside the base changed")
 }
 
 // TestAttack4GitDirNotARepository: claim C. gitContained takes a .git
@@ -211,10 +211,7 @@ func TestAttack4GitDirNotARepository(t *testing.T) {
 	x := newH(t)
 	x.needWatchd()
 	testbin.Require(t, "git", "the base is a git work tree")
-	g := func(dir string, args ...string) string {
-		t.Helper()
-		return strings.TrimSpace(x.sh(dir, nil, "git", append([]string{"-c", "user.name=agent", "-c", "user.email=agent@example.invalid"}, args...)...))
-	}
+	g := agentGit(t, x)
 	outer := testbin.RealDir(t)
 	base := filepath.Join(outer, "base")
 	build(t, base, tree{"a.txt": F(0o644, "a\n"), ".git/config": F(0o644, "")})
@@ -227,10 +224,10 @@ func TestAttack4GitDirNotARepository(t *testing.T) {
 		t.Fatalf("git's prefix in the base is %q, want none", p)
 	}
 	backdate(t, base, time.Hour)
-	attack4GitRun(x, g, "the first run")
-	attack4GitRun(x, g, "the first warm run")
+	gitSnapRun(x, g, "the first run")
+	gitSnapRun(x, g, "the first warm run")
 	g(base, "commit", "-q", "--allow-empty", "-m", "second")
-	attack4GitRun(x, g, "after a commit to the repository above the base")
+	gitSnapRun(x, g, "after a commit to the repository above the base")
 }
 
 // TestAttack4GitDirOwnerChanged: claim B (a change the daemon names as
@@ -248,8 +245,8 @@ func TestAttack4GitDirOwnerChanged(t *testing.T) {
 	}
 	g := gitRepoBase(t, x, tree{"a.txt": F(0o644, "a\n")})
 	backdate(t, x.base, time.Hour)
-	attack4GitRun(x, g, "the first run")
-	attack4GitRun(x, g, "the first warm run")
+	gitSnapRun(x, g, "the first run")
+	gitSnapRun(x, g, "the first warm run")
 	if err := os.Chown(filepath.Join(x.base, ".git"), 65534, 65534); err != nil {
 		t.Fatal(err)
 	}

@@ -12,16 +12,22 @@ import (
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
+// agentGit is the command that runs git in a directory, with an identity
+// (as an agent has one), trimmed of the final newline.
+func agentGit(t *testing.T, x *h) func(dir string, args ...string) string {
+	return func(dir string, args ...string) string {
+		t.Helper()
+		return strings.TrimSpace(x.sh(dir, nil, "git", append([]string{"-c", "user.name=agent", "-c", "user.email=agent@example.invalid"}, args...)...))
+	}
+}
+
 // gitRepoBase makes x.base a git repository with one commit and returns
 // the command that runs git in a directory (with an identity, as an agent
 // has one).
 func gitRepoBase(t *testing.T, x *h, files tree) func(dir string, args ...string) string {
 	t.Helper()
 	testbin.Require(t, "git", "the base is a git repository whose commits are compared")
-	g := func(dir string, args ...string) string {
-		t.Helper()
-		return strings.TrimSpace(x.sh(dir, nil, "git", append([]string{"-c", "user.name=agent", "-c", "user.email=agent@example.invalid"}, args...)...))
-	}
+	g := agentGit(t, x)
 	build(t, x.base, files)
 	g(x.base, "init", "-q", "-b", "main")
 	g(x.base, "add", "-A")

@@ -199,6 +199,24 @@ func (x *h) pooledTree(id string) string {
 	return m[0]
 }
 
+// heldPooledTree builds a small base, backdated, and runs over it until a
+// warm run's tree is pooled with its watch held by the daemon (measured
+// tree+base): the id of that run.
+func (x *h) heldPooledTree() string {
+	x.t.Helper()
+	build(x.t, x.base, tree{"f": F(0o644, "f\n"), "sub/g": F(0o644, "g\n")})
+	backdate(x.t, x.base, time.Hour)
+	for i := 0; i < 2; i++ {
+		wantBlock(x.t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+	}
+	r := x.airlock("run", "--workdir", x.base, "--", "true")
+	wantBlock(x.t, r, map[string]string{"outcome": "no_changes"})
+	if s := x.watchdShow(r.Settle["tx"]); s.Recycled == nil || s.Recycled.Watched != "tree+base" {
+		x.t.Fatalf("the warm run: %+v", s)
+	}
+	return r.Settle["tx"]
+}
+
 // TestE2EWatchdSeesWritesToThePooledTree: whatever writes a pooled tree
 // after its run settled (here, a process airlock did not start, writing
 // by its path under the state root) is named by the daemon, which holds
@@ -215,23 +233,13 @@ func TestE2EWatchdSeesWritesToThePooledTree(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			x := newH(t)
 			x.needWatchd()
-			build(t, x.base, tree{"f": F(0o644, "f\n"), "sub/g": F(0o644, "g\n")})
-			backdate(t, x.base, time.Hour)
-			for i := 0; i < 2; i++ {
-				wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
-			}
-			r := x.airlock("run", "--workdir", x.base, "--", "true")
-			wantBlock(t, r, map[string]string{"outcome": "no_changes"})
-			if s := x.watchdShow(r.Settle["tx"]); s.Recycled == nil || s.Recycled.Watched != "tree+base" {
-				t.Fatalf("the warm run: %+v", s)
-			}
 			cmd := exec.Command("sh", "-c", c.script)
-			cmd.Dir = x.pooledTree(r.Settle["tx"])
+			cmd.Dir = x.pooledTree(x.heldPooledTree())
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%s: %v\n%s", c.script, err, out)
 			}
 			want := x.baseListing()
-			r = x.airlock("run", "--workdir", x.base, "--", "sh", "-c", listing)
+			r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c", listing)
 			wantBlock(t, r, map[string]string{"outcome": "no_changes"})
 			if r.Stdout != want {
 				t.Fatalf("the run's tree holds what was written into the pool:\n--- run\n%s--- base\n%s", r.Stdout, want)

@@ -9,7 +9,6 @@ import (
 	"hash"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -110,18 +109,7 @@ func (m *Manifest) SaveAs(path, same string) error {
 	if same != "" && os.Link(same, path) == nil {
 		return nil
 	}
-	tmp, err := safefs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer tmp.Cleanup()
-	if _, err := tmp.Write(encode(m.Entries)); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Rename(path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return safefs.WriteFileUnsynced(path, encode(m.Entries), 0o600)
 }
 
 // Load reads a manifest written by Save, or by an older airlock in the

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fsclock"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/watchd"
@@ -47,21 +48,8 @@ func BenchmarkRefresh(b *testing.B) {
 			name = "taken"
 		}
 		b.Run(name, func(b *testing.B) {
-			base := benchTree(b, 300, 10)
-			dir := filepath.Join(b.TempDir(), "staged")
-			c, err := testClock()
-			if err != nil {
-				b.Fatal(err)
-			}
-			req := stage.Request{Base: base, Dir: dir, StateClock: c, BaseClock: c}
-			bk, err := stage.Get(stage.Copy)
-			if err != nil {
-				b.Fatal(err)
-			}
-			res, err := bk.Stage(b.Context(), req)
-			if err != nil {
-				b.Fatal(err)
-			}
+			base, dir, c, req, res := benchStaged(b)
+			var err error
 			// Recycled twice before the timer starts: the tree's
 			// directories are then the ones a steady pool holds.
 			for range 2 {
@@ -91,6 +79,27 @@ func BenchmarkRefresh(b *testing.B) {
 			b.ReportMetric(float64(done.Copied), "copied/op")
 		})
 	}
+}
+
+// benchStaged stages a copy of a 300-directory, 3,000-file tree: its
+// base, staged directory, clock, request and result.
+func benchStaged(b *testing.B) (base, dir string, c fsclock.Clock, req stage.Request, res *stage.Result) {
+	b.Helper()
+	base = benchTree(b, 300, 10)
+	dir = filepath.Join(b.TempDir(), "staged")
+	c, err := testClock()
+	if err != nil {
+		b.Fatal(err)
+	}
+	req = stage.Request{Base: base, Dir: dir, StateClock: c, BaseClock: c}
+	bk, err := stage.Get(stage.Copy)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res, err = bk.Stage(b.Context(), req); err != nil {
+		b.Fatal(err)
+	}
+	return base, dir, c, req, res
 }
 
 // cpuTime is the CPU time this process has used, user and system.
@@ -133,21 +142,8 @@ func benchSettle(b *testing.B, dir, base string, res *stage.Result, listed bool)
 func BenchmarkRefreshWatched(b *testing.B) {
 	for _, name := range []string{"patched", "unchanged"} {
 		b.Run(name, func(b *testing.B) {
-			base := benchTree(b, 300, 10)
-			dir := filepath.Join(b.TempDir(), "staged")
-			c, err := testClock()
-			if err != nil {
-				b.Fatal(err)
-			}
-			req := stage.Request{Base: base, Dir: dir, StateClock: c, BaseClock: c}
-			bk, err := stage.Get(stage.Copy)
-			if err != nil {
-				b.Fatal(err)
-			}
-			res, err := bk.Stage(b.Context(), req)
-			if err != nil {
-				b.Fatal(err)
-			}
+			base, dir, c, req, res := benchStaged(b)
+			var err error
 			time.Sleep(time.Duration(c.WindowNs()) + 10*time.Millisecond)
 			var cpu time.Duration
 			for b.Loop() {

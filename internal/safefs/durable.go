@@ -16,6 +16,17 @@ import (
 // points at them, rename it over the target, then fsync the directory to
 // commit the rename itself.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	if err := WriteFileUnsynced(path, data, perm); err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	return SyncDir(dir)
+}
+
+// WriteFileUnsynced is WriteFile without the directory's fsync: the bytes
+// are on disk before the name points at them, and the caller syncs the
+// directory once all its files are in.
+func WriteFileUnsynced(path string, data []byte, perm fs.FileMode) error {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -34,7 +45,7 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	if err := tmp.Rename(path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return SyncDir(dir)
+	return nil
 }
 
 // TempFile is a file written under a temporary name in the directory where

@@ -155,18 +155,7 @@ func (t *Tx) WriteUnsynced(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := safefs.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer tmp.Cleanup()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Rename(path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return safefs.WriteFileUnsynced(path, data, 0o600)
 }
 
 // Read decodes the JSON state file name into v after checking it. A missing
