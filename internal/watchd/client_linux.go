@@ -170,7 +170,7 @@ func (c *Client) callFD(req request, fd int, start bool, timeout time.Duration) 
 	if fd >= 0 {
 		oob = unix.UnixRights(fd)
 	}
-	if _, _, err := conn.WriteMsgUnix(data, oob, nil); err != nil {
+	if err := send(conn, data, oob); err != nil {
 		return rep, -1, fmt.Errorf("%w: ask the daemon at %s: %v", ErrUnknown, c.dir, err)
 	}
 	conn.CloseWrite()
@@ -199,6 +199,19 @@ func (c *Client) callFD(req request, fd int, start bool, timeout time.Duration) 
 		return rep, -1, fmt.Errorf("%w: the daemon at %s: %s", ErrUnknown, c.dir, rep.Error)
 	}
 	return rep, got, nil
+}
+
+// send writes data, with oob on its first bytes. One sendmsg on a stream
+// socket writes what the socket's buffer takes, and no more: a large
+// request or reply (the directories of a tree with thousands of them)
+// goes on in writes of its own.
+func send(conn *net.UnixConn, data, oob []byte) error {
+	n, _, err := conn.WriteMsgUnix(data, oob, nil)
+	if err != nil || n == len(data) {
+		return err
+	}
+	_, err = conn.Write(data[n:])
+	return err
 }
 
 // readReply reads a reply to its end, and the descriptor that came with

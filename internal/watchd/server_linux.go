@@ -451,7 +451,7 @@ func (s *server) serveConn(c *net.UnixConn) {
 		if pass >= 0 {
 			oob = unix.UnixRights(pass)
 		}
-		c.WriteMsgUnix(append(data, '\n'), oob, nil)
+		send(c, append(data, '\n'), oob)
 	}
 	// A watch given back is closed here once sent: the caller has its own
 	// descriptor of it.

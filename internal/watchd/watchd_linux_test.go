@@ -1,6 +1,7 @@
 package watchd
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -291,5 +292,64 @@ func TestAnotherDirectoryAtTheBasePath(t *testing.T) {
 	ch, _, err := c.Since(base, tok)
 	if err != nil || !slices.Equal(ch.Paths, []string{"g"}) {
 		t.Fatalf("the new directory's watch: %+v, %v", ch, err)
+	}
+}
+
+// A tree of thousands of directories makes a hold request, and a take's
+// reply, larger than one write to the socket carries; a base where
+// thousands of files changed makes a large answer. Each arrives whole.
+func TestLargeRequestsAndReplies(t *testing.T) {
+	d := tempDir(t)
+	tree := filepath.Join(d, "tree")
+	long := strings.Repeat("x", 200)
+	var want []string
+	for i := range 1500 {
+		name := fmt.Sprintf("d%04d%s", i, long)
+		if err := os.MkdirAll(filepath.Join(tree, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, name)
+	}
+	w, err := watch.Start(tree, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(filepath.Join(d, "state"))
+	base := filepath.Join(d, "base")
+	write(t, filepath.Join(base, "seed"), "s")
+	tok, err := c.Token(base) // starts the daemon
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, dirs := w.Hand()
+	if err := c.Hold("k", base, tree, fd, dirs); err != nil {
+		t.Fatalf("hold of %d directories: %v", len(dirs), err)
+	}
+	w.Close()
+	_, kept, err := c.Take("k", true)
+	if err != nil {
+		t.Fatalf("take of %d directories: %v", len(dirs), err)
+	}
+	if kept == nil {
+		t.Fatal("the watch of a whole tree was not given back")
+	}
+	defer unix.Close(kept.FD)
+	if !maps.Equal(kept.Dirs, dirs) {
+		t.Fatalf("given back with %d directories, want %d", len(kept.Dirs), len(dirs))
+	}
+	for _, name := range want {
+		write(t, filepath.Join(base, name), "f")
+	}
+	ch, _, err := c.Since(base, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range want {
+		if !slices.Contains(ch.Paths, name) {
+			t.Fatalf("the answer does not name %s (%d paths)", name, len(ch.Paths))
+		}
 	}
 }
