@@ -107,6 +107,35 @@ func Patch(ctx context.Context, root string, m *Manifest, paths, trees []string,
 	return &Manifest{Entries: append(out, fresh...)}, nil
 }
 
+// Unchanged reports whether each of paths measures beneath root now as m
+// holds it: absent from both (or skipped by opts.Skip), or present in both
+// with the same stat facts (SameStat). Each path is measured as Patch
+// measures it, through directories opened O_PATH; a file with more than
+// one name is measured like any other.
+func Unchanged(root string, m *Manifest, paths []string, opts WalkOptions) (bool, error) {
+	p := &patcher{root: root, skip: opts.Skip, linked: true, dirs: map[string]int{}}
+	defer p.close()
+	fd, err := unix.Open(root, pathOnly|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, walkErr(root, &fs.PathError{Op: "open", Path: root, Err: err})
+	}
+	p.dirs[""] = fd
+	for _, rel := range paths {
+		if rel == "" {
+			continue // the root: no entry of its own
+		}
+		e, ok, err := p.stat(rel)
+		if err != nil {
+			return false, err
+		}
+		was, had := m.Lookup(rel)
+		if ok != had || (ok && !SameStat(e, *was)) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // outermost sorts trees and drops each one beneath another (asking of
 // each of its ancestors: "d.old" sorts between "d" and "d/x").
 func outermost(trees []string) []string {

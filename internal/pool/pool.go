@@ -590,14 +590,14 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 	if w != nil && w.Measuring != nil {
 		w.Measuring()
 	}
-	if rec.Exact && unwritten(p.TreeChanges) && p.BaseChanges != nil && len(p.BaseChanges.Paths) == 0 && len(p.BaseChanges.Trees) == 0 && (!watchIt || early != nil) {
+	if rec.Exact && unwritten(p.TreeChanges) && p.BaseChanges != nil && len(p.BaseChanges.Trees) == 0 && (!watchIt || early != nil) {
 		// Nothing was written to the tree since its walk, which is the
 		// tree staged from base.manifest, and nothing in the base changed
 		// since that was measured: the tree is what staging the base
 		// afresh would make, with nothing to measure.
 		prev, berr := p.Base()
 		m, terr := tree()
-		if berr == nil && terr == nil {
+		if berr == nil && terr == nil && baseUnchanged(req, prev, p.BaseChanges.Paths, rec.SourceWalkNs) {
 			res, st, digested, err := stage.Unchanged(ctx, req, prev, m)
 			if err != nil {
 				return nil, nil, early, err
@@ -623,6 +623,32 @@ func refreshClaimed(ctx context.Context, claimed string, rec Record, req stage.R
 		res.StagedFile = filepath.Join(claimed, treeFile)
 	}
 	return res, done, early, nil
+}
+
+// baseUnchanged reports whether the base paths the daemon named measure
+// now exactly as prev holds them, prev being the base as the pooled tree's
+// open measured it from walkNs on, with a ctime the base's clock proves
+// older than that measurement. The daemon names a file it cannot vouch
+// for, whatever happened to it: one opened (git reading its packs), one
+// with a second name (a local clone's objects, pnpm's store), which it
+// names at every answer. Such a file that shows the same facts is one a
+// refresh would keep, copying nothing (stage.Refresh: the stat proves the
+// bytes); one written within the clock's window of the measurement is
+// not, and the refresh compares its bytes.
+func baseUnchanged(req stage.Request, prev *manifest.Manifest, paths []string, walkNs int64) bool {
+	if len(paths) == 0 {
+		return true
+	}
+	same, err := manifest.Unchanged(req.Base, prev, paths, manifest.WalkOptions{Skip: req.Skip})
+	if err != nil || !same {
+		return false
+	}
+	for _, p := range paths {
+		if e, ok := prev.Lookup(p); ok && !req.BaseClock.Proves(e.CtimeNs, walkNs) {
+			return false
+		}
+	}
+	return true
 }
 
 // unwritten reports whether a pooled tree's watch named nothing
