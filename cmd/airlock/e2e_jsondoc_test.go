@@ -285,7 +285,7 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		verify   = "airlock receipt verify FILE|ID --json"
 		recover  = "airlock recover --json"
 		doctor   = "airlock doctor --json"
-		initJSON = "airlock init claude|codex --json"
+		initJSON = "airlock init claude|codex|gemini --json"
 		version  = "airlock version --json"
 		gc       = "airlock gc --json"
 		review   = "airlock review [ID] --json"

@@ -39,7 +39,7 @@ var jsonTypes = []struct {
 	{jsonout.Doctor{}, []string{"airlock doctor --json"}},
 	{airlock.Check{}, []string{"check"}},
 	{jsonout.Verify{}, []string{"airlock receipt verify file|id --json"}},
-	{jsonout.Init{}, []string{"airlock init claude|codex --json"}},
+	{jsonout.Init{}, []string{"airlock init claude|codex|gemini --json"}},
 	{buildinfo.Info{}, []string{"airlock version --json"}},
 }
 

@@ -11,11 +11,11 @@ import (
 
 func newHookCmd(io IO) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "hook claude|codex EVENT",
+		Use:   "hook claude|codex|gemini EVENT",
 		Short: "Hook handlers for agent tools (stdin JSON in, their documented answer out)",
 		Long: `hook answers an agent tool's hook event: it reads the event's JSON on stdin
 and writes the answer the tool documents on stdout; messages for a person go
-to stderr. ` + "`airlock init claude|codex`" + ` writes these hooks into a project.
+to stderr. ` + "`airlock init claude|codex|gemini`" + ` writes these hooks into a project.
 
 Claude Code events:
   worktree-create   open a transaction over the project for --worktree or an
@@ -28,16 +28,27 @@ Claude Code events:
   session-end       settle the session's transaction: discard it without
                     changes; with changes commit it ([hooks] stop =
                     "commit") or park it
+  pre-tool-use      deny a tool call that writes in the transaction's base
+                    outside its staged workspace; leave every other alone
 
 Codex events:
   stop              as for Claude; always answers a JSON object
   subagent-stop     as stop, for a thread-spawned subagent
-  session-start     as for Claude`,
+  session-start     as for Claude
+  session-end       as for Claude
+  pre-tool-use      as for Claude (Bash and apply_patch); always answers a
+                    JSON object
+
+Gemini CLI events:
+  after-agent       as stop: a block makes Gemini retry with the reason
+  session-start     as for Claude
+  before-tool       as pre-tool-use (write_file, replace, run_shell_command)
+Gemini CLI reads every answer as a JSON object ({} when there is nothing).`,
 		Args: cobra.ExactArgs(2),
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			switch len(args) {
 			case 0:
-				return []cobra.Completion{"claude", "codex"}, cobra.ShellCompDirectiveNoFileComp
+				return []cobra.Completion{"claude", "codex", "gemini"}, cobra.ShellCompDirectiveNoFileComp
 			case 1:
 				return hook.Events[hook.Agent(args[0])], cobra.ShellCompDirectiveNoFileComp
 			}

@@ -14,7 +14,7 @@ import (
 
 // initOptions are init's argument and flags.
 type initOptions struct {
-	agent   string // claude or codex
+	agent   string // claude, codex or gemini
 	workdir string
 	json    bool
 }
@@ -22,26 +22,34 @@ type initOptions struct {
 func newInitCmd(io IO) *cobra.Command {
 	var o initOptions
 	c := &cobra.Command{
-		Use:   "init claude|codex",
+		Use:   "init claude|codex|gemini",
 		Short: "Write airlock's hooks into the agent's project settings",
-		Long: `init merges airlock's hooks into the project's settings for the agent:
+		Long: `init merges airlock's hooks into the project's settings for the agent.
+Every event each agent gets:
 
   claude   .claude/settings.json: WorktreeCreate, WorktreeRemove, SessionStart,
-           Stop and SubagentStop
-  codex    .codex/hooks.json: SessionStart and Stop
+           Stop, SubagentStop, SessionEnd (timeout 60 s: Claude Code gives
+           it 1.5 s otherwise) and PreToolUse (for Write, Edit, MultiEdit,
+           NotebookEdit and Bash; timeout 30 s)
+  codex    .codex/hooks.json: SessionStart, Stop, SubagentStop, SessionEnd
+           and PreToolUse
+  gemini   .gemini/settings.json: SessionStart, AfterAgent (timeout 600 s)
+           and BeforeTool (for write_file, replace and run_shell_command;
+           timeout 30 s)
 
 Settings and hooks already there are kept, and running init again changes
-nothing. A settings file that is not valid JSON is reported and left as it
+nothing; an airlock hook an older init wrote without the timeout it needs
+gets it. A settings file that is not valid JSON is reported and left as it
 is. The hooks run ` + "`airlock`" + ` from PATH.`,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"claude", "codex"},
+		ValidArgs: []string{"claude", "codex", "gemini"},
 		RunE: func(c *cobra.Command, args []string) error {
 			o.agent = args[0]
 			return runInit(io, o)
 		},
 	}
 	c.Flags().StringVar(&o.workdir, "workdir", "", "the project directory (default: the current directory)")
-	c.Flags().BoolVar(&o.json, "json", false, "print {agent, path, added} as JSON instead of the sentence on stderr")
+	c.Flags().BoolVar(&o.json, "json", false, "print {agent, path, added, updated} as JSON instead of the sentence on stderr")
 	return c
 }
 
@@ -66,12 +74,17 @@ func runInit(io IO, o initOptions) error {
 		return err
 	}
 	if o.json {
-		return writeJSON(io, jsonout.Init{Added: jsonout.NonNil(res.Added), Agent: o.agent, Path: res.Path})
+		return writeJSON(io, jsonout.Init{Added: jsonout.NonNil(res.Added), Agent: o.agent, Path: res.Path, Updated: jsonout.NonNil(res.Updated)})
 	}
-	if len(res.Added) == 0 {
+	if len(res.Added) == 0 && len(res.Updated) == 0 {
 		fmt.Fprintf(io.Err, "airlock: %s already runs airlock's hooks; nothing changed\n", res.Path)
 		return nil
 	}
-	fmt.Fprintf(io.Err, "airlock: added airlock's %s hooks to %s\n", strings.Join(res.Added, ", "), res.Path)
+	if len(res.Added) > 0 {
+		fmt.Fprintf(io.Err, "airlock: added airlock's %s hooks to %s\n", strings.Join(res.Added, ", "), res.Path)
+	}
+	if len(res.Updated) > 0 {
+		fmt.Fprintf(io.Err, "airlock: gave airlock's %s hooks in %s the timeouts they need\n", strings.Join(res.Updated, ", "), res.Path)
+	}
 	return nil
 }

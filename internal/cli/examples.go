@@ -54,7 +54,8 @@ var examples = map[string]string{
 	"doctor": `  airlock doctor
   airlock doctor --workdir ~/src/project --json | jq '.checks[] | select(.name == "auto")'`,
 	"init": `  airlock init claude                   # in the project's directory
-  airlock init codex --workdir ~/src/project`,
+  airlock init codex --workdir ~/src/project
+  airlock init gemini`,
 	"hook": `  # What airlock init writes into .claude/settings.json runs, for example:
   airlock hook claude worktree-create
   # Try one by hand with the JSON the agent would send:

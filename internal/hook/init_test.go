@@ -2,6 +2,7 @@ package hook_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,7 +68,20 @@ const claudeSettings = `{
         "hooks": [
           {
             "type": "command",
-            "command": "airlock hook claude session-end"
+            "command": "airlock hook claude session-end",
+            "timeout": 60
+          }
+        ]
+      }
+    ],
+    "PreToolUse": [
+      {
+        "matcher": "Write|Edit|MultiEdit|NotebookEdit|Bash",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "airlock hook claude pre-tool-use",
+            "timeout": 30
           }
         ]
       }
@@ -107,6 +121,65 @@ const codexHooks = `{
           }
         ]
       }
+    ],
+    "SessionEnd": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "airlock hook codex session-end"
+          }
+        ]
+      }
+    ],
+    "PreToolUse": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "airlock hook codex pre-tool-use"
+          }
+        ]
+      }
+    ]
+  }
+}
+`
+
+const geminiSettings = `{
+  "hooks": {
+    "SessionStart": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "airlock hook gemini session-start"
+          }
+        ]
+      }
+    ],
+    "AfterAgent": [
+      {
+        "hooks": [
+          {
+            "type": "command",
+            "command": "airlock hook gemini after-agent",
+            "timeout": 600000
+          }
+        ]
+      }
+    ],
+    "BeforeTool": [
+      {
+        "matcher": "write_file|replace|run_shell_command",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "airlock hook gemini before-tool",
+            "timeout": 30000
+          }
+        ]
+      }
     ]
   }
 }
@@ -118,8 +191,9 @@ func TestInit(t *testing.T) {
 	cases := []struct {
 		agent, file, want, events string
 	}{
-		{"claude", ".claude/settings.json", claudeSettings, "WorktreeCreate, WorktreeRemove, SessionStart, Stop, SubagentStop, SessionEnd"},
-		{"codex", ".codex/hooks.json", codexHooks, "SessionStart, Stop, SubagentStop"},
+		{"claude", ".claude/settings.json", claudeSettings, "WorktreeCreate, WorktreeRemove, SessionStart, Stop, SubagentStop, SessionEnd, PreToolUse"},
+		{"codex", ".codex/hooks.json", codexHooks, "SessionStart, Stop, SubagentStop, SessionEnd, PreToolUse"},
+		{"gemini", ".gemini/settings.json", geminiSettings, "SessionStart, AfterAgent, BeforeTool"},
 	}
 	for _, c := range cases {
 		t.Run(c.agent, func(t *testing.T) {
@@ -159,7 +233,7 @@ func TestInitMerges(t *testing.T) {
 }`})
 	r := w.run(w.base, "", nil, w.bin, "init", "claude")
 	mustCode(t, r, 0)
-	if !strings.Contains(r.Stderr, "added airlock's WorktreeCreate, WorktreeRemove, Stop, SubagentStop, SessionEnd hooks") {
+	if !strings.Contains(r.Stderr, "added airlock's WorktreeCreate, WorktreeRemove, Stop, SubagentStop, SessionEnd, PreToolUse hooks") {
 		t.Errorf("an existing airlock SessionStart hook (by absolute path) must count as present\n%s", r)
 	}
 	got := testbin.ReadFile(t, filepath.Join(w.base, ".claude", "settings.json"))
@@ -193,11 +267,47 @@ func TestInitMerges(t *testing.T) {
 	if stop := s.Hooks["Stop"]; len(stop) != 2 || stop[0].Hooks[0].Command != "./notify.sh" || stop[0].Hooks[0].Timeout != 5 || stop[1].Hooks[0].Command != "airlock hook claude stop" {
 		t.Errorf("Stop groups %+v, want the user's then airlock's", stop)
 	}
-	if pre := s.Hooks["PreToolUse"]; len(pre) != 1 || pre[0].Matcher != "Bash" {
-		t.Errorf("PreToolUse %+v", pre)
+	if pre := s.Hooks["PreToolUse"]; len(pre) != 2 || pre[0].Matcher != "Bash" || pre[0].Hooks[0].Command != "./guard.sh" || pre[1].Hooks[0].Command != "airlock hook claude pre-tool-use" {
+		t.Errorf("PreToolUse %+v, want the user's guard then airlock's", pre)
 	}
 	if ss := s.Hooks["SessionStart"]; len(ss) != 1 {
 		t.Errorf("SessionStart %+v, want the existing airlock hook only", ss)
+	}
+}
+
+// TestInitTimeouts: a SessionEnd hook an older init wrote, without a
+// timeout (Claude Code then gives it 1.5 s), gets the 60 s airlock now
+// writes, and only it changes; the user's own hooks keep theirs.
+func TestInitTimeouts(t *testing.T) {
+	w := newWorld(t, map[string]string{".claude/settings.json": `{"hooks": {
+  "SessionEnd": [{"matcher": "", "hooks": [{"type": "command", "command": "./bye.sh", "timeout": 2}, {"type": "command", "command": "airlock hook claude session-end", "statusMessage": "settling"}]}]
+}}`})
+	r := w.run(w.base, "", nil, w.bin, "init", "claude", "--json")
+	mustCode(t, r, 0)
+	var out map[string]any
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+		t.Fatalf("init --json: %v\n%s", err, r)
+	}
+	if added := fmt.Sprint(out["added"]); added != "[WorktreeCreate WorktreeRemove SessionStart Stop SubagentStop PreToolUse]" || fmt.Sprint(out["updated"]) != "[SessionEnd]" {
+		t.Errorf("init --json %v, want SessionEnd updated and the rest added", out)
+	}
+	var s struct {
+		Hooks map[string][]struct {
+			Hooks []map[string]any `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal([]byte(testbin.ReadFile(t, filepath.Join(w.base, ".claude", "settings.json"))), &s); err != nil {
+		t.Fatal(err)
+	}
+	end := s.Hooks["SessionEnd"]
+	if len(end) != 1 || len(end[0].Hooks) != 2 || end[0].Hooks[0]["timeout"] != 2.0 || end[0].Hooks[1]["timeout"] != 60.0 || end[0].Hooks[1]["statusMessage"] != "settling" {
+		t.Errorf("SessionEnd %+v, want the user's hook as it was and airlock's with timeout 60", end)
+	}
+	r = w.run(w.base, "", nil, w.bin, "init", "claude", "--json")
+	mustCode(t, r, 0)
+	out = nil
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || fmt.Sprint(out["added"], out["updated"]) != "[] []" {
+		t.Errorf("second run %v, want nothing added or updated", out)
 	}
 }
 

@@ -31,6 +31,10 @@ type Input struct {
 	// SessionEnd: clear, resume, logout, prompt_input_exit,
 	// bypass_permissions_disabled or other.
 	Reason string `json:"reason"`
+	// PreToolUse (Claude Code, Codex), BeforeTool (Gemini CLI): the tool
+	// and its arguments as the model gave them.
+	ToolName  string          `json:"tool_name"`
+	ToolInput json.RawMessage `json:"tool_input"`
 	// Inside a subagent.
 	AgentID   string `json:"agent_id"`
 	AgentType string `json:"agent_type"`

@@ -19,13 +19,31 @@ type Agent string
 const (
 	Claude Agent = "claude"
 	Codex  Agent = "codex"
+	Gemini Agent = "gemini"
 )
+
+// Agents are the agents airlock answers, in the order help lists them.
+var Agents = []Agent{Claude, Codex, Gemini}
 
 // Events lists the events airlock answers for each agent, by the names the
 // command line uses (`airlock hook AGENT EVENT`).
 var Events = map[Agent][]string{
-	Claude: {"worktree-create", "worktree-remove", "stop", "subagent-stop", "session-start", "session-end"},
-	Codex:  {"stop", "subagent-stop", "session-start"},
+	Claude: {"worktree-create", "worktree-remove", "stop", "subagent-stop", "session-start", "session-end", "pre-tool-use"},
+	Codex:  {"stop", "subagent-stop", "session-start", "session-end", "pre-tool-use"},
+	Gemini: {"after-agent", "session-start", "before-tool"},
+}
+
+// alwaysJSON says whether an agent reads a hook's stdout as JSON whatever
+// the event: Codex for Stop and PreToolUse, Gemini CLI for every event (it
+// takes stderr as the answer when stdout is empty).
+func alwaysJSON(agent Agent, event string) bool {
+	switch agent {
+	case Codex:
+		return event == "stop" || event == "subagent-stop" || event == "pre-tool-use"
+	case Gemini:
+		return true
+	}
+	return false
 }
 
 // Runner answers hook events against a store.
@@ -51,15 +69,15 @@ func (r *Runner) getenv(k string) string {
 func (r *Runner) Run(ctx context.Context, agent Agent, event string, in io.Reader) error {
 	events, ok := Events[agent]
 	if !ok {
-		return fmt.Errorf("unknown agent %q (want claude or codex)", agent)
+		return fmt.Errorf("unknown agent %q (want claude, codex or gemini)", agent)
 	}
 	if !slices.Contains(events, event) {
 		return fmt.Errorf("unknown %s hook event %q (want %s)", agent, event, strings.Join(events, ", "))
 	}
 	input, err := ReadInput(in)
 	if err != nil {
-		if agent == Codex && (event == "stop" || event == "subagent-stop") {
-			// Codex reads Stop's stdout as JSON whatever happened.
+		if alwaysJSON(agent, event) {
+			// The agent reads stdout as JSON whatever happened.
 			fmt.Fprintf(r.Err, "airlock: %s\n", commandline.Message(err))
 			return r.writeJSON(map[string]any{})
 		}
@@ -77,10 +95,12 @@ func (r *Runner) Run(ctx context.Context, agent Agent, event string, in io.Reade
 	case "worktree-remove":
 		return r.worktreeRemove(ctx, input)
 	case "session-start":
-		return r.sessionStart(input)
+		return r.sessionStart(agent, input)
 	case "session-end":
 		return r.sessionEnd(ctx, input)
-	default: // stop, subagent-stop
+	case "pre-tool-use", "before-tool":
+		return r.preToolUse(agent, input)
+	default: // stop, subagent-stop, after-agent
 		d := r.stop(ctx, input, event == "subagent-stop")
 		if err := r.answerStop(agent, d); err != nil {
 			return err

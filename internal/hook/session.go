@@ -10,12 +10,16 @@ import (
 
 // sessionStart tells the agent, as SessionStart's additionalContext, that
 // it works inside a transaction: which one, over which base, what is
-// protected. Outside a transaction it answers nothing.
-func (r *Runner) sessionStart(in *Input) error {
+// protected. Outside a transaction it answers nothing ({} to an agent
+// that reads stdout as JSON whatever the event).
+func (r *Runner) sessionStart(agent Agent, in *Input) error {
 	tx, err := r.find(in.Cwd)
 	if err != nil || tx == nil {
 		if err != nil {
 			fmt.Fprintf(r.Err, "airlock: %s\n", commandline.Message(err))
+		}
+		if alwaysJSON(agent, "session-start") {
+			return r.writeJSON(map[string]any{})
 		}
 		return nil
 	}

@@ -40,14 +40,15 @@ func FuzzMergeHooks(f *testing.F) {
 	f.Add([]byte(``))
 	f.Add([]byte(`{"hooks":{"Stop":[{"matcher":"","hooks":[]}]}}`))
 	f.Add([]byte(`{"a":{"b":[1,2,{"c":null}]},"a":2}`))
+	f.Add([]byte(`{"hooks":{"SessionEnd":[{"hooks":[{"type":"command","command":"airlock hook claude session-end","timeout":5}]}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		out, added, err := mergeHooks("settings.json", data, claudeHooks)
+		out, added, updated, err := mergeHooks("settings.json", data, claudeHooks)
 		if err != nil {
 			return
 		}
-		if len(added) == 0 {
+		if len(added) == 0 && len(updated) == 0 {
 			if !bytes.Equal(out, data) {
-				t.Fatal("nothing added, yet the file changed")
+				t.Fatal("nothing added or updated, yet the file changed")
 			}
 			return
 		}
@@ -70,9 +71,9 @@ func FuzzMergeHooks(f *testing.F) {
 				t.Fatalf("%s has no airlock hook after the merge:\n%s", h.event, out)
 			}
 		}
-		again, added, err := mergeHooks("settings.json", out, claudeHooks)
-		if err != nil || len(added) != 0 || !bytes.Equal(again, out) {
-			t.Fatalf("second merge: added %v, err %v", added, err)
+		again, added, updated, err := mergeHooks("settings.json", out, claudeHooks)
+		if err != nil || len(added) != 0 || len(updated) != 0 || !bytes.Equal(again, out) {
+			t.Fatalf("second merge: added %v, updated %v, err %v", added, updated, err)
 		}
 	})
 }

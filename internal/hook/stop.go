@@ -200,15 +200,17 @@ func asRefusal(err error) (*airlock.Refusal, bool) {
 }
 
 // answerStop writes a stop decision as the agent documents it: a block is
-// {"decision":"block","reason":…} for both. Otherwise Claude Code reads no
-// output as "let it stop", and Codex requires a JSON object, {} at least.
+// {"decision":"block","reason":…} for all three (Gemini CLI's AfterAgent
+// takes "block" as "deny": a retry with the reason as the next prompt).
+// Otherwise Claude Code reads no output as "let it stop", and Codex and
+// Gemini CLI read stdout as JSON, {} at least.
 func (r *Runner) answerStop(agent Agent, d Decision) error {
 	switch {
 	case d.Block:
 		return r.writeJSON(map[string]any{"decision": "block", "reason": d.Reason})
 	case d.Message != "":
 		return r.writeJSON(map[string]any{"systemMessage": d.Message})
-	case agent == Codex:
+	case agent == Codex || agent == Gemini:
 		return r.writeJSON(map[string]any{})
 	}
 	return nil

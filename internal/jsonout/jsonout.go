@@ -264,7 +264,8 @@ type Verify struct {
 
 // Init is `init claude|codex --json`.
 type Init struct {
-	Added []string `json:"added"`
-	Agent string   `json:"agent"`
-	Path  string   `json:"path"`
+	Added   []string `json:"added"`
+	Agent   string   `json:"agent"`
+	Path    string   `json:"path"`
+	Updated []string `json:"updated"`
 }
