@@ -18,7 +18,7 @@ func (s *Store) clocks(base string) (stateClock, baseClock fsclock.Clock) {
 		c := fsclock.Assume(s.Dir(), "the state directory cannot be opened: "+err.Error())
 		return c, fsclock.Assume(base, c.Why)
 	}
-	stateClock = s.st.Clock()
+	stateClock = s.st().Clock()
 	if sameFS(base, s.Dir()) {
 		return stateClock, stateClock
 	}

@@ -150,7 +150,7 @@ func TestSameSecondPlantInPooledTreeIsNotKept(t *testing.T) {
 				}
 				res := run.Settled
 				if when == "after the settling walk" {
-					b, err := s.st.Base(base)
+					b, err := s.st().Base(base)
 					must(t, err)
 					pool, err := b.PoolDir()
 					must(t, err)

@@ -63,7 +63,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 	ids := o.IDs
 	g := &gcRun{o: o, named: len(ids) > 0, bases: map[string]*Tx{}, basePaths: map[string]bool{}, gone: map[string]bool{}}
 	if !g.named {
-		all, err := s.st.IDs()
+		all, err := s.st().IDs()
 		if err != nil {
 			return nil, 0, err
 		}
@@ -195,7 +195,7 @@ func (s *Store) gcRemove(ctx context.Context, g *gcRun, it *GCItem) error {
 // own record can no longer tell.
 func (s *Store) gcCorrupt(ctx context.Context, g *gcRun, id string) error {
 	if g.marks == nil {
-		marks, err := s.st.InflightMarks()
+		marks, err := s.st().InflightMarks()
 		if err != nil {
 			return err
 		}
@@ -258,7 +258,7 @@ func keptReason(err error) string {
 // as a *keptError. A dry run takes the lock the same way and removes
 // nothing.
 func (s *Store) removeSettling(ctx context.Context, id string, recheck func(*Tx) (bool, string, error), dryRun bool) error {
-	st, err := s.st.Tx(id)
+	st, err := s.st().Tx(id)
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func (s *Store) removeSettling(ctx context.Context, id string, recheck func(*Tx)
 			return err
 		}
 	}
-	return s.st.RemoveTx(id)
+	return s.st().RemoveTx(id)
 }
 
 // removeStagedNow removes the staged workspace through its backend, here
@@ -422,7 +422,7 @@ func (s *Store) pruneOriginals(rep *Tx, gone map[string]bool, dryRun bool) (int6
 		}
 		defer unlock()
 	}
-	ids, err := s.st.IDs()
+	ids, err := s.st().IDs()
 	if err != nil {
 		return 0, err
 	}

@@ -61,7 +61,7 @@ func (s *Store) recoverGone(ctx context.Context, path string, cause error) (*Rec
 // an earlier version marked (and could not be moved) is found by its
 // base.json.
 func (s *Store) inflightRecordedAt(ctx context.Context, path string, skip func(*state.Base) bool) (*state.Base, string, error) {
-	indexed, err := s.st.InflightNaming(ctx, path, state.Identity{}, nil, true)
+	indexed, err := s.st().InflightNaming(ctx, path, state.Identity{}, nil, true)
 	if err != nil {
 		return nil, "", err
 	}
@@ -70,7 +70,7 @@ func (s *Store) inflightRecordedAt(ctx context.Context, path string, skip func(*
 			return e.Base, e.TxID, nil
 		}
 	}
-	bases, err := s.st.BasesRecordedAt(path)
+	bases, err := s.st().BasesRecordedAt(path)
 	if err != nil {
 		return nil, "", err
 	}

@@ -33,7 +33,7 @@ func (s *Store) Log(dir string) (_ *Log, err error) {
 	if err := s.checkBase(base); err != nil {
 		return nil, err
 	}
-	b, err := s.st.Base(base)
+	b, err := s.st().Base(base)
 	if err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.st.Base(base)
+	b, err := s.st().Base(base)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 			return nil, fmt.Errorf("--id: %w", err)
 		}
 	}
-	st, err := createTx(s.st, o.ID, func() string { return state.NewID(time.Now()) })
+	st, err := createTx(s.st(), o.ID, func() string { return state.NewID(time.Now()) })
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	defer func() {
 		if !ok {
 			ports() // nothing may write into the transaction's state once it is removed
-			s.st.RemoveTx(id)
+			s.st().RemoveTx(id)
 		}
 	}()
 	// From the tree's measurement on, a run's every write is watched
@@ -164,7 +164,7 @@ func allocatePorts(ctx context.Context, s *Store, id string) func() (int, error)
 	}
 	done := make(chan result, 1)
 	go func() {
-		port, err := s.st.AllocatePorts(ctx, id, s.portsTaken)
+		port, err := s.st().AllocatePorts(ctx, id, s.portsTaken)
 		done <- result{port, err}
 	}()
 	return sync.OnceValues(func() (int, error) {

@@ -12,7 +12,7 @@ import (
 // opened, found by the identity recorded then, whatever path reaches it
 // now (see state.Store.BaseOf).
 func (t *Tx) stateBase() (*state.Base, error) {
-	return t.store.st.BaseOf(t.Base(), t.baseIdentity())
+	return t.store.st().BaseOf(t.Base(), t.baseIdentity())
 }
 
 // originals opens the store of content airlock's commits replaced in this

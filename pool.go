@@ -220,7 +220,7 @@ func (s *Store) recycle(ctx context.Context, b *state.Base, txDir string, req st
 // gcPools trims every base's pool (see GCOptions.DropPool), and removes a
 // pooled tree whose transaction was named.
 func (s *Store) gcPools(ctx context.Context, o GCOptions, items []GCItem, freed int64) ([]GCItem, int64) {
-	dirs, err := s.st.PoolDirs()
+	dirs, err := s.st().PoolDirs()
 	if err != nil {
 		return items, freed
 	}

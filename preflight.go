@@ -218,7 +218,7 @@ func (t *Tx) checkLocked(ctx context.Context, w *workspace, p *preflight, o Comm
 	// for while this one is held: such an apply is never one that is
 	// merely running (a commit over another directory at this path stops
 	// at its identity check before it marks anything).
-	if others, err := t.store.st.InflightNaming(ctx, t.Base(), t.baseIdentity(), p.base, false); err != nil {
+	if others, err := t.store.st().InflightNaming(ctx, t.Base(), t.baseIdentity(), p.base, false); err != nil {
 		return nil, err
 	} else if len(others) > 0 {
 		return interruptedElsewhere(t.Base(), t.baseIdentity(), others[0]), nil

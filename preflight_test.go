@@ -77,7 +77,7 @@ func TestCheckAgreesWithCommit(t *testing.T) {
 			writeTree(t, tx.Path(), map[string]string{"new": "n"})
 			other, err := s.Open(ctx, OpenOptions{Base: tx.Base()})
 			must(t, err)
-			b, err := s.st.Base(tx.Base())
+			b, err := s.st().Base(tx.Base())
 			must(t, err)
 			must(t, b.SetInflight(other.ID()))
 		}},

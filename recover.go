@@ -102,7 +102,7 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 	if err := s.checkBase(base); err != nil {
 		return nil, err
 	}
-	b, err := s.st.Base(base)
+	b, err := s.st().Base(base)
 	var stale *state.StaleBaseError
 	if errors.As(err, &stale) {
 		// The state under this directory's identity was a deleted
@@ -134,7 +134,7 @@ func (s *Store) RecoverWith(ctx context.Context, dir string, o RecoverOptions) (
 		// Not marked under this directory's identity: an apply whose
 		// record names this path or this identity under another key is
 		// this command's to resolve too (open refuses until it is).
-		others, err := s.st.InflightNaming(ctx, base, now, b, true)
+		others, err := s.st().InflightNaming(ctx, base, now, b, true)
 		if err != nil || len(others) == 0 {
 			return &RecoverResult{Base: base}, err
 		}
@@ -441,7 +441,7 @@ func (s *Store) recoverOrphan(ctx context.Context, b *state.Base, out *RecoverRe
 	found, err := recovery.Orphan(ctx, b, recovery.OrphanOf{
 		ID: id, Base: out.Base, Cause: cause, Journal: filepath.Join(s.dir, "tx", id, journalDir),
 		CheckJournal: func() error {
-			st, err := s.st.Tx(id)
+			st, err := s.st().Tx(id)
 			if err == nil {
 				err = st.CheckTree(journalDir, journalKept)
 			}

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -26,7 +28,11 @@ var DefaultExclude = []string{".aider*", ".claude/settings.local.json", ".claude
 // Store is a state root: where transactions are recorded.
 type Store struct {
 	dir string
-	st  *state.Store // nil until the state root exists
+	// root is the opened state root, nil until it exists; a Store is
+	// shared by concurrent calls (the MCP server's), one of which may
+	// create it.
+	root   atomic.Pointer[state.Store]
+	rootMu sync.Mutex
 }
 
 // OpenStore opens the state root dir, or the default one
@@ -57,16 +63,24 @@ func OpenStore(dir string) (*Store, error) {
 
 // ensure opens (creating if needed) the state root.
 func (s *Store) ensure() error {
-	if s.st != nil {
+	if s.root.Load() != nil {
+		return nil
+	}
+	s.rootMu.Lock()
+	defer s.rootMu.Unlock()
+	if s.root.Load() != nil {
 		return nil
 	}
 	st, err := state.Open(s.dir)
 	if err != nil {
 		return err
 	}
-	s.st = st
+	s.root.Store(st)
 	return nil
 }
+
+// st is the opened state root (ensure has been called).
+func (s *Store) st() *state.Store { return s.root.Load() }
 
 // Dir is the state root.
 func (s *Store) Dir() string { return s.dir }
@@ -252,7 +266,7 @@ const (
 func (s *Store) portsTaken(ix *state.TxIndex) ([]int, error) {
 	var taken []int
 	for _, id := range ix.Unsettled() {
-		st, err := s.st.Tx(id)
+		st, err := s.st().Tx(id)
 		if err != nil {
 			continue
 		}
@@ -286,7 +300,7 @@ func (s *Store) Tx(id string) (_ *Tx, err error) {
 	if err := s.ensure(); err != nil {
 		return nil, err
 	}
-	st, err := s.st.Tx(id)
+	st, err := s.st().Tx(id)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +336,7 @@ func (s *Store) IDs() ([]string, error) {
 	if err := s.ensure(); err != nil {
 		return nil, err
 	}
-	return s.st.IDs()
+	return s.st().IDs()
 }
 
 // resolveBase turns the user's --workdir into the absolute, symlink-free
@@ -412,7 +426,7 @@ func (s *Store) checkNotInterrupted(ctx context.Context, b *state.Base, id state
 		}
 		return r
 	}
-	others, err := s.st.InflightNaming(ctx, b.Path(), id, b, true)
+	others, err := s.st().InflightNaming(ctx, b.Path(), id, b, true)
 	if err != nil || len(others) == 0 {
 		return err
 	}

@@ -91,10 +91,10 @@ func BenchmarkOpen(b *testing.B) {
 		})
 		b.Run("pass/settled="+strconv.Itoa(settled), func(b *testing.B) {
 			id := "pass-" + strconv.Itoa(settled)
-			_, err := s.st.Create(id)
+			_, err := s.st().Create(id)
 			noErr(b, err)
 			for b.Loop() {
-				_, err := s.st.AllocatePorts(b.Context(), id, s.portsTaken)
+				_, err := s.st().AllocatePorts(b.Context(), id, s.portsTaken)
 				noErr(b, err)
 			}
 		})
@@ -132,20 +132,20 @@ func noErr(tb testing.TB, err error) {
 func TestCreateTxRedrawsAGeneratedID(t *testing.T) {
 	s := newStore(t)
 	must(t, s.ensure())
-	if _, err := s.st.Create("20261202-041752-14f4"); err != nil {
+	if _, err := s.st().Create("20261202-041752-14f4"); err != nil {
 		t.Fatal(err)
 	}
 	draws := []string{"20261202-041752-14f4", "20261202-041752-14f4", "20261202-041752-0b1e"}
 	next := func() string { id := draws[0]; draws = draws[1:]; return id }
-	tx, err := createTx(s.st, "", next)
+	tx, err := createTx(s.st(), "", next)
 	if err != nil || tx.ID() != "20261202-041752-0b1e" {
 		t.Fatalf("createTx = %v, %v; want the third draw", tx, err)
 	}
-	if _, err := createTx(s.st, "20261202-041752-14f4", next); !errors.Is(err, fs.ErrExist) {
+	if _, err := createTx(s.st(), "20261202-041752-14f4", next); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("createTx of a taken chosen id = %v, want fs.ErrExist", err)
 	}
 	always := func() string { return "20261202-041752-14f4" }
-	if _, err := createTx(s.st, "", always); !errors.Is(err, fs.ErrExist) {
+	if _, err := createTx(s.st(), "", always); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("createTx whose every draw is taken = %v, want fs.ErrExist", err)
 	}
 }

@@ -60,7 +60,7 @@ func TestWatchedRunPoolsItsTreeAsOfTheWatchsEnd(t *testing.T) {
 	// Whatever the second open's refresh did to the directories lies
 	// outside the state file system's timestamp window once it has
 	// passed; the run's watch stops after that.
-	clock := s.st.Clock()
+	clock := s.st().Clock()
 	if !clock.Fine() {
 		t.Skipf("the state's file system keeps coarse times (%s): the case is not tested", clock)
 	}

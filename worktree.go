@@ -72,7 +72,7 @@ func (b *Branch) KeptNote() string {
 // settled transactions whose removal failed. It returns items updated and
 // added for what it did.
 func (s *Store) gcWorktrees(ctx context.Context, o GCOptions, bases map[string]bool, items []GCItem) ([]GCItem, error) {
-	ids, err := s.st.IDs()
+	ids, err := s.st().IDs()
 	if err != nil {
 		return items, err
 	}
@@ -82,7 +82,7 @@ func (s *Store) gcWorktrees(ctx context.Context, o GCOptions, bases map[string]b
 		if len(o.IDs) > 0 && !slices.Contains(o.IDs, id) {
 			continue
 		}
-		st, err := s.st.Tx(id)
+		st, err := s.st().Tx(id)
 		if err != nil {
 			continue
 		}
@@ -143,7 +143,7 @@ func (s *Store) gcWorktrees(ctx context.Context, o GCOptions, bases map[string]b
 			it := GCItem{ID: id, Removed: true, Bytes: diskUsage(filepath.Join(txRoot, id)),
 				Reason: "its open died after its git worktree was made; " + reason}
 			if !o.DryRun {
-				if rerr := s.st.RemoveTx(id); rerr != nil {
+				if rerr := s.st().RemoveTx(id); rerr != nil {
 					err = errors.Join(err, rerr)
 					continue
 				}

@@ -143,6 +143,9 @@ if [ "$quick" != 1 ]; then
   # The race tests: the file-system swap race, racy timestamps, a removal
   # racing rm -rf (the torture's racing editors run with the torture).
   round race 3 -run 'Race|Racy|Racing|WhileAnother' ./internal/safefs ./internal/changeset ./internal/state
+  # One Store shared by concurrent calls (the MCP server's), under the
+  # race detector.
+  round shared 1 -race -run 'SharedByConcurrent' .
   round recycle 3 -run 'Refresh|Recycl' ./internal/stage ./cmd/airlock
   round torture 3 ./internal/torture
 fi
