@@ -63,9 +63,11 @@ func New(store *airlock.Store) *mcp.Server {
 	return s
 }
 
-// Serve runs the server over t until the client goes away.
+// Serve runs the server over t until the client goes away. A client that
+// closes its input is still answered: every call read before the end gets
+// its reply before Serve returns (answering).
 func Serve(ctx context.Context, store *airlock.Store, t mcp.Transport) error {
-	return New(store).Run(ctx, t)
+	return New(store).Run(ctx, answering(t))
 }
 
 type handlers struct {
