@@ -8,11 +8,14 @@
 // # Tools
 //
 //	open     {path, id?, exclude?, protect?}   → {id, path, base, backend, port_base, protect, validate}
-//	status   {id}                              → the transaction's Info (as `airlock show --json`)
+//	status   {id, with_receipt?}                 → the transaction's Info (as `airlock show --json`), and its receipt_body
 //	list     {all?}                            → {transactions: [Info]}
 //	diff     {id, format?: patch|stat|name-status} → {format, bytes, lines, empty, notes}; the text is the content
-//	commit   {id, approve?, validate?, expect_digest?} → {tx, outcome, refusal, refused_paths, reason, counts, merged, branch, validators, receipt}
-//	discard  {id, drop_commits?}               → {tx, outcome, counts, branch}
+//	commit   {id, approve?, validate?, expect_digest?} → {tx, outcome, refusal, refused_paths, reason, counts, merged, branch, validators, receipt_path, receipt_digest}
+//	discard  {id, drop_commits?}               → {tx, outcome, counts, branch, receipt_path, receipt_digest}
+//
+// commit and discard return what a model acts on; the receipt itself,
+// mostly digests and inode numbers, is status's (with_receipt).
 //
 // A refusal's reason names its remedy in this server's terms (approve:
 // true, expect_digest), or, where only the user can act, the user's own

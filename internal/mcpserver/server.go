@@ -36,7 +36,7 @@ func New(store *airlock.Store) *mcp.Server {
 	}, worded(h.open))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "status",
-		Description: "Summarise a transaction: its status (open, refused, committed, ...), base, staged path, added/modified/deleted counts and, after a refused commit, the refusal and its paths.",
+		Description: "Summarise a transaction: its status (open, refused, committed, ...), base, staged path, added/modified/deleted counts, diff_digest and, after a refused commit, the refusal and its paths. with_receipt: true adds the receipt itself (receipt_body), which commit and discard leave out.",
 		Annotations: &mcp.ToolAnnotations{Title: "Transaction status", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no},
 	}, worded(h.status))
 	mcp.AddTool(s, &mcp.Tool{
@@ -115,13 +115,39 @@ type IDInput struct {
 	ID string `json:"id" jsonschema:"the transaction id"`
 }
 
-func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, *airlock.Info, error) {
+// StatusInput is the status tool's input.
+type StatusInput struct {
+	ID          string `json:"id" jsonschema:"the transaction id"`
+	WithReceipt bool   `json:"with_receipt,omitempty" jsonschema:"add the receipt itself (receipt_body), once the transaction has one: every path's digests and file facts, which commit and discard leave out"`
+}
+
+// StatusOutput is the status tool's result: the transaction as `airlock
+// show --json` gives it, and, when asked for, its receipt.
+type StatusOutput struct {
+	*airlock.Info
+	ReceiptBody map[string]any `json:"receipt_body,omitempty" jsonschema:"with with_receipt: the receipt (schema airlock.receipt/v1)"`
+}
+
+func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, StatusOutput, error) {
 	tx, err := h.store.Tx(in.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, StatusOutput{}, err
 	}
 	info, err := tx.InfoWithDigest(ctx)
-	return nil, info, err
+	if err != nil {
+		return nil, StatusOutput{}, err
+	}
+	out := StatusOutput{Info: info}
+	if in.WithReceipt && info.Receipt != "" {
+		rc, err := tx.Receipt()
+		if err != nil {
+			return nil, StatusOutput{}, fmt.Errorf("transaction %s: read its receipt %s: %w", tx.ID(), info.Receipt, err)
+		}
+		if out.ReceiptBody, err = asObject(rc); err != nil {
+			return nil, StatusOutput{}, err
+		}
+	}
+	return nil, out, nil
 }
 
 // ListInput is the list tool's input.
@@ -216,9 +242,12 @@ type DiscardInput struct {
 	DropCommits bool   `json:"drop_commits,omitempty" jsonschema:"let git commits made in the staged path go too, instead of keeping them on branch airlock/<id> in the project's repository"`
 }
 
-// SettleOutput is what commit and discard return: the command line's
-// settle result (jsonout.Settle, docs/json.md) under the same names, in the
-// types this tool's schema gives them.
+// SettleOutput is what commit and discard return: what a model acts on,
+// under the names of the command line's settle result (jsonout.Settle,
+// docs/json.md), in the types this tool's schema gives them. The receipt
+// itself is left to status: most of its bytes are digests and inode
+// numbers (974 of 1,054 in the issue's commit), which no next step of an
+// agent reads, and a client may hand the model every byte of the result.
 type SettleOutput struct {
 	TxID         string   `json:"tx"`
 	Outcome      string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
@@ -233,11 +262,11 @@ type SettleOutput struct {
 	Deleted      int      `json:"deleted"`
 	// Kept are deleted directories kept because they hold paths the
 	// transaction never saw.
-	Kept        []string       `json:"kept,omitempty"`
-	Repeat      bool           `json:"repeat,omitempty" jsonschema:"the transaction had already settled; this reports its first outcome"`
-	Validators  []string       `json:"validators,omitempty" jsonschema:"the validate commands that ran on the candidate, in order: the project's, then the one given; after ValidationFailed the last is the one that failed"`
-	ReceiptPath string         `json:"receipt_path,omitempty"`
-	Receipt     map[string]any `json:"receipt,omitempty" jsonschema:"the receipt (schema airlock.receipt/v1)"`
+	Kept          []string `json:"kept,omitempty"`
+	Repeat        bool     `json:"repeat,omitempty" jsonschema:"the transaction had already settled; this reports its first outcome"`
+	Validators    []string `json:"validators,omitempty" jsonschema:"the validate commands that ran on the candidate, in order: the project's, then the one given; after ValidationFailed the last is the one that failed"`
+	ReceiptPath   string   `json:"receipt_path,omitempty" jsonschema:"the receipt's file; status with with_receipt: true returns the receipt itself"`
+	ReceiptDigest string   `json:"receipt_digest,omitempty" jsonschema:"the receipt's digest, which seals it (airlock receipt verify checks it)"`
 }
 
 // commit passes the request's context on: a client that cancels the call
@@ -322,9 +351,7 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 		}
 	}
 	if js.Receipt != nil {
-		if out.Receipt, err = asObject(js.Receipt); err != nil {
-			return nil, SettleOutput{}, err
-		}
+		out.ReceiptDigest = js.Receipt.Digest
 	}
 	return nil, out, nil
 }
