@@ -19,9 +19,10 @@ import (
 // instructions tell the agent how the tools fit together.
 const instructions = `airlock gives you a transactional workspace over a project directory (the base).
 1. open {path} returns a transaction id and a staged path: a private copy of the base. Read and write files ONLY under the staged path; the base does not change while you work.
-2. diff {id} shows your change set (format patch, stat or name-status); status {id} summarises it.
-3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the refused_paths and a reason that says what to do: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) land only with the user's approval: set approve: true only when the user asked for that change, and the server asks the user to confirm it (through your client; a client that cannot ask gets a refusal naming how the user approves: airlock review <id> or airlock commit <id> --approve). If the change set changes after the user answered, nothing lands. Paths the base had changed too and that were merged are listed in merged. Git commits you made in the staged path are kept in the project's repository on branch airlock/<id> (branch in the result). If a commit call is cancelled before its journal is written, nothing is applied; after that point it completes: call status to see the outcome.
-4. discard {id} drops the change set (your git commits are kept on branch airlock/<id> unless drop_commits is true). list shows the open transactions.`
+2. run {id, command} runs a shell command (a build, the tests) in the staged path, at the project's own path where it can, and returns its exit code and output; the transaction stays open.
+3. diff {id} shows your change set (format patch, stat or name-status); status {id} summarises it.
+4. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the refused_paths and a reason that says what to do: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) land only with the user's approval: set approve: true only when the user asked for that change, and the server asks the user to confirm it (through your client; a client that cannot ask gets a refusal naming how the user approves: airlock review <id> or airlock commit <id> --approve). If the change set changes after the user answered, nothing lands. Paths the base had changed too and that were merged are listed in merged. Git commits you made in the staged path are kept in the project's repository on branch airlock/<id> (branch in the result). If a commit call is cancelled before its journal is written, nothing is applied; after that point it completes: call status to see the outcome.
+5. discard {id} drops the change set (your git commits are kept on branch airlock/<id> unless drop_commits is true). list shows the open transactions.`
 
 // New returns an MCP server whose tools act on the transactions of store.
 func New(store *airlock.Store) *mcp.Server {
@@ -51,6 +52,11 @@ func New(store *airlock.Store) *mcp.Server {
 		InputSchema: diffSchema(),
 	}, worded(h.diff))
 	mcp.AddTool(s, &mcp.Tool{
+		Name:        "run",
+		Description: "Run a shell command (sh -c) in an open transaction's staged tree, at the project's own path where the system allows (same_path says), so that builds and tests see the tree as they would the project; the transaction stays open, and what the command writes is part of its change set, which commit lands. A non-zero exit is a result, not an error. The command's stdout and stderr are the result's text content, each cut to its first and last 8 KiB (stdout_cut and stderr_cut count the bytes dropped between); it is ended after timeout_seconds (default 600), and whatever it leaves running is ended when it exits. A commit or discard of the transaction while a run in it is in flight is refused: commit once the run has returned.",
+		Annotations: &mcp.ToolAnnotations{Title: "Run a command in the staged tree", DestructiveHint: &yes, OpenWorldHint: &yes},
+	}, worded(h.run))
+	mcp.AddTool(s, &mcp.Tool{
 		Name:        "commit",
 		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), refused_paths and reason (what happened and what to do); the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve: true asks for changes to protected paths to land: the server asks the user to confirm them (MCP elicitation, showing the paths and their patch) and lands them only if the user accepts, and only the change set the user saw; a declined request, or a client that cannot ask, refuses ProtectedPathNotApproved with the user's ways to approve (airlock review <id>, airlock commit <id> --approve). approve: true is not an approval in itself (unless the project's .airlock.toml sets agents_approve = true): set it only when the user asked for that change. Committing a committed transaction reports its first outcome. Cancelling the call stops the commit only before its journal is written (nothing applied, the transaction kept as it was); after that it runs to its end, and status tells the outcome.",
 		Annotations: &mcp.ToolAnnotations{Title: "Commit the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes},
@@ -73,6 +79,7 @@ func Serve(ctx context.Context, store *airlock.Store, t mcp.Transport) error {
 type handlers struct {
 	store *airlock.Store
 	asked asked
+	busy  busy
 }
 
 // OpenInput is the open tool's input.
@@ -322,6 +329,11 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 	if err != nil {
 		return nil, SettleOutput{}, err
 	}
+	end, err := h.busy.begin(tx.ID(), true)
+	if err != nil {
+		return nil, SettleOutput{}, err
+	}
+	defer end()
 	res, err := do(tx)
 	var r *airlock.Refusal
 	if err != nil && !errors.As(err, &r) {

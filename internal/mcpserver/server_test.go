@@ -146,6 +146,7 @@ func TestToolsAnnotated(t *testing.T) {
 		"status":  {true, false, true, false},
 		"list":    {true, false, true, false},
 		"diff":    {true, false, true, false},
+		"run":     {false, true, false, true},
 		"commit":  {false, true, true, true},
 		"discard": {false, true, true, false},
 	}
@@ -174,7 +175,7 @@ func TestToolsAnnotated(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"commit", "diff", "discard", "list", "open", "status"}) {
+	if !slices.Equal(names, []string{"commit", "diff", "discard", "list", "open", "run", "status"}) {
 		t.Errorf("tools %q", names)
 	}
 	if w.cs.InitializeResult().Instructions == "" {
