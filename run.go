@@ -147,51 +147,20 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 	if len(o.Argv) == 0 || o.Argv[0] == "" {
 		return nil, errors.New("run: no command given")
 	}
-	env := o.Env
-	if env == nil {
-		env = os.Environ()
-	}
-	env = append(env[:len(env):len(env)],
-		"AIRLOCK_TX="+t.ID(),
-		"AIRLOCK_PORT_BASE="+strconv.Itoa(t.rec.PortBase))
-	// The one place in the state root besides its tree that the command
-	// may write: where the hooks of an agent run inside it check (Check).
-	// Nothing outside a hook's check reads it.
-	hooks, err := t.hookScratch()
+	spec, err := t.launchSpec(o.Argv, startDir(t.Base(), o.Dir), o.Env, o.SamePath)
 	if err != nil {
 		return nil, err
 	}
-	spec := launch.Spec{
-		Argv: o.Argv, Staged: t.Path(), Base: t.Base(), Dir: startDir(t.Base(), o.Dir),
-		Env: env, SamePath: o.SamePath && t.SamePathOff() == "",
-		// Contained, the command's processes are known by construction:
-		// none outlives the run, and the change set is read when none is
-		// left to write it.
-		Contain: !fault.Off("contain"),
-		// The state root is airlock's: the command may write its own
-		// transaction's directory (its tree; the hooks of an agent run
-		// inside it), and nothing else there, so it cannot forge what a
-		// later transaction trusts (pool records, clock facts, journals).
-		ReadOnly: t.store.Dir(), Writable: []string{t.Path(), hooks}, Hidden: []string{t.store.commands().Dir(), watchd.New(t.store.Dir()).Dir()},
-		Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
-	}
-	if fsType, data, ok := stage.HostedMount(t.Base(), t.Path()); ok {
-		// The workspace exists only in the command's namespace: the
-		// launcher mounts it there, and the change set is read from its
-		// upper layer once the command has ended.
-		spec.Mount = &launch.Mount{FSType: fsType, Source: fsType, Data: data}
-	}
-	// The watch open started covers the command only if it cannot make
-	// a second name for a file (launch.Spec.Watched).
-	spec.Watched = t.watch.watching()
+	spec.Stdin, spec.Stdout, spec.Stderr = o.Stdin, o.Stdout, o.Stderr
 	started := time.Now()
 	defer t.watch.close()
 	lr, registered, runErr := t.store.launchRegistered(ctx, t.ID(), spec)
 	t.watch.stop(lr.Contained)
 	// What the command left running, and whether its tree can be pooled:
-	// see pool.Account.
+	// see pool.Account. A command Exec ran earlier that was not accounted
+	// for keeps the tree out of the pool whatever this one did.
 	acc := pool.Account(lr)
-	t.contained, t.registered, t.leftovers = acc.Contained, registered, acc.Leftovers
+	t.contained, t.registered, t.leftovers = acc.Contained && !t.execUnaccounted, registered, acc.Leftovers
 	res := &RunResult{Tx: t, ExitCode: lr.ExitCode, Signal: lr.Signal,
 		Succeeded: runErr == nil && lr.ExitCode == 0, SamePath: lr.SamePath, Fallback: lr.Fallback,
 		Contained: lr.Contained, Uncontained: lr.Uncontained, Ended: lr.Ended}
@@ -234,6 +203,51 @@ func (t *Tx) Run(ctx context.Context, o RunOptions) (_ *RunResult, err error) {
 		return res, &CommandError{Name: o.Argv[0], Code: res.ExitCode}
 	}
 	return res, nil
+}
+
+// launchSpec is how a command of this transaction is launched, Run's and
+// Exec's alike: in its staged workspace (at the base's path when samePath
+// and the transaction allows it), starting in dir (slash-separated,
+// relative to the workspace's root), with env (nil: this process's) and
+// the transaction's variables, contained, and with the state root
+// read-only but for the transaction's own directories.
+func (t *Tx) launchSpec(argv []string, dir string, env []string, samePath bool) (launch.Spec, error) {
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append(env[:len(env):len(env)],
+		"AIRLOCK_TX="+t.ID(),
+		"AIRLOCK_PORT_BASE="+strconv.Itoa(t.rec.PortBase))
+	// The one place in the state root besides its tree that the command
+	// may write: where the hooks of an agent run inside it check (Check).
+	// Nothing outside a hook's check reads it.
+	hooks, err := t.hookScratch()
+	if err != nil {
+		return launch.Spec{}, err
+	}
+	spec := launch.Spec{
+		Argv: argv, Staged: t.Path(), Base: t.Base(), Dir: dir,
+		Env: env, SamePath: samePath && t.SamePathOff() == "",
+		// Contained, the command's processes are known by construction:
+		// none outlives the run, and the change set is read when none is
+		// left to write it.
+		Contain: !fault.Off("contain"),
+		// The state root is airlock's: the command may write its own
+		// transaction's directory (its tree; the hooks of an agent run
+		// inside it), and nothing else there, so it cannot forge what a
+		// later transaction trusts (pool records, clock facts, journals).
+		ReadOnly: t.store.Dir(), Writable: []string{t.Path(), hooks}, Hidden: []string{t.store.commands().Dir(), watchd.New(t.store.Dir()).Dir()},
+	}
+	if fsType, data, ok := stage.HostedMount(t.Base(), t.Path()); ok {
+		// The workspace exists only in the command's namespace: the
+		// launcher mounts it there, and the change set is read from its
+		// upper layer once the command has ended.
+		spec.Mount = &launch.Mount{FSType: fsType, Source: fsType, Data: data}
+	}
+	// The watch open started covers the command only if it cannot make
+	// a second name for a file (launch.Spec.Watched).
+	spec.Watched = t.watch.watching()
+	return spec, nil
 }
 
 // SamePathOff says why the command of this transaction must not see its

@@ -38,6 +38,10 @@ type Tx struct {
 	// state root for its whole life (Store.launchRegistered). Only then
 	// can its tree be pooled.
 	contained, registered bool
+	// execUnaccounted says a command Exec ran was not contained and
+	// registered for its whole life: what it left may still write the
+	// tree, which is then never pooled.
+	execUnaccounted bool
 	// pooling asks diff to keep what pooling the tree needs (poolSrc,
 	// from the open manifests, which are then let go): set by the
 	// settling calls.

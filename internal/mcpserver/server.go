@@ -19,9 +19,10 @@ import (
 // instructions tell the agent how the tools fit together.
 const instructions = `airlock gives you a transactional workspace over a project directory (the base).
 1. open {path} returns a transaction id and a staged path: a private copy of the base. Read and write files ONLY under the staged path; the base does not change while you work.
-2. diff {id} shows your change set (format patch, stat or name-status); status {id} summarises it.
-3. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the refused_paths and a reason that says what to do: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) land only with the user's approval: set approve: true only when the user asked for that change, and the server asks the user to confirm it (through your client; a client that cannot ask gets a refusal naming how the user approves: airlock review <id> or airlock commit <id> --approve). If the change set changes after the user answered, nothing lands. Paths the base had changed too and that were merged are listed in merged. Git commits you made in the staged path are kept in the project's repository on branch airlock/<id> (branch in the result). If a commit call is cancelled before its journal is written, nothing is applied; after that point it completes: call status to see the outcome.
-4. discard {id} drops the change set (your git commits are kept on branch airlock/<id> unless drop_commits is true). list shows the open transactions.`
+2. run {id, command} runs a shell command (a build, the tests) in the staged path, at the project's own path where it can, and returns its exit code and output; the transaction stays open.
+3. diff {id} shows your change set (format patch, stat or name-status); status {id} summarises it.
+4. commit {id} applies the whole change set to the base, all or nothing, after fail-closed checks (drift since open, protected paths, symlink escapes, the project's validate command, which always runs; validate adds a command of yours after it). A refusal comes back as outcome "refused" with its kind, the refused_paths and a reason that says what to do: fix the cause in the staged path and commit again. Protected paths (e.g. .envrc, .github/workflows/, .airlock.toml) land only with the user's approval: set approve: true only when the user asked for that change, and the server asks the user to confirm it (through your client; a client that cannot ask gets a refusal naming how the user approves: airlock review <id> or airlock commit <id> --approve). If the change set changes after the user answered, nothing lands. Paths the base had changed too and that were merged are listed in merged. Git commits you made in the staged path are kept in the project's repository on branch airlock/<id> (branch in the result). If a commit call is cancelled before its journal is written, nothing is applied; after that point it completes: call status to see the outcome.
+5. discard {id} drops the change set (your git commits are kept on branch airlock/<id> unless drop_commits is true). list shows the open transactions.`
 
 // New returns an MCP server whose tools act on the transactions of store.
 func New(store *airlock.Store) *mcp.Server {
@@ -36,7 +37,7 @@ func New(store *airlock.Store) *mcp.Server {
 	}, worded(h.open))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "status",
-		Description: "Summarise a transaction: its status (open, refused, committed, ...), base, staged path, added/modified/deleted counts and, after a refused commit, the refusal and its paths.",
+		Description: "Summarise a transaction: its status (open, refused, committed, ...), base, staged path, added/modified/deleted counts, diff_digest and, after a refused commit, the refusal and its paths. with_receipt: true adds the receipt itself (receipt_body), which commit and discard leave out.",
 		Annotations: &mcp.ToolAnnotations{Title: "Transaction status", ReadOnlyHint: true, DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no},
 	}, worded(h.status))
 	mcp.AddTool(s, &mcp.Tool{
@@ -51,6 +52,11 @@ func New(store *airlock.Store) *mcp.Server {
 		InputSchema: diffSchema(),
 	}, worded(h.diff))
 	mcp.AddTool(s, &mcp.Tool{
+		Name:        "run",
+		Description: "Run a shell command (sh -c) in an open transaction's staged tree, at the project's own path where the system allows (same_path says), so that builds and tests see the tree as they would the project; the transaction stays open, and what the command writes is part of its change set, which commit lands. A non-zero exit is a result, not an error. The command's stdout and stderr are the result's text content, each cut to its first and last 8 KiB (stdout_cut and stderr_cut count the bytes dropped between); it is ended after timeout_seconds (default 600), and whatever it leaves running is ended when it exits. A commit or discard of the transaction while a run in it is in flight is refused: commit once the run has returned.",
+		Annotations: &mcp.ToolAnnotations{Title: "Run a command in the staged tree", DestructiveHint: &yes, OpenWorldHint: &yes},
+	}, worded(h.run))
+	mcp.AddTool(s, &mcp.Tool{
 		Name:        "commit",
 		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), refused_paths and reason (what happened and what to do); the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve: true asks for changes to protected paths to land: the server asks the user to confirm them (MCP elicitation, showing the paths and their patch) and lands them only if the user accepts, and only the change set the user saw; a declined request, or a client that cannot ask, refuses ProtectedPathNotApproved with the user's ways to approve (airlock review <id>, airlock commit <id> --approve). approve: true is not an approval in itself (unless the project's .airlock.toml sets agents_approve = true): set it only when the user asked for that change. Committing a committed transaction reports its first outcome. Cancelling the call stops the commit only before its journal is written (nothing applied, the transaction kept as it was); after that it runs to its end, and status tells the outcome.",
 		Annotations: &mcp.ToolAnnotations{Title: "Commit the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes},
@@ -63,14 +69,17 @@ func New(store *airlock.Store) *mcp.Server {
 	return s
 }
 
-// Serve runs the server over t until the client goes away.
+// Serve runs the server over t until the client goes away. A client that
+// closes its input is still answered: every call read before the end gets
+// its reply before Serve returns (answering).
 func Serve(ctx context.Context, store *airlock.Store, t mcp.Transport) error {
-	return New(store).Run(ctx, t)
+	return New(store).Run(ctx, answering(t))
 }
 
 type handlers struct {
 	store *airlock.Store
 	asked asked
+	busy  busy
 }
 
 // OpenInput is the open tool's input.
@@ -113,13 +122,39 @@ type IDInput struct {
 	ID string `json:"id" jsonschema:"the transaction id"`
 }
 
-func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, *airlock.Info, error) {
+// StatusInput is the status tool's input.
+type StatusInput struct {
+	ID          string `json:"id" jsonschema:"the transaction id"`
+	WithReceipt bool   `json:"with_receipt,omitempty" jsonschema:"add the receipt itself (receipt_body), once the transaction has one: every path's digests and file facts, which commit and discard leave out"`
+}
+
+// StatusOutput is the status tool's result: the transaction as `airlock
+// show --json` gives it, and, when asked for, its receipt.
+type StatusOutput struct {
+	*airlock.Info
+	ReceiptBody map[string]any `json:"receipt_body,omitempty" jsonschema:"with with_receipt: the receipt (schema airlock.receipt/v1)"`
+}
+
+func (h *handlers) status(ctx context.Context, _ *mcp.CallToolRequest, in StatusInput) (*mcp.CallToolResult, StatusOutput, error) {
 	tx, err := h.store.Tx(in.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, StatusOutput{}, err
 	}
 	info, err := tx.InfoWithDigest(ctx)
-	return nil, info, err
+	if err != nil {
+		return nil, StatusOutput{}, err
+	}
+	out := StatusOutput{Info: info}
+	if in.WithReceipt && info.Receipt != "" {
+		rc, err := tx.Receipt()
+		if err != nil {
+			return nil, StatusOutput{}, fmt.Errorf("transaction %s: read its receipt %s: %w", tx.ID(), info.Receipt, err)
+		}
+		if out.ReceiptBody, err = asObject(rc); err != nil {
+			return nil, StatusOutput{}, err
+		}
+	}
+	return nil, out, nil
 }
 
 // ListInput is the list tool's input.
@@ -214,9 +249,12 @@ type DiscardInput struct {
 	DropCommits bool   `json:"drop_commits,omitempty" jsonschema:"let git commits made in the staged path go too, instead of keeping them on branch airlock/<id> in the project's repository"`
 }
 
-// SettleOutput is what commit and discard return: the command line's
-// settle result (jsonout.Settle, docs/json.md) under the same names, in the
-// types this tool's schema gives them.
+// SettleOutput is what commit and discard return: what a model acts on,
+// under the names of the command line's settle result (jsonout.Settle,
+// docs/json.md), in the types this tool's schema gives them. The receipt
+// itself is left to status: most of its bytes are digests and inode
+// numbers (974 of 1,054 in the issue's commit), which no next step of an
+// agent reads, and a client may hand the model every byte of the result.
 type SettleOutput struct {
 	TxID         string   `json:"tx"`
 	Outcome      string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
@@ -231,11 +269,11 @@ type SettleOutput struct {
 	Deleted      int      `json:"deleted"`
 	// Kept are deleted directories kept because they hold paths the
 	// transaction never saw.
-	Kept        []string       `json:"kept,omitempty"`
-	Repeat      bool           `json:"repeat,omitempty" jsonschema:"the transaction had already settled; this reports its first outcome"`
-	Validators  []string       `json:"validators,omitempty" jsonschema:"the validate commands that ran on the candidate, in order: the project's, then the one given; after ValidationFailed the last is the one that failed"`
-	ReceiptPath string         `json:"receipt_path,omitempty"`
-	Receipt     map[string]any `json:"receipt,omitempty" jsonschema:"the receipt (schema airlock.receipt/v1)"`
+	Kept          []string `json:"kept,omitempty"`
+	Repeat        bool     `json:"repeat,omitempty" jsonschema:"the transaction had already settled; this reports its first outcome"`
+	Validators    []string `json:"validators,omitempty" jsonschema:"the validate commands that ran on the candidate, in order: the project's, then the one given; after ValidationFailed the last is the one that failed"`
+	ReceiptPath   string   `json:"receipt_path,omitempty" jsonschema:"the receipt's file; status with with_receipt: true returns the receipt itself"`
+	ReceiptDigest string   `json:"receipt_digest,omitempty" jsonschema:"the receipt's digest, which seals it (airlock receipt verify checks it)"`
 }
 
 // commit passes the request's context on: a client that cancels the call
@@ -291,6 +329,11 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 	if err != nil {
 		return nil, SettleOutput{}, err
 	}
+	end, err := h.busy.begin(tx.ID(), true)
+	if err != nil {
+		return nil, SettleOutput{}, err
+	}
+	defer end()
 	res, err := do(tx)
 	var r *airlock.Refusal
 	if err != nil && !errors.As(err, &r) {
@@ -320,9 +363,7 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 		}
 	}
 	if js.Receipt != nil {
-		if out.Receipt, err = asObject(js.Receipt); err != nil {
-			return nil, SettleOutput{}, err
-		}
+		out.ReceiptDigest = js.Receipt.Digest
 	}
 	return nil, out, nil
 }

@@ -98,6 +98,18 @@ func (w *world) callRaw(name string, args any) *mcp.CallToolResult {
 	return res
 }
 
+// receipt is transaction id's receipt, as the status tool returns it with
+// with_receipt, checked against the digest and path it reports.
+func (w *world) receipt(id string) map[string]any {
+	w.t.Helper()
+	var st StatusOutput
+	w.call("status", map[string]any{"id": id, "with_receipt": true}, &st)
+	if st.ReceiptBody == nil || st.Receipt == "" {
+		w.t.Fatalf("status with_receipt of %s: no receipt: %+v", id, st)
+	}
+	return st.ReceiptBody
+}
+
 func decode(t *testing.T, res *mcp.CallToolResult, out any) {
 	t.Helper()
 	if out == nil {
@@ -134,6 +146,7 @@ func TestToolsAnnotated(t *testing.T) {
 		"status":  {true, false, true, false},
 		"list":    {true, false, true, false},
 		"diff":    {true, false, true, false},
+		"run":     {false, true, false, true},
 		"commit":  {false, true, true, true},
 		"discard": {false, true, true, false},
 	}
@@ -162,7 +175,7 @@ func TestToolsAnnotated(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"commit", "diff", "discard", "list", "open", "status"}) {
+	if !slices.Equal(names, []string{"commit", "diff", "discard", "list", "open", "run", "status"}) {
 		t.Errorf("tools %q", names)
 	}
 	if w.cs.InitializeResult().Instructions == "" {
@@ -224,9 +237,25 @@ func TestOpenDiffCommit(t *testing.T) {
 	}
 
 	var s SettleOutput
-	w.call("commit", map[string]any{"id": o.ID}, &s)
-	if s.Outcome != "committed" || s.TxID != o.ID || s.Added != 1 || s.Modified != 1 || s.Refusal != "" || s.Receipt["digest"] == nil {
+	res = w.call("commit", map[string]any{"id": o.ID}, &s)
+	if s.Outcome != "committed" || s.TxID != o.ID || s.Added != 1 || s.Modified != 1 || s.Refusal != "" || s.ReceiptPath == "" || !strings.HasPrefix(s.ReceiptDigest, "sha256:") {
 		t.Errorf("commit: %+v", s)
+	}
+	// The result is what the model acts on; the receipt, mostly digests
+	// and inode numbers, is status's, and seals with the digest the
+	// commit reported.
+	sc, _ := json.Marshal(res.StructuredContent)
+	for _, member := range []string{`"receipt"`, `"inode"`, `"base_digest"`, `"paths"`} {
+		if strings.Contains(string(sc), member) {
+			t.Errorf("the commit result carries %s: %s", member, sc)
+		}
+	}
+	if rc := w.receipt(o.ID); rc["digest"] != s.ReceiptDigest || rc["tx"] != o.ID {
+		t.Errorf("status's receipt: digest %v tx %v, want %s %s", rc["digest"], rc["tx"], s.ReceiptDigest, o.ID)
+	} else if full, _ := json.Marshal(rc); len(sc) >= len(full) {
+		t.Errorf("the commit result (%d bytes) is not smaller than the receipt (%d)", len(sc), len(full))
+	} else {
+		t.Logf("commit result %d bytes; the receipt status returns %d", len(sc), len(full))
 	}
 	if readFile(t, filepath.Join(w.base, "f.txt")) != "one\n2\n" || readFile(t, filepath.Join(w.base, "new.txt")) != "new\n" {
 		t.Error("the base did not change")
@@ -363,9 +392,10 @@ func TestCommitValidation(t *testing.T) {
 		if !slices.Equal(s.Validators, want) {
 			t.Errorf("validators %q, want %q", s.Validators, want)
 		}
-		got, _ := s.Receipt["validators"].([]any)
+		rc := w.receipt(o.ID)
+		got, _ := rc["validators"].([]any)
 		if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
-			t.Errorf("receipt validators %v, want %q", s.Receipt["validators"], want)
+			t.Errorf("receipt validators %v, want %q", rc["validators"], want)
 		}
 	})
 	t.Run("a staged .airlock.toml without validate does not lower the gate", func(t *testing.T) {
