@@ -14,6 +14,8 @@ package main_test
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,5 +350,153 @@ func TestAttack6DaemonRestartedBetweenRuns(t *testing.T) {
 	x.runSeesBase("the run after that")
 	if got := x.runSeesBase("and the next"); got != "tree+base" {
 		t.Errorf("the new daemon's runs measured %q, want tree+base", got)
+	}
+}
+
+// TestAttack6LargeHoldAndAnswerArriveWhole: a base of 9,000 directories
+// (the held tree's list of watched directories is half a megabyte on the
+// socket) and 6,000 files with a second name outside (the daemon names
+// each at every answer: an answer of a few hundred kilobytes), each more
+// than one write to the socket carries. The hold and the answer arrive
+// whole (the runs are measured by the daemon's word, tree+base), the exact
+// path measures every named file, and a write through one outside name
+// with the times put back, and one to a file deep in the tree, are seen.
+func TestAttack6LargeHoldAndAnswerArriveWhole(t *testing.T) {
+	x := newH(t)
+	x.needWatchd()
+	outside := testbin.RealDir(t)
+	const tops = 3000
+	for i := 0; i < tops; i++ {
+		top := filepath.Join(x.base, fmt.Sprintf("directory-%04d-with-a-name-long-enough", i))
+		for _, sub := range []string{"first-subdirectory", "second-subdirectory"} {
+			must(t, os.MkdirAll(filepath.Join(top, sub), 0o755))
+		}
+		for _, f := range []string{"first-subdirectory/one.txt", "second-subdirectory/two.txt"} {
+			p := filepath.Join(top, f)
+			must(t, os.WriteFile(p, []byte(f+"\n"), 0o644))
+			must(t, os.Link(p, filepath.Join(outside, fmt.Sprintf("%04d-%s", i, filepath.Base(f)))))
+		}
+	}
+	backdate(t, x.base, time.Hour)
+	wantBlock(t, x.airlock("run", "--workdir", x.base, "--", "true"), map[string]string{"outcome": "no_changes"})
+	x.runSeesBulk("the first warm run")
+	// Each warm run's tree must be the base. How it measured is logged:
+	// on this loaded machine a run now and then walks the base (the
+	// daemon's answer not used); one measured tree+base at least shows
+	// the hold and the answer arrived whole, which before 2a926f1 none did.
+	whole := false
+	note := func(what string) {
+		t.Helper()
+		got := x.runSeesBulk(what)
+		t.Logf("%s: measured %q", what, got)
+		whole = whole || got == "tree+base"
+	}
+	note("the second warm run")
+	note("the third warm run")
+	twin := filepath.Join(outside, "1234-one.txt")
+	putBack(t, twin, twin, "first-subdirectory/ONE.txt\n")
+	writeFile(t, filepath.Join(x.base, "directory-2999-with-a-name-long-enough/second-subdirectory/two.txt"), "changed\n")
+	note("after writes deep in the large tree")
+	note("the run after")
+	if !whole {
+		t.Error("no warm run over 9,000 directories and 6,000 named files was measured by the daemon's word (tree+base): the hold or the answer did not arrive whole")
+	}
+}
+
+// bulkListing is listing for a tree of thousands of files: their modes,
+// then their digests, each in one process.
+const bulkListing = `find . -path ./.git -prune -o \( -type f -o -type l \) -printf '%p %m %l\n' | LC_ALL=C sort
+find . -path ./.git -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum`
+
+// runSeesBulk is runSeesBase with bulkListing.
+func (x *h) runSeesBulk(what string) string {
+	x.t.Helper()
+	cmd := exec.Command("sh", "-c", bulkListing)
+	cmd.Dir = x.base
+	want, err := cmd.Output()
+	must(x.t, err)
+	r := x.airlock("run", "--workdir", x.base, "--", "sh", "-c", bulkListing)
+	wantBlock(x.t, r, map[string]string{"outcome": "no_changes"})
+	if r.Stdout != string(want) {
+		x.t.Fatalf("%s: the run's tree is not the base (%d bytes of listing, want %d)", what, len(r.Stdout), len(want))
+	}
+	s := x.watchdShow(r.Settle["tx"])
+	if s.Recycled == nil {
+		x.t.Fatalf("%s: the run did not recycle (%s)", what, s.NotRecycled)
+	}
+	return s.Recycled.Watched
+}
+
+// TestAttack6GarbageOnTheSocket: processes of the user talk to the
+// daemon's socket as no airlock does: garbage, a request cut off where its
+// writer died with a descriptor in flight, a request left half written on
+// an open connection, a descriptor that is not an inotify instance, and a
+// take of a key that names no tree. The daemon answers them with errors,
+// stays the same process, and the runs around them are measured by its
+// word and see the base.
+func TestAttack6GarbageOnTheSocket(t *testing.T) {
+	x := exactPooled(t, tree{"f": F(0o644, "f\n"), "sub/g": F(0o644, "g\n")}, nil)
+	pid := watchdPid(t, x.state)
+	sock := filepath.Join(x.state, "watchd", "sock")
+	dial := func() *net.UnixConn {
+		t.Helper()
+		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
+		must(t, err)
+		return c
+	}
+	ino, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	must(t, err)
+	defer unix.Close(ino)
+	reg, err := os.Open(filepath.Join(x.base, "f"))
+	must(t, err)
+	defer reg.Close()
+	ns, err := os.Readlink("/proc/thread-self/ns/mnt")
+	must(t, err)
+	answer := func(c *net.UnixConn) string {
+		t.Helper()
+		c.CloseWrite()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		b, _ := io.ReadAll(c)
+		c.Close()
+		return string(b)
+	}
+	for _, c := range []struct {
+		what string
+		data string
+		fd   int
+	}{
+		{"garbage", "\x00\xff not json at all", -1},
+		{"a hold cut off with its descriptor", `{"mount_ns":"` + ns + `","op":"hold","key":"k1","root":"` + x.base, ino},
+		{"a hold with a file for a watch", `{"mount_ns":"` + ns + `","op":"hold","key":"k2","base":"` + x.base + `","root":"` + x.base + `","dirs":"MQBzdWIA"}`, int(reg.Fd())},
+		{"a take of no tree", `{"mount_ns":"` + ns + `","op":"take","key":"no-such-key","back":true}`, -1},
+		{"a since of a token never given", `{"mount_ns":"` + ns + `","op":"since","base":"` + x.base + `","token":"forged"}`, -1},
+	} {
+		conn := dial()
+		var oob []byte
+		if c.fd >= 0 {
+			oob = unix.UnixRights(c.fd)
+		}
+		if _, _, err := conn.WriteMsgUnix([]byte(c.data), oob, nil); err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		t.Logf("%s: the daemon answered %q", c.what, answer(conn))
+	}
+	// Left half written, open, while the next run asks its questions.
+	hung := dial()
+	defer hung.Close()
+	if _, err := hung.Write([]byte(`{"mount_ns":"` + ns + `","op":"since","base":"`)); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(x.base, "sub/g"), "g changed\n")
+	if got := x.runSeesBase("with a request left half written"); got != "tree+base" {
+		t.Errorf("the run beside a half-written request measured %q, want tree+base", got)
+	}
+	hung.Close()
+	if got := watchdPid(t, x.state); got != pid {
+		t.Errorf("the daemon is process %d now, was %d: the garbage ended it", got, pid)
+	}
+	writeFile(t, filepath.Join(x.base, "f"), "f changed\n")
+	if got := x.runSeesBase("after the garbage"); got != "tree+base" {
+		t.Errorf("the run after the garbage measured %q, want tree+base", got)
 	}
 }
