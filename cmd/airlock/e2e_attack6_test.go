@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -218,7 +219,8 @@ func TestAttack6SameStatContentSwapped(t *testing.T) {
 // writing (named at every answer) is rewritten, same size, in a loop
 // while each warm run opens, so that the pooled open measures it within
 // the clock's window of its last write, or before a write it never
-// sees; the loop stops (and says so) once the run has returned. The
+// sees; the loop stops (and says so) once the run has returned. That run
+// may refuse to open (the file kept changing while it was copied). The
 // next warm run, whose exact path measures the file, and the one after
 // it, whose record's measurement time is later than the file's
 // measurement, see the base as it is.
@@ -243,7 +245,13 @@ func TestAttack6WriterRacingEveryRun(t *testing.T) {
 		r := x.airlock("run", "--workdir", x.base, "--", "true")
 		close(stop)
 		<-stopped
-		wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+		// A refresh that copies the file while it is written refuses to
+		// open (the honest answer); one that measures it unchanged runs.
+		if r.Code != 0 && strings.Contains(r.Stderr, "kept changing while airlock copied it") {
+			t.Logf("round %d: the racing run refused: %s", round, strings.TrimSpace(r.Stderr))
+		} else {
+			wantBlock(t, r, map[string]string{"outcome": "no_changes"})
+		}
 		x.runSeesBase(fmt.Sprintf("round %d: the run after the writer stopped", round))
 		x.runSeesBase(fmt.Sprintf("round %d: the run after that", round))
 	}
