@@ -107,7 +107,11 @@ func docs(args []string) error {
 	if err := os.MkdirAll(man, 0o755); err != nil {
 		return err
 	}
-	header := &doc.GenManHeader{Title: "AIRLOCK", Section: "1", Source: "airlock " + *version, Manual: "airlock manual", Date: &when}
+	fenceIndented(root)
+	// No Title: cobra then titles each page with its own command
+	// (AIRLOCK\-COMMIT), as man and apropos show it; one title for all
+	// would head every page AIRLOCK(1).
+	header := &doc.GenManHeader{Section: "1", Source: "airlock " + *version, Manual: "airlock manual", Date: &when}
 	if err := doc.GenManTree(root, header, man); err != nil {
 		return fmt.Errorf("man pages in %s: %w", man, err)
 	}
@@ -129,6 +133,43 @@ func docs(args []string) error {
 		}
 	}
 	return nil
+}
+
+// fenceIndented makes each command's indented lines in its long help a
+// fenced block for the man page: cobra renders the help as Markdown, where
+// lines indented less than four spaces are filled into the paragraph, so
+// a table such as hook's events or init's agents came out as run-on text
+// broken at the terminal's width. In a fence go-md2man writes them
+// unfilled (.EX), column for column as --help prints them.
+func fenceIndented(c *cobra.Command) {
+	c.Long = fenceLines(c.Long)
+	for _, sub := range c.Commands() {
+		fenceIndented(sub)
+	}
+}
+
+// fenceLines puts each run of indented lines of text between ``` lines,
+// with a blank line either side so that the fence never joins a paragraph.
+func fenceLines(text string) string {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(text, "\n") {
+		indented := strings.TrimSpace(l) != "" && (l[0] == ' ' || l[0] == '\t')
+		switch {
+		case indented && !in:
+			b.WriteString("\n```\n")
+			in = true
+		case !indented && in:
+			b.WriteString("```\n\n")
+			in = false
+		}
+		b.WriteString(l)
+		b.WriteString("\n")
+	}
+	if in {
+		b.WriteString("```\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // tarball writes a .tar.gz of the files named SRC=DEST under one top
