@@ -9,10 +9,11 @@
 # is a commit, and only a commit can be rebuilt.
 #
 # It builds, for linux/amd64, linux/arm64, darwin/amd64 and darwin/arm64:
-#   airlock_VERSION_OS_ARCH.tar.gz  the binary, README.md, man pages and
-#                                   bash/zsh/fish completion scripts
+#   airlock_VERSION_OS_ARCH.tar.gz  the binary, README.md, LICENSE, man
+#                                   pages and bash/zsh/fish completion scripts
 #   airlock_DEBVERSION_ARCH.deb     (linux) the same, installed where Debian
-#                                   looks (/usr/bin, /usr/share/man, ...)
+#                                   looks (/usr/bin, /usr/share/man, ...),
+#                                   with its copyright and changelog
 #   SHA256SUMS                      over all of them (sha256sum -c SHA256SUMS)
 #
 # Reproducible: the binaries are static (CGO_ENABLED=0), -trimpath drops
@@ -26,7 +27,8 @@
 # an empty Go build cache (every package compiled again: several minutes
 # more). Where dpkg-deb is installed --check also checks each .deb's
 # fields and contents and runs the packaged binary of this machine's
-# architecture.
+# architecture; then lintian checks the .debs against Debian policy, and
+# an error fails the check (on Linux, so does a missing lintian).
 #
 # The packaging (man pages from the command tree, tarballs, nfpm's .deb)
 # is scripts/release, a Go module of its own so that its dependencies stay
@@ -60,10 +62,16 @@ case $VERSION in
   v[0-9]*) ;;
   *) die "version $VERSION: want v followed by a semantic version (v1.2.3)" ;;
 esac
-# Debian's form, as nfpm writes it: a pre-release sorts before its release
-# with "~" (v1.2.3-rc1 is 1.2.3~rc1).
-DEBVERSION=${VERSION#v}
-DEBVERSION=${DEBVERSION/-/\~}
+# Debian's form, as the release tool's debVersion writes it: a pre-release
+# sorts before its release with "~" (v1.2.3-rc1 is 1.2.3~rc1), and each "-"
+# inside a part becomes ".", since in Debian the last "-" would start a
+# Debian revision and airlock is a native package
+# (v0.0.0-20231114221320-abcdef123456 is 0.0.0~20231114221320.abcdef123456).
+v=${VERSION#v} meta=""
+if [[ $v == *+* ]]; then meta=+${v#*+} v=${v%%+*}; fi
+DEBVERSION=${v%%-*}
+if [[ $v == *-* ]]; then pre=${v#*-} DEBVERSION+="~${pre//-/.}"; fi
+DEBVERSION+=${meta//-/.}
 
 TARGETS="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64"
 PKG=github.com/airlockdev/airlock/internal/buildinfo
@@ -83,14 +91,13 @@ build() {
     (cd "$src" && CGO_ENABLED=0 GOOS=$os GOARCH=$arch \
       go build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$bin" ./cmd/airlock)
     name=airlock_${VERSION}_${os}_${arch}
-    files=("$bin=airlock" "$src/README.md=README.md")
-    [ -f "$src/LICENSE" ] && files+=("$src/LICENSE=LICENSE")
+    files=("$bin=airlock" "$src/README.md=README.md" "$src/LICENSE=LICENSE")
     for f in "$work"/docs/man/*.1; do files+=("$f=man/man1/${f##*/}"); done
     for f in "$work"/docs/completions/*; do files+=("$f=completions/${f##*/}"); done
     "$work/release" tar -o "$out/$name.tar.gz" -prefix "$name" "${files[@]}"
     if [ "$os" = linux ]; then
       "$work/release" static "$bin"
-      "$work/release" deb -o "$out/airlock_${DEBVERSION}_${arch}.deb" -version "$VERSION" -arch "$arch" -bin "$bin" -docs "$work/docs"
+      "$work/release" deb -o "$out/airlock_${DEBVERSION}_${arch}.deb" -version "$VERSION" -commit "$COMMIT" -arch "$arch" -bin "$bin" -docs "$work/docs"
     fi
   done
   "$work/release" sums "$out"
@@ -107,6 +114,7 @@ checkdeb() {
   done
   contents=$(dpkg-deb --contents "$deb")
   for want in ./usr/bin/airlock ./usr/share/man/man1/airlock.1.gz ./usr/share/man/man1/airlock-commit.1.gz \
+    ./usr/share/doc/airlock/copyright ./usr/share/doc/airlock/changelog.gz \
     ./usr/share/bash-completion/completions/airlock ./usr/share/zsh/vendor-completions/_airlock \
     ./usr/share/fish/vendor_completions.d/airlock.fish; do
     grep -qF " $want" <<<"$contents" || die "$deb does not install $want:"$'\n'"$contents"
@@ -149,6 +157,18 @@ if $CHECK; then
     for arch in amd64 arm64; do checkdeb "$DIST/airlock_${DEBVERSION}_${arch}.deb" "$arch"; done
   else
     echo "release.sh: --check: dpkg-deb is not installed; the .debs' contents were not checked" >&2
+  fi
+  # Debian policy: a .deb lintian reports an error for is one no
+  # distribution takes; the release tool runs lintian and names the tags.
+  # On Linux lintian is an apt-get away, so a check without it fails.
+  if command -v lintian >/dev/null; then
+    echo "release.sh: --check: lintian on the .debs"
+    (cd "$ROOT/scripts/release" && go build -trimpath -buildvcs=false -o "$again/release" .)
+    "$again/release" lint "$DIST"/*.deb || die "--check: lintian reports errors in the .debs (above)"
+  elif [ "$(go env GOHOSTOS)" = linux ]; then
+    die "--check: lintian is not installed (apt-get install lintian); it checks the .debs against Debian policy"
+  else
+    echo "release.sh: --check: lintian is not installed; the .debs were not checked against Debian policy" >&2
   fi
   echo "release.sh: --check: both builds are byte for byte the same:"
 fi
