@@ -25,7 +25,7 @@ func newListCmd(io IO) *cobra.Command {
 With nothing to list, it says so, names the state directory it looked in,
 and says how to start a transaction (or, where only settled ones are
 kept, how many, and that --all lists them); --json prints [].`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runList(c.Context(), io, o)
 		},
