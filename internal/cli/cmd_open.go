@@ -29,6 +29,14 @@ func newOpenCmd(io IO) *cobra.Command {
 		},
 	}
 	o.tx.register(c)
+	// A commit's flags, shared by the commands that settle: open refuses
+	// them with the command they belong to (runOpen), and does not offer
+	// them in its help, its man page or completion.
+	for _, name := range []string{"validate", "receipt", "approve"} {
+		if c.Flags().Lookup(name) != nil {
+			c.Flags().MarkHidden(name)
+		}
+	}
 	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object with id, path, base, backend and port_base")
 	return c
 }
