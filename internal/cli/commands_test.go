@@ -81,9 +81,6 @@ func TestEveryCommandHasExamples(t *testing.T) {
 		for _, sub := range subs {
 			walk(sub)
 		}
-		if len(subs) > 0 && c.HasParent() {
-			return // a group: its commands carry the examples
-		}
 		if !c.HasExample() {
 			t.Errorf("%s has no examples", c.CommandPath())
 		}
@@ -140,4 +137,26 @@ func shellWords(line string) []string {
 		words = append(words, w.String())
 	}
 	return words
+}
+
+// TestHelpEndsWithExamples: every command's --help ends with its
+// examples, as the README says.
+func TestHelpEndsWithExamples(t *testing.T) {
+	root := newRoot(IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range available(c) {
+			walk(sub)
+		}
+		var out strings.Builder
+		c.SetOut(&out)
+		if err := c.Help(); err != nil {
+			t.Fatal(err)
+		}
+		help := strings.TrimRight(out.String(), "\n")
+		if !strings.HasSuffix(help, "Examples:\n"+strings.TrimRight(c.Example, "\n")) {
+			t.Errorf("%s --help does not end with its examples:\n%s", c.CommandPath(), help)
+		}
+	}
+	walk(root)
 }

@@ -49,6 +49,8 @@ var examples = map[string]string{
 	"gc": `  airlock gc --dry-run
   airlock gc --older-than 24h
   airlock gc 20260301-101500-ab12       # also a refused one, or an open one whose owner is gone`,
+	"receipt": `  airlock receipt verify 20260301-101500-ab12
+  airlock receipt verify --remote origin --branch main --json`,
 	"receipt verify": `  airlock receipt verify 20260301-101500-ab12
   airlock receipt verify ./receipt.json --json`,
 	"doctor": `  airlock doctor

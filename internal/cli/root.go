@@ -100,7 +100,21 @@ func newRoot(io IO) *cobra.Command {
 	)
 	completeTxIDs(root)
 	addExamples(root)
+	examplesLast(root)
 	return root
+}
+
+// examplesLast moves the examples of every command's help to its end,
+// after the flags, where the README says they are and where a reader who
+// scrolled past the flags finds them.
+func examplesLast(root *cobra.Command) {
+	const ex = "{{if .HasExample}}\n\nExamples:\n{{.Example}}{{end}}"
+	t := root.UsageTemplate()
+	if !strings.Contains(t, ex) {
+		return // another cobra's template: TestHelpEndsWithExamples says so
+	}
+	t = strings.Replace(t, ex, "", 1)
+	root.SetUsageTemplate(strings.TrimSuffix(t, "\n") + ex + "\n")
 }
 
 // group makes c, a command that only holds subcommands, print its help
