@@ -83,19 +83,21 @@ func (f *fakeGeminiAPI) history() []geminiContent {
 	return f.reqs[len(f.reqs)-1].Contents
 }
 
-// geminiRun runs the installed gemini non-interactively in dir against
+// geminiRun runs cmd (gemini, or a command that starts it) with gemini's
+// non-interactive flags and args, in dir, against
 // api, with a home whose user settings pick API-key auth (the base URL
 // variable alone selects a "gateway" auth that headless mode refuses) and
 // send no usage statistics. The model is named, so that no router asks a
 // classifier model first.
-func geminiRun(t *testing.T, w *world, gemini, dir string, api *fakeGeminiAPI, env []string, args ...string) testbin.Result {
+func geminiRun(t *testing.T, w *world, dir string, api *fakeGeminiAPI, env, cmd []string, args ...string) testbin.Result {
 	t.Helper()
 	testbin.WriteFiles(t, w.home, map[string]string{".gemini/settings.json": `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false}}`})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	env = append([]string{"GOOGLE_GEMINI_BASE_URL=" + srv.URL, "GEMINI_API_KEY=fake", "GOOGLE_API_KEY=", "GOOGLE_GENAI_USE_VERTEXAI=", "GOOGLE_GENAI_USE_GCA=",
 		"GEMINI_CLI_TRUST_WORKSPACE=", "NO_COLOR=1"}, env...)
-	return w.run(dir, "", env, append([]string{gemini, "-p", "edit the files", "-m", "gemini-2.5-flash", "--yolo", "-o", "json"}, args...)...)
+	argv := append(append(cmd, "-p", "edit the files", "-m", "gemini-2.5-flash", "--yolo", "-o", "json"), args...)
+	return w.run(dir, "", env, argv...)
 }
 
 // TestGeminiCLIHooks drives the real Gemini CLI (npm @google/gemini-cli
@@ -131,7 +133,7 @@ func TestGeminiCLIHooks(t *testing.T) {
 			{"write_file", map[string]any{"file_path": filepath.Join(staged, ".envrc"), "content": "export SECRET=1\n"}},
 		}}
 		// Headless Gemini runs a project's hooks only in a trusted folder.
-		r := geminiRun(t, w, gemini, staged, api, []string{"GEMINI_CLI_TRUST_WORKSPACE=true"}, "--include-directories", w.base)
+		r := geminiRun(t, w, staged, api, []string{"GEMINI_CLI_TRUST_WORKSPACE=true"}, []string{gemini}, "--include-directories", w.base)
 		mustCode(t, r, 0)
 		if api.next != len(api.calls) {
 			t.Fatalf("the fake model made %d of its %d tool calls\n%s", api.next, len(api.calls), r)
@@ -197,7 +199,7 @@ func TestGeminiCLIHooks(t *testing.T) {
 	// as an untrusted folder's, so its hooks do not run at all.
 	t.Run("skip-trust runs no project hook", func(t *testing.T) {
 		api := &fakeGeminiAPI{}
-		r := geminiRun(t, w, gemini, staged, api, nil, "--skip-trust")
+		r := geminiRun(t, w, staged, api, nil, []string{gemini}, "--skip-trust")
 		mustCode(t, r, 0)
 		prompt := ""
 		for _, c := range api.history() {
@@ -212,6 +214,35 @@ func TestGeminiCLIHooks(t *testing.T) {
 		}
 		if strings.Contains(prompt, "<hook_context>") {
 			t.Errorf("with --skip-trust the project's SessionStart hook ran: docs/agents/gemini.md is out of date\n%q", prompt)
+		}
+	})
+
+	// The docs' line, `airlock run -- gemini …`: the base's own path shows
+	// the staged tree, so a write_file there is the transaction's, the
+	// guard lets it through, and the run's commit lands it.
+	t.Run("under airlock run", func(t *testing.T) {
+		api := &fakeGeminiAPI{calls: []fakeToolUse{{"write_file", map[string]any{"file_path": filepath.Join(w.base, "run.txt"), "content": "agent\n"}}}}
+		r := geminiRun(t, w, w.base, api, []string{"GEMINI_CLI_TRUST_WORKSPACE=true"}, []string{w.bin, "run", "--", gemini})
+		mustCode(t, r, 0)
+		var prompt string
+		var results []map[string]any
+		for _, c := range api.history() {
+			for _, p := range c.Parts {
+				if p.FunctionResponse != nil {
+					results = append(results, p.FunctionResponse.Response)
+				} else if c.Role == "user" && strings.Contains(p.Text, "edit the files") {
+					prompt = p.Text
+				}
+			}
+		}
+		if !strings.Contains(prompt, "The directory "+w.base+" you see is a private staged copy of the base, shown at the base's own path") {
+			t.Errorf("SessionStart's context under airlock run is not the same-path one: %q\n%s", prompt, r)
+		}
+		if len(results) != 1 || results[0]["error"] != nil {
+			t.Errorf("the write_file at the base's path under airlock run was refused: %v\n%s", results, r)
+		}
+		if !strings.Contains(r.Stderr, "airlock.outcome=committed") || testbin.ReadFile(t, filepath.Join(w.base, "run.txt")) != "agent\n" {
+			t.Errorf("the run did not commit the agent's write_file\n%s", r)
 		}
 	})
 }
