@@ -171,7 +171,7 @@ const geminiSettings = `{
     ],
     "BeforeTool": [
       {
-        "matcher": "write_file|replace|run_shell_command",
+        "matcher": "^(write_file|replace|run_shell_command)$",
         "hooks": [
           {
             "type": "command",

@@ -65,7 +65,7 @@ var codexHooks = []wanted{
 var geminiHooks = []wanted{
 	{"SessionStart", "airlock hook gemini session-start", "", 0},
 	{"AfterAgent", "airlock hook gemini after-agent", "", 600000},
-	{"BeforeTool", "airlock hook gemini before-tool", "write_file|replace|run_shell_command", 30000},
+	{"BeforeTool", "airlock hook gemini before-tool", "^(write_file|replace|run_shell_command)$", 30000},
 }
 
 // Installed says what Install did.
