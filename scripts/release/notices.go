@@ -163,15 +163,27 @@ func escapeModule(s string) string {
 // isLicenseFile and isNoticeFile say what a file at a module's root is by
 // its name: LICENSE, LICENSE.md, LICENSE-MIT, LICENCE, COPYING... hold its
 // license; NOTICE (which the Apache License requires shipped) and PATENTS
-// (the Go project's patent grant) add to it.
+// (the Go project's patent grant) add to it. A Go file is code, whatever
+// its name (license.go).
 func isLicenseFile(name string) bool {
-	n := strings.ToUpper(name)
-	return strings.HasPrefix(n, "LICENSE") || strings.HasPrefix(n, "LICENCE") || strings.HasPrefix(n, "COPYING")
+	return namedLike(name, "LICENSE", "LICENCE", "COPYING")
 }
 
 func isNoticeFile(name string) bool {
+	return namedLike(name, "NOTICE", "PATENTS")
+}
+
+func namedLike(name string, prefixes ...string) bool {
 	n := strings.ToUpper(name)
-	return strings.HasPrefix(n, "NOTICE") || strings.HasPrefix(n, "PATENTS")
+	if strings.HasSuffix(n, ".GO") {
+		return false
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // moduleNotice reads the license and notice files at the root of a
