@@ -9,11 +9,14 @@
 # is a commit, and only a commit can be rebuilt.
 #
 # It builds, for linux/amd64, linux/arm64, darwin/amd64 and darwin/arm64:
-#   airlock_VERSION_OS_ARCH.tar.gz  the binary, README.md, LICENSE, man
-#                                   pages and bash/zsh/fish completion scripts
+#   airlock_VERSION_OS_ARCH.tar.gz  the binary, README.md, LICENSE,
+#                                   THIRD_PARTY_NOTICES (the licenses of the
+#                                   modules it links), man pages and
+#                                   bash/zsh/fish completion scripts
 #   airlock_DEBVERSION_ARCH.deb     (linux) the same, installed where Debian
 #                                   looks (/usr/bin, /usr/share/man, ...),
-#                                   with its copyright and changelog
+#                                   with its copyright (airlock's and the
+#                                   linked modules') and changelog
 #   SHA256SUMS                      over all of them (sha256sum -c SHA256SUMS)
 #
 # Reproducible: the binaries are static (CGO_ENABLED=0), -trimpath drops
@@ -91,7 +94,11 @@ build() {
     (cd "$src" && CGO_ENABLED=0 GOOS=$os GOARCH=$arch \
       go build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$bin" ./cmd/airlock)
     name=airlock_${VERSION}_${os}_${arch}
-    files=("$bin=airlock" "$src/README.md=README.md" "$src/LICENSE=LICENSE")
+    # The licenses and notices of the modules the binary links, read from
+    # its build information (the .deb's copyright file carries the same).
+    "$work/release" notices -o "$work/$os-$arch/THIRD_PARTY_NOTICES" "$bin"
+    files=("$bin=airlock" "$src/README.md=README.md" "$src/LICENSE=LICENSE"
+      "$work/$os-$arch/THIRD_PARTY_NOTICES=THIRD_PARTY_NOTICES")
     for f in "$work"/docs/man/*.1; do files+=("$f=man/man1/${f##*/}"); done
     for f in "$work"/docs/completions/*; do files+=("$f=completions/${f##*/}"); done
     "$work/release" tar -o "$out/$name.tar.gz" -prefix "$name" "${files[@]}"
@@ -153,6 +160,15 @@ if $CHECK; then
     diff "$DIST/SHA256SUMS" "$again/dist/SHA256SUMS" >&2 || true
     die "--check: the second build differs (above: first, then second)"
   fi
+  # Each tarball carries airlock's license and the notices of what its
+  # binary links (scripts/release's tests hold their contents to the
+  # binary's build information).
+  for t in "$DIST"/*.tar.gz; do
+    name=$(basename "$t" .tar.gz) listing=$(tar -tzf "$t")
+    for want in LICENSE THIRD_PARTY_NOTICES; do
+      grep -qx "$name/$want" <<<"$listing" || die "$t has no $name/$want"
+    done
+  done
   if command -v dpkg-deb >/dev/null; then
     for arch in amd64 arm64; do checkdeb "$DIST/airlock_${DEBVERSION}_${arch}.deb" "$arch"; done
   else

@@ -20,9 +20,12 @@ import (
 // TestDebPassesLintian builds the .deb of this machine's architecture
 // from a real airlock binary and the release's docs, as release.sh does:
 // it installs the copyright (DEP-5, Apache-2.0 pointing at
-// common-licenses), the changelog and lintian's overrides, and lintian
-// finds no error in it. The same package without its copyright file is
-// refused by lint, naming the tag: the check this test trusts can fail.
+// common-licenses, with the notices of the modules the binary links), the
+// changelog and lintian's overrides, and lintian finds no error in it.
+// The same package without its copyright file is refused by lint, naming
+// the tag, and so is one whose copyright file holds the Apache License's
+// terms in full, as a module's LICENSE does, rather than point at
+// common-licenses: the check this test trusts can fail.
 func TestDebPassesLintian(t *testing.T) {
 	testbin.Require(t, "lintian", "it checks the .deb against Debian policy")
 	dpkgDeb := testbin.Require(t, "dpkg-deb", "it lists and unpacks the .deb")
@@ -80,6 +83,37 @@ func TestDebPassesLintian(t *testing.T) {
 	must(t, writeDeb(info, bare))
 	if err := lint([]string{bare}); err == nil || !strings.Contains(err.Error(), "E: airlock: no-copyright-file") {
 		t.Errorf("lint of a .deb without its copyright file: %v, want lintian's no-copyright-file", err)
+	}
+
+	// The same package with the Apache License's terms in its copyright
+	// file, as cobra's LICENSE.txt holds them.
+	ns, err := linkedNotices(bin)
+	must(t, err)
+	var apacheText string
+	for _, n := range ns {
+		for _, f := range n.files {
+			for _, s := range f.spans {
+				if s.lic.spdx == "Apache-2.0" && !s.lic.part {
+					apacheText = f.text
+				}
+			}
+		}
+	}
+	if apacheText == "" {
+		t.Fatal("no module airlock links is under the Apache License: the test needs another of its text")
+	}
+	full := filepath.Join(tmp, "copyright-full")
+	must(t, os.WriteFile(full, append(copyright, []byte("\nLicense: Apache-2.0-full\n"+dep5Text(apacheText))...), 0o644))
+	for _, c := range info.Contents {
+		if c.Destination == "/usr/share/doc/airlock/changelog.gz" {
+			info.Contents = append(info.Contents, &files.Content{Source: full, Destination: "/usr/share/doc/airlock/copyright", FileInfo: c.FileInfo})
+			break
+		}
+	}
+	withFull := filepath.Join(dir, "full.deb")
+	must(t, writeDeb(info, withFull))
+	if err := lint([]string{withFull}); err == nil || !strings.Contains(err.Error(), "copyright-file-contains-full-apache-2-license") {
+		t.Errorf("lint of a .deb whose copyright holds the Apache License in full: %v, want lintian's copyright-file-contains-full-apache-2-license", err)
 	}
 }
 

@@ -14,6 +14,7 @@
 //	release docs -version V DIR
 //	release tar -o FILE -prefix NAME FILE=PATH-IN-ARCHIVE...
 //	release deb -o FILE -version V -commit C -arch ARCH -bin BINARY -docs DIR
+//	release notices -o FILE BINARY
 //	release static BINARY...
 //	release lint DEB...
 //	release sums DIR
@@ -51,7 +52,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: release docs|tar|deb|static|lint|sums ..."))
+		fail(errors.New("usage: release docs|tar|notices|deb|static|lint|sums ..."))
 	}
 	var err error
 	args := os.Args[2:]
@@ -60,6 +61,8 @@ func main() {
 		err = docs(args)
 	case "tar":
 		err = tarball(args)
+	case "notices":
+		err = noticesCmd(args)
 	case "deb":
 		err = debian(args)
 	case "static":
@@ -69,7 +72,7 @@ func main() {
 	case "sums":
 		err = sums(args)
 	default:
-		err = fmt.Errorf("unknown step %q (want docs, tar, deb, static, lint or sums)", os.Args[1])
+		err = fmt.Errorf("unknown step %q (want docs, tar, notices, deb, static, lint or sums)", os.Args[1])
 	}
 	if err != nil {
 		fail(err)
@@ -317,9 +320,15 @@ func debPackage(src debSource, tmp string) (*nfpm.Info, error) {
 	}
 	// Policy 12.5 and 12.7: every package carries its copyright and, a
 	// native one, its changelog.gz; lintian's overrides sit where it
-	// looks for a package's own.
+	// looks for a package's own. The copyright covers the binary's
+	// third-party code too, whose licenses (MIT, BSD) ask that their
+	// notices ship with every binary copy.
+	notices, err := linkedNotices(src.bin)
+	if err != nil {
+		return nil, err
+	}
 	var copyright bytes.Buffer
-	if err := debianCopyright.Execute(&copyright, struct{ Years string }{copyrightYears(when)}); err != nil {
+	if err := debianCopyright.Execute(&copyright, struct{ Years, Notices string }{copyrightYears(when), copyrightParagraphs(notices)}); err != nil {
 		return nil, err
 	}
 	packaged := map[string][]byte{
