@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,23 +15,32 @@ import (
 
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/originals"
+	"github.com/airlockdev/airlock/internal/project"
 	"github.com/airlockdev/airlock/internal/stage"
 	"github.com/airlockdev/airlock/internal/state"
 )
 
-// GCOptions select what gc removes.
+// GCOptions select what gc removes. The zero value is a plain gc: every
+// settled transaction stays for its base's grace.
 type GCOptions struct {
-	// OlderThan keeps transactions that settled more recently than this,
-	// and abandoned open ones opened more recently than this.
-	OlderThan time.Duration
+	// OlderThan, when set, replaces every base's grace for this gc: a
+	// settled transaction goes once it settled at least this long ago (0:
+	// whatever may go now), named ones too. It is also the age an
+	// abandoned open transaction must reach (nil: any age) and the age
+	// beyond which pooled trees go (nil or 0: 7 days). nil: each base's
+	// grace, the gc_keep of the .airlock.toml that governs it, else
+	// config.DefaultGCKeep.
+	OlderThan *time.Duration
 	// DryRun reports what would be removed and removes nothing.
 	DryRun bool
 	// IDs, when set, limits gc to these transactions and allows removing
-	// refused ones and open ones whose owner process is gone.
+	// refused ones and open ones whose owner process is gone. Naming a
+	// settled transaction is choosing it: no grace keeps it (as git
+	// reflog expire given a ref), only OlderThan when set.
 	IDs []string
 	// DropPool removes every pooled staged tree (see Staging). Without it
 	// gc trims the pools: trees beyond the newest two of a base, and trees
-	// older than OlderThan (7 days when OlderThan is 0).
+	// older than OlderThan (7 days when OlderThan is nil or 0).
 	DropPool bool
 }
 
@@ -43,7 +53,14 @@ type GCItem struct {
 	Status  Status
 	Bytes   int64 // disk its state uses
 	Removed bool  // removed (or, in a dry run, would be)
-	Reason  string
+	// UndoLost marks a committed transaction that could be undone until
+	// this removal (or, in a dry run, would be removed): its undo goes
+	// with its state. Its receipt stays in its base's chain.
+	UndoLost bool
+	// GraceEnds, on a settled transaction kept only because its grace has
+	// not passed, is when it will have.
+	GraceEnds time.Time
+	Reason    string
 }
 
 // GC removes the state of settled transactions, and the originals no
@@ -61,7 +78,7 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 		return nil, 0, err
 	}
 	ids := o.IDs
-	g := &gcRun{o: o, named: len(ids) > 0, bases: map[string]*Tx{}, basePaths: map[string]bool{}, gone: map[string]bool{}}
+	g := &gcRun{o: o, named: len(ids) > 0, bases: map[string]*Tx{}, basePaths: map[string]bool{}, gone: map[string]bool{}, graces: map[string]graceOf{}}
 	if !g.named {
 		all, err := s.st().IDs()
 		if err != nil {
@@ -89,7 +106,54 @@ func (s *Store) GC(ctx context.Context, o GCOptions) (_ []GCItem, _ int64, err e
 		}
 		freed += n
 	}
-	return items, freed, nil
+	// A grace that cannot be read kept its base's transactions; the rest
+	// went as their own graces allow, and the user learns which file to
+	// fix.
+	return items, freed, g.configErrors()
+}
+
+// graceOf is a base's grace as gc read it, once per base and run.
+type graceOf struct {
+	keep time.Duration
+	err  error
+}
+
+// grace is how long tx stays after it settled: OlderThan when given, else
+// the gc_keep of the config that governs its base as it is now (read once
+// per base), else config.DefaultGCKeep. A named transaction has none
+// unless OlderThan is given: naming it is the user's choice.
+func (g *gcRun) grace(tx *Tx) (time.Duration, error) {
+	if g.o.OlderThan != nil {
+		return *g.o.OlderThan, nil
+	}
+	if g.named {
+		return 0, nil
+	}
+	key := tx.baseKey()
+	if gr, ok := g.graces[key]; ok {
+		return gr.keep, gr.err
+	}
+	var gr graceOf
+	if p, err := project.Find(tx.Base()); err != nil {
+		gr.err = err
+	} else {
+		gr.keep = p.Cfg.GCKeep
+	}
+	g.graces[key] = gr
+	return gr.keep, gr.err
+}
+
+// configErrors are the distinct errors reading the bases' graces.
+func (g *gcRun) configErrors() error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, key := range slices.Sorted(maps.Keys(g.graces)) {
+		if err := g.graces[key].err; err != nil && !seen[err.Error()] {
+			seen[err.Error()] = true
+			errs = append(errs, fmt.Errorf("gc kept the settled transactions over the base this config governs: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // gcRun is one gc over the store's transactions: what it looked at, what
@@ -104,6 +168,7 @@ type gcRun struct {
 	basePaths map[string]bool
 	gone      map[string]bool   // removed, or in a dry run would be
 	marks     map[string]string // the bases' in-flight marks, read once when needed
+	graces    map[string]graceOf
 }
 
 // add records an item, and what its removal frees.
@@ -151,7 +216,8 @@ func (s *Store) gcOne(ctx context.Context, g *gcRun, id string) error {
 			return nil
 		}
 	}
-	it.Removed, it.Reason = s.gcDecide(ctx, tx, it.Status, g.named, g.o.OlderThan)
+	d := s.gcDecide(ctx, g, tx, it.Status)
+	it.Removed, it.Reason, it.GraceEnds = d.remove, d.reason, d.graceEnds
 	if it.Removed {
 		if err := s.gcRemove(ctx, g, &it); err != nil {
 			g.items = append(g.items, it)
@@ -172,17 +238,25 @@ func (s *Store) gcRemove(ctx context.Context, g *gcRun, it *GCItem) error {
 			return false, "", err
 		}
 		it.Status = st
-		ok, why := s.gcDecide(ctx, tx, st, g.named, g.o.OlderThan)
-		return ok, why, nil
+		d := s.gcDecide(ctx, g, tx, st)
+		it.GraceEnds = d.graceEnds
+		if d.remove && st == StatusCommitted {
+			// Decided under the lock that a commit, undo or gc of
+			// another process takes too: what goes is what undo would
+			// have read.
+			_, err := tx.readJournal(appliedFile)
+			it.UndoLost = err == nil
+		}
+		return d.remove, d.reason, nil
 	}, g.o.DryRun)
 	var k *keptError
 	switch {
 	case errors.As(err, &k):
-		it.Removed, it.Reason = false, k.reason
+		it.Removed, it.Reason, it.UndoLost = false, k.reason, false
 	case errors.Is(err, state.ErrLocked):
-		it.Removed, it.Reason = false, keptReason(err)
+		it.Removed, it.Reason, it.UndoLost = false, keptReason(err), false
 	case errors.Is(err, fs.ErrNotExist):
-		it.Removed, it.Reason = false, "gone: another airlock process removed it meanwhile"
+		it.Removed, it.Reason, it.UndoLost = false, "gone: another airlock process removed it meanwhile", false
 	case err != nil:
 		return err
 	}
@@ -217,22 +291,32 @@ func (s *Store) gcCorrupt(ctx context.Context, g *gcRun, id string) error {
 
 // gcDecide is gcDecision plus the in-flight marker, which keeps a
 // transaction whatever its status says: its journal is what recover needs.
-func (s *Store) gcDecide(ctx context.Context, tx *Tx, st Status, named bool, olderThan time.Duration) (bool, string) {
-	ok, why := gcDecision(ctx, tx, st, named, olderThan)
-	if ok && s.inFlight(tx) {
-		return false, fmt.Sprintf("kept: its base marks its apply in flight; run airlock recover --workdir %s", tx.Base())
+func (s *Store) gcDecide(ctx context.Context, g *gcRun, tx *Tx, st Status) gcVerdict {
+	d := gcDecision(ctx, g, tx, st)
+	// Within its grace or not, a transaction its base marks in flight is
+	// kept for recover, and the user is told so rather than of a grace.
+	if (d.remove || !d.graceEnds.IsZero()) && s.inFlight(tx) {
+		return gcVerdict{reason: fmt.Sprintf("kept: its base marks its apply in flight; run airlock recover --workdir %s", tx.Base())}
 	}
-	if ok {
+	if d.remove {
 		// Content a rollback or recover saved from the base is the only
 		// copy of someone's edit: it goes only when the user names it.
 		if saved := savedContent(tx); len(saved) > 0 {
-			if !named {
-				return false, fmt.Sprintf("kept: holds content saved from the base at %s; look at it, then airlock gc %s", describeSaved(tx, saved), tx.ID())
+			if !g.named {
+				return gcVerdict{reason: fmt.Sprintf("kept: holds content saved from the base at %s; look at it, then airlock gc %s", describeSaved(tx, saved), tx.ID())}
 			}
-			why += fmt.Sprintf("; with the content it had saved from the base at %s", describeSaved(tx, saved))
+			d.reason += fmt.Sprintf("; with the content it had saved from the base at %s", describeSaved(tx, saved))
 		}
 	}
-	return ok, why
+	return d
+}
+
+// gcVerdict is what gc decided about one transaction.
+type gcVerdict struct {
+	remove bool
+	reason string
+	// graceEnds: kept only for its grace, which ends then.
+	graceEnds time.Time
 }
 
 // keptError carries why a transaction gc meant to remove is kept after
@@ -326,32 +410,64 @@ func (s *Store) inFlight(tx *Tx) bool {
 	return err != nil || (ok && id == tx.ID())
 }
 
-func gcDecision(ctx context.Context, tx *Tx, st Status, named bool, olderThan time.Duration) (bool, string) {
+func gcDecision(ctx context.Context, g *gcRun, tx *Tx, st Status) gcVerdict {
 	switch st {
 	case StatusInterrupted:
-		return false, fmt.Sprintf("kept: its apply was interrupted; run airlock recover --workdir %s (if that directory no longer exists, airlock gc %s clears it and keeps its journal)", tx.Base(), tx.ID())
+		return gcVerdict{reason: fmt.Sprintf("kept: its apply was interrupted; run airlock recover --workdir %s (if that directory no longer exists, airlock gc %s clears it and keeps its journal)", tx.Base(), tx.ID())}
 	case StatusOpen:
 		if alive(tx.rec.PID) && tx.rec.PID != os.Getpid() {
-			return false, fmt.Sprintf("kept: open, owner process %d is alive", tx.rec.PID)
+			return gcVerdict{reason: fmt.Sprintf("kept: open, owner process %d is alive", tx.rec.PID)}
 		}
-		if !named {
-			return abandoned(ctx, tx, olderThan)
+		if !g.named {
+			// Nothing of an abandoned one is lost: no grace, only the
+			// age OlderThan asks for.
+			var age time.Duration
+			if g.o.OlderThan != nil {
+				age = *g.o.OlderThan
+			}
+			ok, why := abandoned(ctx, tx, age)
+			return gcVerdict{remove: ok, reason: why}
 		}
-		return true, "open, owner gone, named"
+		return gcVerdict{remove: true, reason: "open, owner gone, named"}
 	case StatusRefused:
-		if !named {
-			return false, "kept: refused; fix and commit it, discard it, or name it to gc"
+		if !g.named {
+			return gcVerdict{reason: "kept: refused; fix and commit it, discard it, or name it to gc"}
 		}
-		return true, "refused, named"
+		return gcVerdict{remove: true, reason: "refused, named"}
+	}
+	grace, err := g.grace(tx)
+	if err != nil {
+		return gcVerdict{reason: "kept: its grace cannot be read: " + err.Error()}
 	}
 	settled := tx.rec.CreatedAt
 	if evs, err := tx.Events(); err == nil && len(evs) > 0 {
 		settled = evs[len(evs)-1].Time
 	}
-	if age := time.Since(settled); age < olderThan {
-		return false, fmt.Sprintf("kept: settled %s ago", age.Round(time.Second))
+	if age := time.Since(settled); age < grace {
+		ends := settled.Add(grace)
+		why := fmt.Sprintf("kept: settled %s ago, within ", age.Round(time.Second))
+		if g.o.OlderThan != nil {
+			why += fmt.Sprintf("the %s asked for", fmtDuration(grace))
+		} else {
+			why += fmt.Sprintf("its base's grace of %s (gc_keep); it goes after %s, or now with airlock gc %s", fmtDuration(grace), ends.Local().Format("2006-01-02 15:04"), tx.ID())
+		}
+		return gcVerdict{reason: why, graceEnds: ends}
 	}
-	return true, string(st)
+	return gcVerdict{remove: true, reason: string(st)}
+}
+
+// fmtDuration says a grace as a person would: in days where it is whole
+// days, else as Go does.
+func fmtDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == 0:
+		return "0"
+	case d%day == 0:
+		n := int64(d / day)
+		return fmt.Sprintf("%d day%s", n, plural(int(n)))
+	}
+	return d.String()
 }
 
 // abandoned decides an open transaction whose owner is gone and that was

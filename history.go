@@ -20,6 +20,10 @@ type Log struct {
 	// Broken, when set, says where the chain of receipts could not be
 	// followed or verified: the entries stop there.
 	Broken string
+	// UndoGone names the entries, newest first, that can no longer be
+	// undone: gc removed their transaction's state (the journal of what
+	// it applied), or its record of what it applied is gone.
+	UndoGone []string
 }
 
 // Log walks the base's receipt chain from its newest commit back,
@@ -44,8 +48,61 @@ func (s *Store) Log(dir string) (_ *Log, err error) {
 	out := &Log{Base: base, Broken: chain.Broken}
 	for _, rc := range chain.Entries {
 		out.Entries = append(out.Entries, publicReceipt(rc))
+		if s.undoGone(rc.TxID) {
+			out.UndoGone = append(out.UndoGone, rc.TxID)
+		}
 	}
 	return out, nil
+}
+
+// undoGone reports whether the commit of transaction id can no longer be
+// undone: its state is gone, or holds no record of what it applied. State
+// that cannot be read is not called gone: undo says what is wrong with it.
+func (s *Store) undoGone(id string) bool {
+	st, err := s.st().Tx(id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	_, err = st.ReadFile(appliedFile)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// LoggedReceipt is a receipt found in a base's receipt chain.
+type LoggedReceipt struct {
+	Base string // the base whose chain holds it
+	Path string // the receipt file, in the chain
+}
+
+// LoggedReceipt finds the receipt of a commit of transaction id in the
+// receipt chains of the bases the state root knows, where the receipt
+// stays after gc removed the transaction's state: every commit a log
+// lists is there. Only the verified part of each chain is searched (what
+// log lists). A commit found in no chain is an error matching
+// fs.ErrNotExist.
+func (s *Store) LoggedReceipt(id string) (_ *LoggedReceipt, err error) {
+	defer exported(&err)
+	if err := s.ensure(); err != nil {
+		return nil, err
+	}
+	bases, err := s.st().Bases()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bases {
+		chain, err := history.Walk(b)
+		if err != nil {
+			return nil, err
+		}
+		for _, rc := range chain.Entries {
+			if rc.TxID == id {
+				return &LoggedReceipt{Base: b.Path(), Path: b.ReceiptPath(rc.Digest)}, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("transaction %s not found, and no base's receipt chain holds a commit of it: %w", id, fs.ErrNotExist)
 }
 
 // UndoOptions say which commit to revert.

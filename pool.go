@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/manifest"
@@ -224,9 +225,13 @@ func (s *Store) gcPools(ctx context.Context, o GCOptions, items []GCItem, freed 
 	if err != nil {
 		return items, freed
 	}
+	var maxAge time.Duration // 0: the pool's own default
+	if o.OlderThan != nil {
+		maxAge = *o.OlderThan
+	}
 	for dir := range dirs {
 		for _, c := range pool.Collect(ctx, dir, pool.CollectOptions{
-			IDs: o.IDs, All: o.DropPool, MaxAge: o.OlderThan, DryRun: o.DryRun, Size: diskUsage,
+			IDs: o.IDs, All: o.DropPool, MaxAge: maxAge, DryRun: o.DryRun, Size: diskUsage,
 		}) {
 			if c.Removed {
 				freed += c.Bytes

@@ -190,9 +190,10 @@ func TestE2EDeletedBaseIsCleared(t *testing.T) {
 			if r := x.airlock("recover", "--workdir", x.base); r.Code == 0 && !strings.Contains(r.Stderr, "nothing to recover") {
 				t.Errorf("a second recover of the deleted base:\n%s", r)
 			}
-			wantCode(t, x.airlock("gc"), 0)
+			// Settled now: past any grace, gc removes it.
+			wantCode(t, x.airlock("gc", "--older-than", "0"), 0)
 			if testbin.Exists(filepath.Join(x.state, "tx", "t1")) {
-				t.Errorf("t1 is still kept after it was cleared and gc ran")
+				t.Errorf("t1 is still kept after it was cleared and gc --older-than 0 ran")
 			}
 			// A new directory at the old path starts afresh.
 			must(t, os.Mkdir(x.base, 0o755))
@@ -392,7 +393,8 @@ func TestE2EGCKeepsContentSavedFromTheBase(t *testing.T) {
 	}
 	wantCode(t, x.airlock("commit", "t1"), 0)
 
-	for _, args := range [][]string{{"gc"}, {"gc", "--dry-run"}} {
+	// Past its grace (--older-than 0), what keeps it is the saved content.
+	for _, args := range [][]string{{"gc", "--older-than", "0"}, {"gc", "--dry-run", "--older-than", "0"}} {
 		r := x.airlock(args...)
 		wantCode(t, r, 0)
 		if !strings.Contains(r.Stdout, "kept t1") || !strings.Contains(r.Stdout, saved[0]) || !strings.Contains(r.Stdout, "a.txt") {
@@ -467,9 +469,10 @@ func baseRecreated(t *testing.T, renamed bool) {
 		t.Errorf("recover does not say where the journal went:\n%s", r)
 	}
 	wantTree(t, "the new directory after recover --base-gone", fresh, snapshot(t, x.base, nil))
-	wantCode(t, x.airlock("gc"), 0)
+	// Settled now: past any grace, gc removes it.
+	wantCode(t, x.airlock("gc", "--older-than", "0"), 0)
 	if testbin.Exists(filepath.Join(x.state, "tx", "t1")) {
-		t.Errorf("t1 is still kept after it was cleared and gc ran")
+		t.Errorf("t1 is still kept after it was cleared and gc --older-than 0 ran")
 	}
 	if r := x.airlock("recover", "--workdir", x.base, "--base-gone"); r.Code != 125 {
 		t.Errorf("a second --base-gone over a directory with nothing recorded elsewhere: %v", r)

@@ -396,6 +396,14 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 	want(runJSON, 0, false, append(settle, section(runJSON)...), "run", "--workdir", x.base, "--backend", "copy", "--json", "--quiet", "--", "true")
 	want(gc, 0, false, section(gc), "gc", "--dry-run", "--json")
 	want(gc, 0, false, section(gc), "gc", "t-refused", "t-commit", "--json")
+	// t-commit's state is gone: its receipt is read from the base's chain,
+	// and log lists it as no longer undoable.
+	if v := want(verify, 0, false, section(verify), "receipt", "verify", "t-commit", "--json"); v["chain"] != x.base {
+		t.Errorf("receipt verify t-commit after gc: chain %v, want %s", v["chain"], x.base)
+	}
+	if lg := want(log, 0, false, section(log), "log", "--workdir", x.base, "--json"); !slices.Contains(lg["undo_gone"].([]any), any("t-commit")) {
+		t.Errorf("log after gc t-commit: undo_gone %v, want t-commit in it", lg["undo_gone"])
+	}
 
 	// Every command section of the doc was run, but the landing into a
 	// remote, which needs a git server (e2e_remote_test.go runs it).

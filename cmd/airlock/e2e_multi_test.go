@@ -751,14 +751,31 @@ func TestE2EGC(t *testing.T) {
 	}
 
 	stateBefore := snapshot(t, x.state, nil)
-	r := x.airlock("gc", "--dry-run")
+	r := x.airlock("gc", "--dry-run", "--older-than", "0")
 	wantCode(t, r, 0)
 	for _, id := range []string{"committed1", "discarded1", "early"} {
 		if !strings.Contains(r.Stdout, "would remove "+id) {
-			t.Errorf("gc --dry-run does not say it would remove %s\n%s", id, r)
+			t.Errorf("gc --dry-run --older-than 0 does not say it would remove %s\n%s", id, r)
+		}
+	}
+	// The commits lose their undo; the discard had none.
+	for id, lost := range map[string]bool{"committed1": true, "early": true, "discarded1": false} {
+		line := regexp.MustCompile(`(?m)^would remove ` + id + ` .*$`).FindString(r.Stdout)
+		if got := strings.Contains(line, "its undo would be lost"); got != lost {
+			t.Errorf("gc --dry-run --older-than 0 on %s: says its undo would be lost = %v, want %v\n%s", id, got, lost, r)
 		}
 	}
 	wantTree(t, "state after gc --dry-run", stateBefore, snapshot(t, x.state, nil))
+
+	// A plain gc keeps every settled one for its grace (7 days here).
+	r = x.airlock("gc")
+	wantCode(t, r, 0)
+	if got := txDirs(); !eq(got, all) {
+		t.Errorf("a plain gc removed transactions within their grace: state holds %q\n%s", got, r)
+	}
+	if !strings.Contains(r.Stdout, "kept 3 settled transactions") || !strings.Contains(r.Stdout, "freed 0 B") {
+		t.Errorf("a plain gc does not say it kept the three settled transactions for their grace\n%s", r)
+	}
 
 	r = x.airlock("gc", "--older-than", "1h")
 	wantCode(t, r, 0)
@@ -769,10 +786,13 @@ func TestE2EGC(t *testing.T) {
 		t.Errorf("gc --older-than 1h should free nothing\n%s", r)
 	}
 
-	r = x.airlock("gc")
+	r = x.airlock("gc", "--older-than", "0")
 	wantCode(t, r, 0)
 	if got, w := txDirs(), []string{"alive", "orphan", "pending", "refused"}; !eq(got, w) {
-		t.Errorf("after gc the state holds %q, want %q\n%s", got, w, r)
+		t.Errorf("after gc --older-than 0 the state holds %q, want %q\n%s", got, w, r)
+	}
+	if !strings.Contains(r.Stdout, "removed committed1 (committed, ") || !strings.Contains(r.Stdout, "it can no longer be undone") {
+		t.Errorf("gc --older-than 0 does not say committed1 can no longer be undone\n%s", r)
 	}
 	m := regexp.MustCompile(`(?m)^freed ([0-9.]+) (B|KiB|MiB)$`).FindStringSubmatch(r.Stdout)
 	if m == nil {
@@ -835,7 +855,7 @@ func TestE2EGCKeepsUndo(t *testing.T) {
 
 	// With every transaction gone, undo (the newest in the log) says why
 	// it cannot.
-	wantCode(t, x.airlock("gc"), 0)
+	wantCode(t, x.airlock("gc", "--older-than", "0"), 0)
 	r = x.airlock("undo", "--workdir", x.base)
 	wantCode(t, r, 125)
 	oneLine(t, r, "gc", "can no longer be undone")

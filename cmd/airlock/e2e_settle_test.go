@@ -70,7 +70,7 @@ func TestE2EGCKeepsTheApplyInFlight(t *testing.T) {
 			if r.Code != -1 {
 				t.Fatalf("the fault point did not kill airlock: %v", r)
 			}
-			for _, args := range [][]string{{"gc", "inflight"}, {"gc"}} {
+			for _, args := range [][]string{{"gc", "inflight"}, {"gc"}, {"gc", "--older-than", "0"}} {
 				gc := x.airlock(args...)
 				if !strings.Contains(gc.Stdout, "kept inflight") {
 					t.Errorf("airlock %v with the transaction in flight:\n%s\nwant it kept", args, gc.Stdout)

@@ -192,8 +192,12 @@ func TestE2EWorktreeAgentCommit(t *testing.T) {
 				want["added.txt"] = F(0o644, "new\n")
 			}
 			wantTree(t, "base", want, snapshot(t, x.base, isGit))
-			// gc removes the transaction's state, not the kept branch.
-			wantCode(t, x.airlock("gc"), 0)
+			// gc removes the transaction's state (past its grace), not
+			// the kept branch.
+			wantCode(t, x.airlock("gc", "--older-than", "0"), 0)
+			if testbin.Exists(filepath.Join(x.state, "tx", "ag")) {
+				t.Errorf("gc --older-than 0 kept the state of ag")
+			}
 			if got := strings.TrimSpace(g(x.base, "rev-parse", "airlock/ag")); got != sha {
 				t.Errorf("after gc airlock/ag is at %q", got)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -55,7 +56,12 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 		}
 	} else {
 		for _, r := range lg.Entries {
-			fmt.Fprintf(io.Out, "%s  %s  +%d ~%d -%d  %s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, r.Added, r.Modified, r.Deleted, r.Digest)
+			// Marked before anyone tries: undo of it would only say so.
+			mark := ""
+			if slices.Contains(lg.UndoGone, r.TxID) {
+				mark = "  (no undo: gc removed its state)"
+			}
+			fmt.Fprintf(io.Out, "%s  %s  +%d ~%d -%d  %s%s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, r.Added, r.Modified, r.Deleted, r.Digest, mark)
 		}
 	}
 	// A broken chain fails with --json too, so that a script that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -86,7 +87,7 @@ func runReceiptVerify(ctx context.Context, io IO, o verifyOptions) error {
 		fmt.Fprintf(io.Out, "ok %s %s head=%s receipts=%d%s\n", lg.Remote, lg.Branch, lg.Head, len(lg.Entries), newest)
 		return nil
 	}
-	path, err := receiptFor(o.receipt)
+	path, chain, err := receiptFor(o.receipt)
 	if err != nil {
 		return err
 	}
@@ -95,37 +96,56 @@ func runReceiptVerify(ctx context.Context, io IO, o verifyOptions) error {
 		return fmt.Errorf("read receipt: %w", err)
 	}
 	r, err := receipt.Verify(data)
+	if err == nil && chain != "" && r.TxID != o.receipt {
+		// The chain named it a moment ago; a file swapped since is not
+		// the receipt asked for.
+		err = fmt.Errorf("it is the receipt of transaction %s, not %s", r.TxID, o.receipt)
+	}
 	if err != nil {
 		if o.json {
-			if jerr := writeJSON(io, jsonout.Verify{Error: err.Error(), Path: path, Valid: false}); jerr != nil {
+			if jerr := writeJSON(io, jsonout.Verify{Chain: chain, Error: err.Error(), Path: path, Valid: false}); jerr != nil {
 				return jerr
 			}
 		}
 		return &exitError{code: 1, msg: fmt.Sprintf("receipt %s is invalid: %v", path, err)}
 	}
 	if o.json {
-		return writeJSON(io, jsonout.Verify{Path: path, Receipt: data, Valid: true})
+		return writeJSON(io, jsonout.Verify{Chain: chain, Path: path, Receipt: data, Valid: true})
 	}
 	fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s\n", path, r.TxID, r.Outcome, r.Digest)
+	if chain != "" {
+		fmt.Fprintf(io.Err, "read from the receipt chain of %s: gc removed the state of transaction %s\n", chain, r.TxID)
+	}
 	return nil
 }
 
 // receiptFor resolves FILE|ID: an existing file wins; otherwise a valid id
-// names the transaction's receipt.
-func receiptFor(arg string) (string, error) {
+// names the transaction's receipt, or, once gc removed the transaction's
+// state, the copy its base's receipt chain keeps (chain names that base).
+func receiptFor(arg string) (path, chain string, err error) {
 	if _, err := os.Stat(arg); err == nil || strings.ContainsRune(arg, '/') {
-		return arg, nil
+		return arg, "", nil
 	}
 	if state.ValidID(arg) != nil {
-		return arg, nil
+		return arg, "", nil
 	}
 	st, err := store()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	tx, err := st.Tx(arg)
-	if err != nil {
-		return "", err
+	if errors.Is(err, fs.ErrNotExist) {
+		lr, lerr := st.LoggedReceipt(arg)
+		if errors.Is(lerr, fs.ErrNotExist) {
+			return "", "", err // not found, in the state or any chain
+		}
+		if lerr != nil {
+			return "", "", lerr
+		}
+		return lr.Path, lr.Base, nil
 	}
-	return tx.ReceiptPath(), nil
+	if err != nil {
+		return "", "", err
+	}
+	return tx.ReceiptPath(), "", nil
 }

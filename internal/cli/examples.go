@@ -46,9 +46,10 @@ var examples = map[string]string{
 	"recover": `  airlock recover                       # after a crash, in the base directory
   airlock recover --workdir ~/src/project --json
   airlock recover --workdir ~/src/project-moved --moved`,
-	"gc": `  airlock gc --dry-run
-  airlock gc --older-than 24h
-  airlock gc 20260301-101500-ab12       # also a refused one, or an open one whose owner is gone`,
+	"gc": `  airlock gc                            # keeps settled ones for their grace (gc_keep, else 7 days)
+  airlock gc --dry-run --older-than 0   # what would go now; which commits would lose their undo
+  airlock gc --older-than 24h           # instead of each base's grace
+  airlock gc 20260301-101500-ab12       # now, whatever its age; also a refused one, or an open one whose owner is gone`,
 	"receipt": `  airlock receipt verify 20260301-101500-ab12
   airlock receipt verify --remote origin --branch main --json`,
 	"receipt verify": `  airlock receipt verify 20260301-101500-ab12

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -56,8 +57,18 @@ type Config struct {
 	// stand (the MCP commit tool's approve: true, with no person asked):
 	// the project says its agents may change what protection holds.
 	AgentsApprove bool
-	Hooks         Hooks
+	// GCKeep is how long a plain gc keeps a settled transaction over a
+	// base this config governs (its undo data and receipt), counted from
+	// when it settled; DefaultGCKeep when the file does not say.
+	GCKeep time.Duration
+	Hooks  Hooks
 }
+
+// DefaultGCKeep is gc's grace where no gc_keep says otherwise: a week, as
+// long as a person may take to notice a commit they want undone (git
+// keeps an unreachable reflog entry 30 days, a reachable one 90; airlock
+// keeps copies of whole files, so less).
+const DefaultGCKeep = 7 * 24 * time.Hour
 
 // Hooks configures the agent hooks.
 type Hooks struct {
@@ -66,7 +77,7 @@ type Hooks struct {
 
 // Default is the config of a base without .airlock.toml.
 func Default() *Config {
-	return &Config{DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopCheck}}
+	return &Config{DefaultExcludes: true, DefaultProtect: true, Backend: "auto", GCKeep: DefaultGCKeep, Hooks: Hooks{Stop: StopCheck}}
 }
 
 // Error is a config that cannot be used: it names the file, the line (0
@@ -106,6 +117,7 @@ type raw struct {
 	Validate        *string  `toml:"validate"`
 	ValidateEnv     []string `toml:"validate_env"`
 	AgentsApprove   *bool    `toml:"agents_approve"`
+	GCKeep          *string  `toml:"gc_keep"`
 	Hooks           struct {
 		Stop *string `toml:"stop"`
 	} `toml:"hooks"`
@@ -169,7 +181,7 @@ func Parse(path string, data []byte) (*Config, error) {
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
 		return nil, &Error{File: path, Line: keyLine(src, k), Key: k.String(),
-			Msg: "unknown key; the keys are exclude, protect, default_excludes, default_protect, backend, validate, validate_env, agents_approve and [hooks] stop"}
+			Msg: "unknown key; the keys are exclude, protect, default_excludes, default_protect, backend, validate, validate_env, agents_approve, gc_keep and [hooks] stop"}
 	}
 	c := Default()
 	c.Path = path
@@ -220,6 +232,13 @@ func Parse(path string, data []byte) (*Config, error) {
 	c.ValidateEnv = r.ValidateEnv
 	if r.AgentsApprove != nil {
 		c.AgentsApprove = *r.AgentsApprove
+	}
+	if r.GCKeep != nil {
+		d, err := ParseDuration(*r.GCKeep)
+		if err != nil {
+			return nil, fail("gc_keep", err.Error()+"; gc keeps a settled transaction this long (the default is \"7d\")", err)
+		}
+		c.GCKeep = d
 	}
 	if r.Hooks.Stop != nil {
 		switch m := StopMode(*r.Hooks.Stop); m {
@@ -276,7 +295,7 @@ func typeMsg(key, found string) string {
 	want := map[string]string{
 		"exclude": "an array of strings", "protect": "an array of strings",
 		"default_excludes": "true or false", "default_protect": "true or false",
-		"backend": "a string", "validate": "a string", "validate_env": "an array of strings", "agents_approve": "true or false", "hooks": "a table", "hooks.stop": "a string",
+		"backend": "a string", "validate": "a string", "validate_env": "an array of strings", "agents_approve": "true or false", "gc_keep": "a duration in a string, such as \"7d\" or \"36h\"", "hooks": "a table", "hooks.stop": "a string",
 	}[key]
 	if want == "" {
 		return found

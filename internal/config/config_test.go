@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func writeConfig(t *testing.T, dir, text string) string {
@@ -50,12 +51,15 @@ validate = "go test ./..."
 [hooks]
 stop = "commit"
 `, Config{Exclude: []string{"node_modules/", "*.log"}, Protect: []string{"secrets/**"}, Backend: "copy",
-			Validate: "go test ./...", Hooks: Hooks{Stop: StopCommit}}},
-		{"agents approve", "agents_approve = true\n", Config{AgentsApprove: true, DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopCheck}}},
-		{"dotted hooks key", "hooks.stop = 'off'\n", Config{DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopOff}}},
+			Validate: "go test ./...", GCKeep: DefaultGCKeep, Hooks: Hooks{Stop: StopCommit}}},
+		{"gc_keep in days", "gc_keep = \"14d\"\n", Config{GCKeep: 14 * 24 * time.Hour, DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopCheck}}},
+		{"gc_keep in Go's form", "gc_keep = \"36h30m\"\n", Config{GCKeep: 36*time.Hour + 30*time.Minute, DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopCheck}}},
+		{"gc_keep zero", "gc_keep = \"0\"\n", Config{DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopCheck}}},
+		{"agents approve", "agents_approve = true\n", Config{AgentsApprove: true, DefaultExcludes: true, DefaultProtect: true, Backend: "auto", GCKeep: DefaultGCKeep, Hooks: Hooks{Stop: StopCheck}}},
+		{"dotted hooks key", "hooks.stop = 'off'\n", Config{DefaultExcludes: true, DefaultProtect: true, Backend: "auto", GCKeep: DefaultGCKeep, Hooks: Hooks{Stop: StopOff}}},
 		{"empty backend is auto", "backend = \"\"\n", *Default()},
-		{"negated selector", "exclude = [\"*.log\", \"!keep.log\"]\n", Config{Exclude: []string{"*.log", "!keep.log"}, DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopCheck}}},
-		{"multi-line validate", "validate = \"\"\"\nmake test\n\"\"\"\n", Config{Validate: "make test", DefaultExcludes: true, DefaultProtect: true, Backend: "auto", Hooks: Hooks{Stop: StopCheck}}},
+		{"negated selector", "exclude = [\"*.log\", \"!keep.log\"]\n", Config{Exclude: []string{"*.log", "!keep.log"}, DefaultExcludes: true, DefaultProtect: true, Backend: "auto", GCKeep: DefaultGCKeep, Hooks: Hooks{Stop: StopCheck}}},
+		{"multi-line validate", "validate = \"\"\"\nmake test\n\"\"\"\n", Config{Validate: "make test", DefaultExcludes: true, DefaultProtect: true, Backend: "auto", GCKeep: DefaultGCKeep, Hooks: Hooks{Stop: StopCheck}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +92,11 @@ func TestLoadMalformed(t *testing.T) {
 		{"protect holds a number", "protect = [1]\n", 1, "protect", "wants an array of strings"},
 		{"default_excludes is a string", "default_excludes = \"no\"\n", 1, "default_excludes", "wants true or false"},
 		{"agents_approve is a string", "agents_approve = \"yes\"\n", 1, "agents_approve", "wants true or false"},
+		{"gc_keep is a number", "gc_keep = 7\n", 1, "gc_keep", `wants a duration in a string, such as "7d"`},
+		{"gc_keep is no duration", "validate = 'x'\ngc_keep = \"a week\"\n", 2, "gc_keep", `"a week" is not a duration`},
+		{"gc_keep in weeks", "gc_keep = \"1w\"\n", 1, "gc_keep", `"1w" is not a duration`},
+		{"gc_keep fractional days", "gc_keep = \"1.5d\"\n", 1, "gc_keep", "whole number"},
+		{"gc_keep negative", "gc_keep = \"-1h\"\n", 1, "gc_keep", "negative"},
 		{"hooks is a number", "hooks = 3\n", 1, "hooks", "wants a table"},
 		{"hooks.stop is a number", "[hooks]\n\nstop = 1\n", 3, "hooks.stop", "wants a string"},
 		{"unknown backend", "validate = \"true\"\nbackend = \"fast\"\n", 2, "backend", `unknown backend "fast"`},

@@ -15,13 +15,14 @@
 //	validate = "go test ./..."             # run at every commit (run, commit, land, undo, review, MCP, hooks); never lowered
 //	validate_env = ["GOCACHE"]             # variables of the committer the project's validate gets
 //	agents_approve = false                 # true: an agent's own approval of protected changes stands (MCP approve: true, no person asked)
+//	gc_keep = "7d"                         # how long a plain gc keeps a settled transaction (undo, receipt): "14d", "36h", "0"
 //
 //	[hooks]
 //	stop = "check"                         # check | commit | off
 //
 // Every key is optional; an absent file is the zero config with the
 // defaults (both default lists kept, backend auto, no validate, agents
-// do not approve, stop hook "check"). Selectors use gitignore syntax, as --exclude and --protect do.
+// do not approve, gc keeps settled transactions 7 days, stop hook "check"). Selectors use gitignore syntax, as --exclude and --protect do.
 //
 // # Precedence
 //

@@ -2,6 +2,7 @@ package jsonout
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/airlockdev/airlock"
 )
@@ -133,9 +134,10 @@ type Diff struct {
 
 // Log is `log --json`: a base's receipt chain.
 type Log struct {
-	Base    string             `json:"base"`
-	Broken  string             `json:"broken"`
-	Entries []*airlock.Receipt `json:"entries"`
+	Base     string             `json:"base"`
+	Broken   string             `json:"broken"`
+	Entries  []*airlock.Receipt `json:"entries"`
+	UndoGone []string           `json:"undo_gone"`
 }
 
 // NewLog is lg's Log.
@@ -144,7 +146,11 @@ func NewLog(lg *airlock.Log) Log {
 	if entries == nil {
 		entries = []*airlock.Receipt{}
 	}
-	return Log{Base: lg.Base, Broken: lg.Broken, Entries: entries}
+	gone := lg.UndoGone
+	if gone == nil {
+		gone = []string{}
+	}
+	return Log{Base: lg.Base, Broken: lg.Broken, Entries: entries, UndoGone: gone}
 }
 
 // RemoteLog is `log --remote REMOTE --branch BRANCH --json`.
@@ -198,11 +204,13 @@ type GC struct {
 
 // GCItem is a transaction gc removed or kept.
 type GCItem struct {
-	Bytes   int64          `json:"bytes"`
-	ID      string         `json:"id"`
-	Reason  string         `json:"reason"`
-	Removed bool           `json:"removed"`
-	Status  airlock.Status `json:"status"`
+	Bytes     int64          `json:"bytes"`
+	GraceEnds *time.Time     `json:"grace_ends,omitempty"` // only when kept for its grace
+	ID        string         `json:"id"`
+	Reason    string         `json:"reason"`
+	Removed   bool           `json:"removed"`
+	Status    airlock.Status `json:"status"`
+	UndoLost  bool           `json:"undo_lost"`
 }
 
 // PooledTree is a pooled staged tree gc removed or kept.
@@ -256,6 +264,7 @@ type Doctor struct {
 
 // Verify is `receipt verify FILE|ID --json`.
 type Verify struct {
+	Chain   string          `json:"chain,omitempty"` // only when read from a base's receipt chain
 	Error   string          `json:"error,omitempty"` // only when invalid
 	Path    string          `json:"path"`
 	Receipt json.RawMessage `json:"receipt,omitempty"` // only when valid: as the file holds it

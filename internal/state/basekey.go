@@ -255,8 +255,30 @@ func (b *Base) Retire() (string, error) {
 // found by the path it had.
 func (s *Store) BasesRecordedAt(absPath string) ([]*Base, error) {
 	absPath = filepath.Clean(absPath)
+	if root := filepath.Join(s.dir, "bases"); checkDir(root) != nil {
+		return nil, stateErr("state directory", root, checkDir(root))
+	}
+	all, err := s.Bases()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Base
+	for _, b := range all {
+		if b.path == absPath {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// Bases lists every base's state directory, each at the path its
+// base.json records (which need not exist any more): how something kept
+// for every base, such as the receipt chains, is found without a path.
+func (s *Store) Bases() ([]*Base, error) {
 	root := filepath.Join(s.dir, "bases")
-	if err := checkDir(root); err != nil {
+	if err := checkDir(root); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
 		return nil, stateErr("state directory", root, err)
 	}
 	if err := s.migrateLegacy(); err != nil {
@@ -279,9 +301,7 @@ func (s *Store) BasesRecordedAt(absPath string) ([]*Base, error) {
 		if err != nil {
 			return nil, err
 		}
-		if rec.Path == absPath {
-			out = append(out, &Base{path: absPath, dir: dir, id: rec.identity()})
-		}
+		out = append(out, &Base{path: rec.Path, dir: dir, id: rec.identity()})
 	}
 	return out, nil
 }
