@@ -173,6 +173,7 @@ func (s *Store) Undo(ctx context.Context, o UndoOptions) (_ *Result, err error) 
 	}, &replay{
 		project:  &project.Project{Root: string(target.rec.Project), Under: string(target.rec.Under), Cfg: config.Default()},
 		validate: undoGate(base, target),
+		undoes:   id,
 	})
 	if err != nil {
 		return nil, err

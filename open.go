@@ -41,6 +41,7 @@ func (s *Store) Open(ctx context.Context, o OpenOptions) (_ *Tx, err error) {
 type replay struct {
 	project  *project.Project
 	validate string
+	undoes   string // the transaction whose commit it reverts
 }
 
 // open is Open, with the project an undo replays (rp, nil for any other
@@ -132,6 +133,9 @@ func (s *Store) open(ctx context.Context, o OpenOptions, rp *replay) (*Tx, error
 	}
 	for _, a := range o.Command {
 		rec.Command = append(rec.Command, Bytes(a))
+	}
+	if rp != nil {
+		rec.Undoes = rp.undoes
 	}
 	if rec.Digest, err = rec.seal(); err != nil {
 		return nil, err

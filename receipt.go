@@ -54,6 +54,9 @@ type Receipt struct {
 	// Merged are the paths a commit three-way merged with the base's own
 	// changes since open; only in a committed receipt, when it merged.
 	Merged []string
+	// Undoes names the transaction whose commit this one reverts: only
+	// in an undo's receipt.
+	Undoes string
 	Digest string
 }
 

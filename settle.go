@@ -301,6 +301,7 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, sc *settlement, baseDig
 		BaseDigest: baseDigest, ResultDigest: resultDigest, DiffDigest: set.Digest(),
 		Previous:   prev,
 		Validators: append([]string(nil), sc.validated...),
+		Undoes:     t.rec.Undoes,
 	}
 }
 

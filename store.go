@@ -185,6 +185,9 @@ type Record struct {
 	Staging *Staging `json:"staging,omitempty"`
 	// Session is the agent session that opened it (OpenOptions.Session).
 	Session string `json:"session,omitempty"`
+	// Undoes is the transaction whose commit this one reverts (an undo's),
+	// which its receipt names.
+	Undoes string `json:"undoes,omitempty"`
 	// Digest seals the record (sha256 of its JSON with this field empty):
 	// a hand edit that still parses, such as dropping a protected
 	// selector, is refused rather than acted on.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -23,7 +25,13 @@ func newLogCmd(io IO) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "log [--workdir DIR] [--remote REMOTE --branch BRANCH] [--json]",
 		Short: "The transactions committed to this base (or landed into a remote branch), newest first",
-		Args:  cobra.NoArgs,
+		Long: `The transactions committed to this base (or landed into a remote branch), newest first.
+
+Each line: when it settled, its id, its counts, its receipt's digest, the
+command that made it (cut at 60 characters; "(airlock open)" where none
+ran), and its marks: "(undo of ID)", "(undone by ID)", and "(no undo: gc
+removed its state)". --json has every receipt whole.`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runLog(c.Context(), io, o)
 		},
@@ -55,13 +63,25 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 			return err
 		}
 	} else {
+		undoneBy := map[string]string{}
 		for _, r := range lg.Entries {
-			// Marked before anyone tries: undo of it would only say so.
-			mark := ""
-			if slices.Contains(lg.UndoGone, r.TxID) {
-				mark = "  (no undo: gc removed its state)"
+			if r.Undoes != "" {
+				undoneBy[r.Undoes] = r.TxID
 			}
-			fmt.Fprintf(io.Out, "%s  %s  +%d ~%d -%d  %s%s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, r.Added, r.Modified, r.Deleted, r.Digest, mark)
+		}
+		for _, r := range lg.Entries {
+			mark := ""
+			if r.Undoes != "" {
+				mark += "  (undo of " + r.Undoes + ")"
+			}
+			if by, ok := undoneBy[r.TxID]; ok {
+				mark += "  (undone by " + by + ")"
+			}
+			// Marked before anyone tries: undo of it would only say so.
+			if slices.Contains(lg.UndoGone, r.TxID) {
+				mark += "  (no undo: gc removed its state)"
+			}
+			fmt.Fprintf(io.Out, "%s  %s  +%d ~%d -%d  %s  %s%s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, r.Added, r.Modified, r.Deleted, r.Digest, commandLine(r.Command), mark)
 		}
 	}
 	// A broken chain fails with --json too, so that a script that
@@ -93,4 +113,54 @@ func remoteLog(ctx context.Context, io IO, st *airlock.Store, o airlock.RemoteLo
 		return fmt.Errorf("the receipt chain of %s on %s is broken: %s", lg.Branch, lg.Remote, lg.Broken)
 	}
 	return nil
+}
+
+// maxCommandLine bounds the command a log line shows: an agent's prompt
+// can be pages long, and the receipt (--json) has it whole.
+const maxCommandLine = 60
+
+// commandLine is a receipt's command as a person reads it in a log line:
+// its words quoted where a shell would need it, control characters and
+// bytes that are not UTF-8 %-escaped (nothing a receipt holds can move
+// the terminal), cut at maxCommandLine characters. A transaction opened
+// by hand (airlock open) ran no command.
+func commandLine(argv []string) string {
+	if len(argv) == 0 {
+		return "(airlock open)"
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = shellQuote(escapeControl(a))
+	}
+	line := strings.Join(words, " ")
+	if r := []rune(line); len(r) > maxCommandLine {
+		line = string(r[:maxCommandLine-1]) + "…"
+	}
+	return line
+}
+
+// shellQuote quotes w for a POSIX shell where it holds anything but
+// letters, digits and the few marks no shell treats specially.
+func shellQuote(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// escapeControl %-escapes control characters, bytes that are not UTF-8,
+// and % itself, leaving every other character as it is.
+func escapeControl(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n == 1) || r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '%' {
+			fmt.Fprintf(&b, "%%%02X", s[i])
+			i++
+			continue
+		}
+		b.WriteString(s[i : i+n])
+		i += n
+	}
+	return b.String()
 }

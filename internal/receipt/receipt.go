@@ -90,6 +90,9 @@ type Receipt struct {
 	// changed them since open too, and what landed combines both sides.
 	// Optional: absent unless a committed receipt merged some.
 	Merged []string
+	// Undoes names the transaction whose commit this one reverts (an
+	// `airlock undo`). Optional: only an undo's receipt carries it.
+	Undoes string
 	Digest string // set by Seal
 }
 
@@ -127,6 +130,7 @@ type wire struct {
 	Merged             []fileBytes `json:"merged,omitempty"`
 	LandedBranch       string      `json:"landed_branch,omitempty"`
 	LandedCommit       string      `json:"landed_commit,omitempty"`
+	Undoes             string      `json:"undoes,omitempty"`
 	Digest             string      `json:"digest"`
 }
 
@@ -190,7 +194,7 @@ func (r *Receipt) toWire() wire {
 		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
 		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead,
 		Validators: optionalFile(r.Validators), Merged: optionalFile(r.Merged),
-		LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit, Digest: r.Digest,
+		LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit, Undoes: r.Undoes, Digest: r.Digest,
 	}
 }
 
@@ -233,7 +237,7 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
 		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead,
 		Validators: fromFile(w.Validators), Merged: fromFile(w.Merged),
-		LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit, Digest: w.Digest,
+		LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit, Undoes: w.Undoes, Digest: w.Digest,
 	}
 	return nil
 }

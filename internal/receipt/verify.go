@@ -52,6 +52,10 @@ const validatorsMember = "validators"
 // merged, present (and not empty) only in a committed receipt that merged.
 const mergedMember = "merged"
 
+// undoesMember is optional on its own: the transaction whose commit an
+// undo reverts, present only in an undo's receipt.
+const undoesMember = "undoes"
+
 // baseFSMember is optional on its own: the base's file system identity,
 // present in every receipt since it was added, absent in older ones.
 const baseFSMember = "base_fs"
@@ -330,6 +334,7 @@ type groups struct {
 	validators bool
 	merged     bool
 	baseFS     bool
+	undoes     bool
 }
 
 // memberGroups refuses a receipt that lacks a member every receipt has,
@@ -367,7 +372,7 @@ func memberGroups(obj map[string]any) (groups, error) {
 	for _, o := range []struct {
 		name string
 		has  *bool
-	}{{validatorsMember, &g.validators}, {mergedMember, &g.merged}, {baseFSMember, &g.baseFS}} {
+	}{{validatorsMember, &g.validators}, {mergedMember, &g.merged}, {baseFSMember, &g.baseFS}, {undoesMember, &g.undoes}} {
 		if _, ok := obj[o.name]; ok {
 			*o.has = true
 			n++
@@ -376,7 +381,7 @@ func memberGroups(obj map[string]any) (groups, error) {
 	if len(obj) != n {
 		var extra []string
 		for k := range obj {
-			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember {
+			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember && k != undoesMember {
 				extra = append(extra, strconv.Quote(k))
 			}
 		}
@@ -503,6 +508,12 @@ func (c *checker) readNamed(r *Receipt, g groups) {
 			c.fail(mergedMember, "is empty: a receipt names the paths it merged, or leaves the member out")
 		case r.Outcome != "committed":
 			c.fail(mergedMember, "names %d paths, but the outcome is %s: only a commit merges", len(r.Merged), r.Outcome)
+		}
+	}
+	if g.undoes {
+		r.Undoes = c.str(undoesMember)
+		if c.err == nil && (!isTxID(r.Undoes) || r.Undoes == "." || r.Undoes == ".." || r.Undoes == r.TxID) {
+			c.fail(undoesMember, "is %q, not another transaction's id", r.Undoes)
 		}
 	}
 }
