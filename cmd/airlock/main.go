@@ -6,6 +6,8 @@ import (
 	"context"
 	"os"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlockdev/airlock/internal/cli"
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/watchd"
@@ -26,9 +28,11 @@ func main() {
 	os.Exit(code)
 }
 
-// isTerminal reports whether f is a character device, which is what a
-// terminal is; progress lines go to stderr only then.
+// isTerminal reports whether f is a terminal: one answers for its
+// settings. A character device is not enough: /dev/null is one, and a
+// script that sends stderr there, or a hook whose stderr is a pipe, reads
+// the airlock.* block, not a summary for a person.
 func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	_, err := unix.IoctlGetTermios(int(f.Fd()), getTermios)
+	return err == nil
 }

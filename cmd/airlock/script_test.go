@@ -25,8 +25,14 @@ import (
 //
 // Beyond testscript's own commands, a script has:
 //
-//	airlock [exit=N] ARGS...   run the airlock under test (on PATH first);
-//	                           it must exit N (default 0)
+//	airlock [exit=N] [tty=FILE] ARGS...
+//	                           run the airlock under test (on PATH first);
+//	                           it must exit N (default 0). With tty=FILE
+//	                           its stdout and stderr are a terminal (a
+//	                           pseudo-terminal), and FILE gets what a
+//	                           person sees on it once drawn (lines that
+//	                           overwrote themselves and were erased leave
+//	                           nothing), to cmp or grep
 //
 // and the conditions [root], [git] and [overlay] (overlayfs mounts here,
 // as `airlock doctor` finds). Every script gets a fresh $HOME
@@ -87,7 +93,12 @@ func scriptAirlock(ts *testscript.TestScript, neg bool, args []string) {
 			want, args = n, args[1:]
 		}
 	}
-	err := ts.Exec("airlock", args...)
+	var err error
+	if len(args) > 0 && strings.HasPrefix(args[0], "tty=") {
+		err = scriptOnTerminal(ts, ts.MkAbs(strings.TrimPrefix(args[0], "tty=")), args[1:])
+	} else {
+		err = ts.Exec("airlock", args...)
+	}
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -101,6 +112,32 @@ func scriptAirlock(ts *testscript.TestScript, neg bool, args []string) {
 	case !neg && code != want:
 		ts.Fatalf("airlock %s: exit %d, want %d", strings.Join(args, " "), code, want)
 	}
+}
+
+// scriptOnTerminal runs airlock ARGS with its stdout and stderr on a
+// pseudo-terminal, in the script's directory and environment, and writes
+// the terminal's screen to file.
+func scriptOnTerminal(ts *testscript.TestScript, file string, args []string) error {
+	cmd := exec.Command(airlockBin, args...)
+	cmd.Dir = ts.MkAbs(".")
+	for _, k := range []string{"HOME", "AIRLOCK_STATE_DIR", "PATH", "TMPDIR", "WORK"} {
+		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+	}
+	cmd.Env = append(cmd.Env, testbin.GitIdentity...)
+	raw, err := onTerminal(cmd)
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		ts.Fatalf("airlock %s on a terminal: %v", strings.Join(args, " "), err)
+	}
+	seen, serr := screen(raw)
+	if serr != nil {
+		ts.Fatalf("airlock %s on a terminal: %v\nraw: %q", strings.Join(args, " "), serr, raw)
+	}
+	ts.Logf("[terminal]\n%s", seen)
+	if werr := os.WriteFile(file, []byte(seen), 0o644); werr != nil {
+		ts.Fatalf("%v", werr)
+	}
+	return err
 }
 
 // overlayWorks reports whether `airlock doctor` finds overlay supported.

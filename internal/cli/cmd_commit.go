@@ -16,7 +16,8 @@ type commitOptions struct {
 	approve         bool
 	validate        string
 	receipt, expect string
-	json, quiet     bool
+	json            bool
+	out             output
 }
 
 func newCommitCmd(io IO) *cobra.Command {
@@ -38,7 +39,7 @@ func newCommitCmd(io IO) *cobra.Command {
 	c.Flags().StringVar(&o.receipt, "receipt", "", "also write the receipt JSON to `FILE`")
 	c.Flags().StringVar(&o.expect, "expect-digest", "", "commit only the change set you reviewed: `DIGEST` is its diff_digest, as airlock show ID --json prints it; refused ReviewStale if it changed since")
 	c.Flags().BoolVar(&o.json, "json", false, "print the result and receipt as JSON on stdout")
-	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "do not print the airlock.* block")
+	o.out.register(c)
 	return c
 }
 
@@ -50,7 +51,7 @@ func runCommit(ctx context.Context, io IO, o commitOptions) error {
 	if o.expect != "" && !strings.HasPrefix(o.expect, "sha256:") {
 		return fmt.Errorf("--expect-digest %q: want the change set's diff_digest as `airlock show ID --json` prints it (sha256:...)", o.expect)
 	}
-	return settle(ctx, io, o.id, o.quiet, o.json, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
+	return settle(ctx, io, o.id, o.out, o.json, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
 		return tx.Commit(ctx, airlock.CommitOptions{Approve: o.approve, ReceiptCopy: rpath, Validate: o.validate, ExpectDiffDigest: o.expect})
 	})
 }

@@ -10,8 +10,9 @@ import (
 
 // discardOptions are discard's argument and flags.
 type discardOptions struct {
-	id                       string
-	quiet, dropCommits, json bool
+	id                string
+	dropCommits, json bool
+	out               output
 }
 
 func newDiscardCmd(io IO) *cobra.Command {
@@ -26,13 +27,13 @@ func newDiscardCmd(io IO) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&o.json, "json", false, "print the result and receipt as JSON on stdout (as commit --json)")
-	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "do not print the airlock.* block")
+	o.out.register(c)
 	c.Flags().BoolVar(&o.dropCommits, "drop-commits", false, "let git commits the command made in the staged workspace go too (by default they are kept on branch airlock/ID in the base's repository)")
 	return c
 }
 
 func runDiscard(ctx context.Context, io IO, o discardOptions) error {
-	return settle(ctx, io, o.id, o.quiet, o.json, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
+	return settle(ctx, io, o.id, o.out, o.json, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
 		return tx.Discard(ctx, airlock.DiscardOptions{DropCommits: o.dropCommits})
 	})
 }

@@ -16,12 +16,13 @@ import (
 
 // landOptions are land's arguments and flags.
 type landOptions struct {
-	ids                  []string
-	validate             string
-	remote, branch       string
-	approve, quiet, json bool
-	retries              int
-	retriesSet           bool // --retries was given: it belongs to --remote
+	ids            []string
+	validate       string
+	remote, branch string
+	approve, json  bool
+	out            output
+	retries        int
+	retriesSet     bool // --retries was given: it belongs to --remote
 }
 
 func newLandCmd(io IO) *cobra.Command {
@@ -54,7 +55,7 @@ pushed again.`,
 	c.Flags().StringVar(&o.validate, "validate", "", "add a validator: run `CMD` via sh -c on each candidate tree before it lands, after that transaction's validate from .airlock.toml, which always runs")
 	c.Flags().BoolVar(&o.approve, "approve", false, "approve changes to protected paths")
 	c.Flags().BoolVar(&o.json, "json", false, "print {transactions: [{tx, result, error}]} as JSON on stdout instead of the table")
-	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "do not print the airlock.* blocks")
+	o.out.register(c)
 	c.Flags().StringVar(&o.remote, "remote", "", "land into a git remote: a remote of the base's repository or a URL (with --branch)")
 	c.Flags().StringVar(&o.branch, "branch", "", "the remote branch to land into (with --remote)")
 	c.Flags().IntVar(&o.retries, "retries", airlock.DefaultRemoteAttempts-1, "with --remote: how many times to fetch, merge, validate and push again when another host pushed first")
@@ -77,13 +78,13 @@ func runLand(ctx context.Context, io IO, o landOptions) error {
 	}
 	if o.remote != "" {
 		return landRemote(ctx, io, st, o.ids, airlock.RemoteOptions{Remote: o.remote, Branch: o.branch, Attempts: o.retries + 1,
-			CommitOptions: airlock.CommitOptions{Validate: o.validate, Approve: o.approve}}, o.quiet, o.json)
+			CommitOptions: airlock.CommitOptions{Validate: o.validate, Approve: o.approve}}, o.out, o.json)
 	}
 	var results []airlock.RemoteLanded
 	for _, l := range st.Land(context.WithoutCancel(ctx), o.ids, airlock.CommitOptions{Validate: o.validate, Approve: o.approve}) {
 		results = append(results, airlock.RemoteLanded{ID: l.ID, Result: l.Result, Err: l.Err})
 	}
-	refused, failed, err := reportLandings(io, results, o.quiet, o.json, jsonout.Land{})
+	refused, failed, err := reportLandings(io, results, o.out, o.json, jsonout.Land{})
 	if err != nil {
 		return err
 	}
@@ -101,9 +102,9 @@ func runLand(ctx context.Context, io IO, o landOptions) error {
 
 // landRemote prints one line per transaction: landed (with the commit),
 // already (on the branch before: nothing pushed), refused or failed.
-func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o airlock.RemoteOptions, quiet, asJSON bool) error {
+func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o airlock.RemoteOptions, out output, asJSON bool) error {
 	results := st.LandRemote(context.WithoutCancel(ctx), ids, o)
-	refused, failed, err := reportLandings(io, results, quiet, asJSON, jsonout.Land{Branch: o.Branch, Remote: landing.Redact(o.Remote)})
+	refused, failed, err := reportLandings(io, results, out, asJSON, jsonout.Land{Branch: o.Branch, Remote: landing.Redact(o.Remote)})
 	if err != nil {
 		return err
 	}
@@ -134,10 +135,16 @@ func interrupted(results []airlock.RemoteLanded) error {
 
 // reportLandings prints what a land did: the settle blocks on stderr, and
 // a line per transaction on stdout, or with asJSON doc, its transactions
-// filled in. A landing into a remote has a commit.
-func reportLandings(io IO, results []airlock.RemoteLanded, quiet, asJSON bool, doc jsonout.Land) (refused, failed int, err error) {
+// filled in. A landing into a remote has a commit. On a terminal the
+// lines on stdout are the glance, one a transaction: no block unless
+// --block.
+func reportLandings(io IO, results []airlock.RemoteLanded, o output, asJSON bool, doc jsonout.Land) (refused, failed int, err error) {
 	for _, l := range results {
-		if l.Result != nil && !quiet {
+		switch {
+		case l.Result == nil:
+		case o.quiet || o.glance(io):
+			writeWarnings(io.Err, l.Result)
+		default:
 			writeBlock(io.Err, l.Result)
 		}
 	}

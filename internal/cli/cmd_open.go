@@ -37,6 +37,8 @@ func newOpenCmd(io IO) *cobra.Command {
 			c.Flags().MarkHidden(name)
 		}
 	}
+	// open settles nothing: --quiet only keeps the progress line away.
+	c.Flags().BoolVarP(&o.tx.out.quiet, "quiet", "q", false, "draw no progress line while staging")
 	c.Flags().BoolVar(&o.json, "json", false, "print one JSON object with id, path, base, backend and port_base")
 	return c
 }

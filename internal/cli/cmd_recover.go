@@ -13,9 +13,10 @@ import (
 
 // recoverOptions are recover's flags.
 type recoverOptions struct {
-	workdir     string
-	quiet, json bool
-	recover     airlock.RecoverOptions // --moved, --base-gone
+	workdir string
+	json    bool
+	out     output
+	recover airlock.RecoverOptions // --moved, --base-gone
 }
 
 func newRecoverCmd(io IO) *cobra.Command {
@@ -30,7 +31,7 @@ func newRecoverCmd(io IO) *cobra.Command {
 	}
 	c.Flags().StringVar(&o.workdir, "workdir", "", "the base directory (default: the current directory)")
 	c.Flags().BoolVar(&o.json, "json", false, "print what recover found and did as JSON on stdout")
-	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "do not print the airlock.* block")
+	o.out.register(c)
 	c.Flags().BoolVar(&o.recover.Moved, "moved", false, "confirm that DIR is the interrupted transaction's base: moved here since it opened, or its disk back under another device number")
 	c.Flags().BoolVar(&o.recover.BaseGone, "base-gone", false, "confirm that the base at DIR was deleted for good: clear its interrupted apply (its journal is kept)")
 	c.MarkFlagsMutuallyExclusive("moved", "base-gone")
@@ -61,8 +62,8 @@ func runRecover(ctx context.Context, io IO, o recoverOptions) error {
 	for _, d := range rr.Displaced {
 		fmt.Fprintf(io.Err, "airlock: kept foreign content: %s\n", d)
 	}
-	if rr.Result != nil && !o.quiet {
-		writeBlock(io.Err, rr.Result)
+	if rr.Result != nil {
+		report(ctx, io, o.out, rr.Result, "", nil)
 	}
 	if o.json {
 		return writeJSON(io, jsonout.NewRecover(rr, commandline.Explain))

@@ -18,11 +18,12 @@ import (
 
 // reviewOptions are review's argument and flags.
 type reviewOptions struct {
-	id                     string
-	named                  bool // an ID was given; else the newest reviewable one
-	workdir, validate      string
-	timeout                time.Duration
-	noBrowser, quiet, json bool
+	id                string
+	named             bool // an ID was given; else the newest reviewable one
+	workdir, validate string
+	timeout           time.Duration
+	noBrowser, json   bool
+	out               output
 }
 
 func newReviewCmd(io IO) *cobra.Command {
@@ -57,7 +58,7 @@ commit was refused); the transaction is kept unless it was settled.`,
 	c.Flags().DurationVar(&o.timeout, "timeout", 0, "stop the review after this long (0: no limit)")
 	c.Flags().BoolVar(&o.noBrowser, "no-browser", false, "only print the URL; do not open a browser")
 	c.Flags().StringVar(&o.validate, "validate", "", validateHelp)
-	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "do not print the airlock.* block")
+	o.out.register(c)
 	c.Flags().BoolVar(&o.json, "json", false, "print the settle result as JSON on stdout (as commit --json) when the page settled or refused the transaction; the URL then goes to stderr")
 	return c
 }
@@ -103,8 +104,8 @@ func runReview(ctx context.Context, io IO, o reviewOptions) error {
 	if err != nil {
 		return err
 	}
-	if out.Result != nil && !o.quiet && (out.Settled || out.Err != nil) {
-		writeBlock(io.Err, out.Result)
+	if out.Result != nil && (out.Settled || out.Err != nil) {
+		report(ctx, io, o.out, out.Result, "", nil)
 	}
 	if out.Result != nil && o.json && (out.Settled || out.Err != nil) {
 		if err := writeJSON(io, resultJSON(out.Result)); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/progress"
 )
 
 // runOptions are run's command and flags.
@@ -38,6 +39,7 @@ func newRunCmd(io IO) *cobra.Command {
 		},
 	}
 	o.tx.register(c)
+	o.tx.out.register(c)
 	c.Flags().BoolVar(&o.noSamePath, "no-same-path", false, "run COMMAND at the staged path instead of seeing the staged tree at the base's own path")
 	c.Flags().BoolVar(&o.json, "json", false, "print the result and receipt as JSON on stdout (as commit --json, with the command's exit_code); COMMAND's own stdout then goes to stderr")
 	c.Flags().SetInterspersed(false)
@@ -57,19 +59,20 @@ func runRun(ctx context.Context, io IO, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	if io.ErrTerminal && !f.quiet {
-		fmt.Fprintf(io.Err, "airlock: staging %s\n", displayDir(f.workdir))
-	}
+	// On a terminal (where the meter is) a line that overwrites itself,
+	// erased before the command writes.
+	progress.Status(ctx, "staging "+displayDir(f.workdir))
 	open := f.openOptions(argv)
 	open.ForRun = true
 	tx, err := st.Open(ctx, open)
+	progress.Status(ctx, "")
 	if err != nil {
 		return err
 	}
 	for _, w := range tx.Record().Warnings {
 		fmt.Fprintf(io.Err, "airlock: warning: %s\n", w)
 	}
-	if why := tx.SamePathOff(); why != "" && !noSamePath && !f.quiet {
+	if why := tx.SamePathOff(); why != "" && !noSamePath && !f.out.quiet {
 		fmt.Fprintf(io.Err, "airlock: %s; running at %s\n", why, tx.Path())
 	}
 	// With --json stdout carries one JSON value and nothing else, so a
@@ -86,23 +89,21 @@ func runRun(ctx context.Context, io IO, o runOptions) error {
 			if r.Fallback != "" {
 				fmt.Fprintf(io.Err, "airlock: same-path mode unavailable (%s); running at %s\n", r.Fallback, tx.Path())
 			}
-			if r.Uncontained != "" && r.Uncontained != r.Fallback && !f.quiet {
+			if r.Uncontained != "" && r.Uncontained != r.Fallback && !f.out.quiet {
 				fmt.Fprintf(io.Err, "airlock: the command ran uncontained (%s): what it leaves running is not ended\n", r.Uncontained)
 			}
-			if len(r.Ended) > 0 && !f.quiet {
+			if len(r.Ended) > 0 && !f.out.quiet {
 				fmt.Fprintf(io.Err, "airlock: ended what the command left running: %s\n", strings.Join(r.Ended, ", "))
 			}
-			if r.Succeeded && io.ErrTerminal && !f.quiet {
-				fmt.Fprintln(io.Err, "airlock: committing")
+			if r.Succeeded {
+				progress.Status(ctx, "committing")
 			}
 		},
 	})
 	if res != nil && res.Settled != nil {
-		if !f.quiet {
-			writeBlock(io.Err, res.Settled)
+		err = report(ctx, io, f.out, res.Settled, runCause(res), err)
+		if !f.out.quiet {
 			noteBranch(context.WithoutCancel(ctx), io, tx)
-		} else {
-			writeWarnings(io.Err, res.Settled)
 		}
 		if o.json {
 			m := resultJSON(res.Settled)
@@ -117,6 +118,18 @@ func runRun(ctx context.Context, io IO, o runOptions) error {
 		}
 	}
 	return err
+}
+
+// runCause is why a run discarded its transaction, for the glance: the
+// command failed. "" when it succeeded.
+func runCause(res *airlock.RunResult) string {
+	switch {
+	case res.Succeeded:
+		return ""
+	case res.Signal != 0:
+		return fmt.Sprintf("the command was killed by signal %d (%s)", int(res.Signal), res.Signal)
+	}
+	return fmt.Sprintf("the command exited %d", res.ExitCode)
 }
 
 func displayDir(d string) string {

@@ -10,9 +10,10 @@ import (
 
 // undoOptions are undo's argument and flags.
 type undoOptions struct {
-	id                   string // "": the newest commit
-	workdir, receipt     string
-	approve, quiet, json bool
+	id               string // "": the newest commit
+	workdir, receipt string
+	approve, json    bool
+	out              output
 }
 
 func newUndoCmd(io IO) *cobra.Command {
@@ -32,7 +33,7 @@ func newUndoCmd(io IO) *cobra.Command {
 	c.Flags().BoolVar(&o.approve, "approve", false, "approve restoring protected paths")
 	c.Flags().StringVar(&o.receipt, "receipt", "", "also write the receipt JSON to `FILE`")
 	c.Flags().BoolVar(&o.json, "json", false, "print the undo transaction's result and receipt as JSON on stdout (as commit --json)")
-	c.Flags().BoolVarP(&o.quiet, "quiet", "q", false, "do not print the airlock.* block")
+	o.out.register(c)
 	return c
 }
 
@@ -47,8 +48,8 @@ func runUndo(ctx context.Context, io IO, o undoOptions) error {
 	}
 	uo := airlock.UndoOptions{ID: o.id, Base: o.workdir, CommitOptions: airlock.CommitOptions{Approve: o.approve, ReceiptCopy: rpath}}
 	res, err := st.Undo(context.WithoutCancel(ctx), uo)
-	if res != nil && !o.quiet {
-		writeBlock(io.Err, res)
+	if res != nil {
+		err = report(ctx, io, o.out, res, "", err)
 	}
 	if res != nil && o.json {
 		if jerr := writeJSON(io, resultJSON(res)); jerr != nil {

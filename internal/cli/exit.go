@@ -50,6 +50,10 @@ func ExitCode(err error) int {
 // silent reports whether err's exit code says it all: a command that ran
 // and failed has already spoken on its own stderr.
 func silent(err error) bool {
+	var told *toldError
+	if errors.As(err, &told) {
+		return true
+	}
 	var x *exitError
 	if errors.As(err, &x) {
 		return x.msg == ""

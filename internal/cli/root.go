@@ -29,11 +29,10 @@ type IO struct {
 // exit code.
 func Main(ctx context.Context, args []string, io IO) int {
 	root := newRoot(io)
+	// Long staging and commits draw a progress line, and run says what it
+	// is doing on it; --quiet too turns it off.
+	meter := &progress.Terminal{W: io.Err}
 	if io.ErrTerminal {
-		// Long staging and commits draw a progress line; --quiet too
-		// turns it off.
-		meter := &progress.Terminal{W: io.Err}
-		defer meter.Close()
 		ctx = progress.With(ctx, meter)
 		root.PersistentPreRun = func(c *cobra.Command, _ []string) {
 			if q, err := c.Flags().GetBool("quiet"); err == nil && q {
@@ -46,6 +45,9 @@ func Main(ctx context.Context, args []string, io IO) int {
 	root.SetOut(io.Out)
 	root.SetErr(io.Err)
 	err := root.ExecuteContext(ctx)
+	// Erase the line before the message, which would otherwise be written
+	// after "airlock: staging ." on the same line.
+	meter.Close()
 	if err != nil && !silent(err) {
 		fmt.Fprintf(io.Err, "airlock: %s\n", commandline.Message(err))
 	}
@@ -151,7 +153,8 @@ func oneID(c *cobra.Command, args []string) error {
 // store opens the state root named by the environment.
 func store() (*airlock.Store, error) { return airlock.OpenStore("") }
 
-// txFlags are the flags `run` and `open` share.
+// txFlags are the flags `run` and `open` share; each registers its own
+// --quiet (run's is a settling command's, with --block).
 type txFlags struct {
 	flags            *pflag.FlagSet // to tell --id "" from no --id
 	workdir          string
@@ -163,7 +166,7 @@ type txFlags struct {
 	validate         string
 	id               string
 	receipt          string
-	quiet            bool
+	out              output
 }
 
 func (f *txFlags) register(c *cobra.Command) {
@@ -188,7 +191,6 @@ func (f *txFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.id, "id", "", "the transaction id ([A-Za-z0-9._-]{1,64}; default: generated)")
 	f.flags = fl
 	fl.StringVar(&f.receipt, "receipt", "", "also write the receipt JSON to `FILE`")
-	fl.BoolVarP(&f.quiet, "quiet", "q", false, "do not print the airlock.* block")
 }
 
 func (f *txFlags) check() error {

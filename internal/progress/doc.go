@@ -4,6 +4,8 @@
 // a callback, and reports nothing at all when no meter was installed.
 //
 // The CLI installs a [Terminal] meter only when stderr is a terminal; it
-// draws one line, and only for a task that has run longer than a second,
-// so quick operations and scripts never see it.
+// draws one line, redrawn in place: a task that has run longer than a
+// second, else the command's [Status] (staging, committing). The line is
+// erased before the command writes one of its own, so it is never left
+// behind, and scripts never see it.
 package progress

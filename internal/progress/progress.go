@@ -9,10 +9,12 @@ import (
 	"time"
 )
 
-// Meter receives tasks. Implementations must be safe for concurrent use.
+// Meter receives tasks and says what the command is doing.
+// Implementations must be safe for concurrent use.
 type Meter interface {
 	begin(t *Task)
 	end(t *Task)
+	status(s string)
 }
 
 type key struct{}
@@ -45,6 +47,17 @@ func Start(ctx context.Context, name string, totalFiles int, totalBytes int64) *
 	return t
 }
 
+// Status says what the command is doing now ("staging ."), on the
+// context's meter, until the next Status, or Status(ctx, "") to erase it
+// before writing a line of one's own. A terminal draws it on its progress
+// line, so that it overwrites itself and is not left behind; without a
+// meter it says nothing.
+func Status(ctx context.Context, s string) {
+	if m, _ := ctx.Value(key{}).(Meter); m != nil {
+		m.status(s)
+	}
+}
+
 // Add counts files and bytes done.
 func (t *Task) Add(files int, bytes int64) {
 	if t == nil {
@@ -68,7 +81,8 @@ func (t *Task) Snapshot() (files int, bytes int64, elapsed time.Duration) {
 }
 
 // Terminal draws the running task on one line of w, redrawn in place,
-// once it has run for Delay; it erases the line when the task ends.
+// once it has run for Delay; it erases the line when the task ends. The
+// status, when there is one, holds that line while no task draws it.
 type Terminal struct {
 	W     io.Writer
 	Delay time.Duration // default one second
@@ -77,7 +91,9 @@ type Terminal struct {
 	off    atomic.Bool
 	mu     sync.Mutex
 	cur    *Task
-	drawn  bool
+	now    string // the status
+	drawn  bool   // the line holds something: a task or the status
+	shown  bool   // the line holds the status, as it is now
 	stop   chan struct{}
 	closed chan struct{}
 }
@@ -91,7 +107,9 @@ func (p *Terminal) begin(t *Task) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.clearLocked()
+	// The task draws once it has run for Delay; until then the line says
+	// the status, not what an earlier task had done.
+	p.redrawLocked()
 	p.cur = t
 	if p.stop == nil {
 		p.stop, p.closed = make(chan struct{}), make(chan struct{})
@@ -105,17 +123,48 @@ func (p *Terminal) end(t *Task) {
 	if p.cur != t {
 		return
 	}
-	p.clearLocked()
 	p.cur = nil
+	p.redrawLocked()
 }
 
-// Close stops redrawing and erases the line.
+func (p *Terminal) status(s string) {
+	if p.off.Load() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s != p.now {
+		p.now, p.shown = s, false
+	}
+	if p.cur != nil && p.drawn && !p.shown {
+		// The task's line holds the terminal; the status comes back when
+		// the task ends.
+		return
+	}
+	p.redrawLocked()
+}
+
+// redrawLocked puts the status on the line in place of what was there, or
+// erases the line when there is none.
+func (p *Terminal) redrawLocked() {
+	switch {
+	case p.now == "":
+		p.clearLocked()
+	case !p.shown:
+		fmt.Fprintf(p.W, "\r\x1b[Kairlock: %s", p.now)
+		p.drawn, p.shown = true, true
+	}
+}
+
+// Close stops redrawing and erases the line, status and all. Calling it
+// twice is harmless.
 func (p *Terminal) Close() {
 	p.mu.Lock()
 	stop, closed := p.stop, p.closed
 	p.stop = nil
 	p.clearLocked()
 	p.cur = nil
+	p.now = ""
 	p.mu.Unlock()
 	if stop != nil {
 		close(stop)
@@ -157,13 +206,13 @@ func (p *Terminal) draw() {
 		return
 	}
 	fmt.Fprintf(p.W, "\r\x1b[Kairlock: %s", Line(t.Name, files, t.TotalFiles, bytes, t.TotalBytes, elapsed))
-	p.drawn = true
+	p.drawn, p.shown = true, false
 }
 
 func (p *Terminal) clearLocked() {
 	if p.drawn {
 		fmt.Fprint(p.W, "\r\x1b[K")
-		p.drawn = false
+		p.drawn, p.shown = false, false
 	}
 }
 

@@ -96,3 +96,80 @@ func TestLine(t *testing.T) {
 		t.Errorf("Line = %q", got)
 	}
 }
+
+// TestStatus: a status is drawn at once, in place of the one before; a
+// task too young to draw leaves it up, and it comes back when a task that
+// drew ends; a status already up is not drawn again (a task's begin and
+// end redraw it); Status "" and Close erase it; a disabled meter (--quiet)
+// draws none. The meter's loop is not started by a status alone, so what
+// was written is exactly what these calls wrote.
+func TestStatus(t *testing.T) {
+	const clear = "\r\x1b[K"
+	t.Run("drawn, replaced, erased", func(t *testing.T) {
+		var out syncBuffer
+		m := &Terminal{W: &out}
+		ctx := With(context.Background(), m)
+		Status(ctx, "staging .")
+		Status(ctx, "committing")
+		Status(ctx, "committing") // already up: not drawn again
+		Status(ctx, "")
+		want := clear + "airlock: staging ." + clear + "airlock: committing" + clear
+		if got := out.String(); got != want {
+			t.Errorf("wrote %q, want %q", got, want)
+		}
+		m.Close()
+		if got := out.String(); got != want {
+			t.Errorf("Close wrote %q after an erased status", strings.TrimPrefix(got, want))
+		}
+	})
+	t.Run("a task keeps it up until it draws", func(t *testing.T) {
+		var out syncBuffer
+		m := &Terminal{W: &out, Delay: time.Hour, Every: time.Hour}
+		ctx := With(context.Background(), m)
+		Status(ctx, "staging .")
+		task := Start(ctx, "staging", 10, 0)
+		m.draw() // too young: nothing
+		task.Done()
+		m.Close()
+		s := out.String()
+		if s != clear+"airlock: staging ."+clear {
+			t.Errorf("the status was not up until Close erased it: %q", s)
+		}
+		if strings.Contains(s, "files") {
+			t.Errorf("a task younger than Delay drew: %q", s)
+		}
+	})
+	t.Run("back after a task that drew", func(t *testing.T) {
+		var out syncBuffer
+		m := &Terminal{W: &out, Delay: time.Minute, Every: time.Hour}
+		ctx := With(context.Background(), m)
+		Status(ctx, "committing")
+		task := Start(ctx, "freezing", 10, 0)
+		m.mu.Lock()
+		task.started = task.started.Add(-2 * time.Minute)
+		m.mu.Unlock()
+		m.draw()
+		Status(ctx, "validating") // under the task's line: not drawn yet
+		if s := out.String(); strings.Contains(s, "validating") || !strings.HasSuffix(s, "airlock: freezing 0/10 files, 120s") {
+			t.Fatalf("the task's line did not hold the terminal: %q", s)
+		}
+		task.Done()
+		if s := out.String(); !strings.HasSuffix(s, "files, 120s"+clear+"airlock: validating") {
+			t.Errorf("the status did not come back when the task ended: %q", s)
+		}
+		m.Close()
+	})
+	t.Run("disabled", func(t *testing.T) {
+		var out syncBuffer
+		m := &Terminal{W: &out}
+		m.Disable()
+		Status(With(context.Background(), m), "staging .")
+		m.Close()
+		if s := out.String(); s != "" {
+			t.Errorf("a disabled meter wrote %q", s)
+		}
+	})
+	t.Run("no meter", func(t *testing.T) {
+		Status(context.Background(), "staging .") // says nothing, does not panic
+	})
+}
