@@ -125,7 +125,7 @@ func (t *Tx) commit(ctx context.Context, o CommitOptions) (*Result, error) {
 	t.pooling = recycles() && t.rec.Backend == stage.Copy
 	// One settle of a transaction at a time: a second commit of the same
 	// transaction waits, then reports the first outcome.
-	unlockTx, err := t.st.Lock(ctx)
+	unlockTx, err := t.settleLock(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -5,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/airlockdev/airlock/internal/launch"
 	"github.com/airlockdev/airlock/internal/pool"
+	"github.com/airlockdev/airlock/internal/state"
 )
 
 // ExecOptions says how Tx.Exec runs a command in a transaction's staged
@@ -106,6 +111,20 @@ func (t *Tx) Exec(ctx context.Context, o ExecOptions) (_ *ExecResult, err error)
 	if o.Timeout < 0 || o.OutputLimit < 0 {
 		return nil, fmt.Errorf("transaction %s: exec %s: a negative timeout (%v) or output limit (%d)", t.ID(), o.Argv[0], o.Timeout, o.OutputLimit)
 	}
+	// The transaction's settle lock, held for the command's whole life: a
+	// commit or discard (of this process or another) never settles the
+	// workspace under a command still writing it, and a command never
+	// starts in one a commit has checked. A commit that finds the lock
+	// held by a command refuses at once (settleLock); one that holds it
+	// makes Exec refuse.
+	unlock, err := t.st.TryLock()
+	if errors.Is(err, state.ErrLocked) {
+		return nil, &BusyError{Tx: t.ID()}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	st, err := t.Status()
 	if err != nil {
 		return nil, err
@@ -113,6 +132,14 @@ func (t *Tx) Exec(ctx context.Context, o ExecOptions) (_ *ExecResult, err error)
 	if st != StatusOpen && st != StatusRefused {
 		return nil, &NotOpenError{Tx: t.ID(), Status: st}
 	}
+	if err := t.startDir(o.Dir); err != nil {
+		return nil, fmt.Errorf("transaction %s: exec %s: %w", t.ID(), o.Argv[0], err)
+	}
+	marker, err := t.markExec()
+	if err != nil {
+		return nil, err
+	}
+	defer marker()
 	spec, err := t.launchSpec(o.Argv, o.Dir, o.Env, o.SamePath)
 	if err != nil {
 		return nil, err
@@ -145,7 +172,20 @@ func (t *Tx) Exec(ctx context.Context, o ExecOptions) (_ *ExecResult, err error)
 		Ended: lr.Ended, Duration: time.Since(started)}
 	var execErr *launch.ExecError
 	switch {
-	case runErr == nil, res.TimedOut && res.ExitCode >= 0:
+	case runErr == nil:
+		return res, nil
+	case res.TimedOut:
+		// Ended for its timeout: by SIGTERM, or by SIGKILL after it
+		// ignored that, either way a result, with what it wrote.
+		// A command that outlived the grace after SIGTERM was killed:
+		// its end is SIGKILL's, though its own exit status was the
+		// helper's to see.
+		if res.ExitCode < 0 {
+			if res.Signal == 0 {
+				res.Signal = syscall.SIGKILL
+			}
+			res.ExitCode = 128 + int(res.Signal)
+		}
 		return res, nil
 	case errors.As(runErr, &execErr):
 		// Not found or not executable: the shell's 127 or 126, and why.
@@ -153,6 +193,80 @@ func (t *Tx) Exec(ctx context.Context, o ExecOptions) (_ *ExecResult, err error)
 		return res, nil
 	}
 	return res, fmt.Errorf("transaction %s: exec %s: %w", t.ID(), o.Argv[0], runErr)
+}
+
+// BusyError is the error Exec returns for a transaction another process
+// is settling right now (a commit, discard or recover holds its lock),
+// and the one a commit or discard returns while Exec runs a command in it:
+// neither waits for the other, and nothing was run, committed or
+// discarded.
+type BusyError struct {
+	Tx string
+	// Exec says a command run by Exec holds the transaction; else a
+	// settle does.
+	Exec bool
+}
+
+func (e *BusyError) Error() string {
+	if e.Exec {
+		return fmt.Sprintf("transaction %s has a command running in its staged workspace (Exec: the MCP run tool): nothing was settled; commit or discard it once the command has ended", e.Tx)
+	}
+	return fmt.Sprintf("transaction %s is being settled by another airlock process (a commit, discard or recover holds it): nothing was run; if it was committed or discarded, open a new transaction", e.Tx)
+}
+
+// execMarker is the file in a transaction's state that says its lock is
+// held by a command Exec runs, not by a settle.
+const execMarker = "exec"
+
+// markExec notes, while the lock is held, that Exec holds it; the
+// returned func removes the note. A note left by a process that died
+// means nothing once its lock is free: it is read only when the lock is
+// held.
+func (t *Tx) markExec() (func(), error) {
+	p := t.st.Path(execMarker)
+	if err := os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("transaction %s: note the command it runs: %w", t.ID(), err)
+	}
+	return func() { os.Remove(p) }, nil
+}
+
+// settleLock takes the transaction's lock for a commit or discard. Held
+// by another settle, it waits, as a second commit of one transaction
+// always has; held by a command Exec runs, it refuses at once
+// (*BusyError), since that command may run for an hour.
+func (t *Tx) settleLock(ctx context.Context) (func(), error) {
+	unlock, err := t.st.TryLock()
+	if err == nil || !errors.Is(err, state.ErrLocked) {
+		return unlock, err
+	}
+	if _, serr := os.Lstat(t.st.Path(execMarker)); serr == nil {
+		return nil, &BusyError{Tx: t.ID(), Exec: true}
+	}
+	return t.st.Lock(ctx)
+}
+
+// startDir checks Exec's start directory: every component of it a
+// directory of the staged workspace, none a symlink (one could name a
+// directory outside it, where the command would start and the result say
+// it had not).
+func (t *Tx) startDir(dir string) error {
+	if dir == "" || path.Clean(dir) == "." {
+		return nil
+	}
+	rel := ""
+	for _, c := range strings.Split(path.Clean(dir), "/") {
+		rel = path.Join(rel, c)
+		fi, err := os.Lstat(filepath.Join(t.Path(), filepath.FromSlash(rel)))
+		switch {
+		case err != nil:
+			return fmt.Errorf("start directory %q: %w", dir, err)
+		case fi.Mode()&os.ModeSymlink != 0:
+			return fmt.Errorf("start directory %q: %s is a symlink in the staged workspace; name the directory it points to, inside the workspace", dir, rel)
+		case !fi.IsDir():
+			return fmt.Errorf("start directory %q: %s is not a directory", dir, rel)
+		}
+	}
+	return nil
 }
 
 // clipped keeps the first and last halves of what is written to it, up

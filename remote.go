@@ -118,7 +118,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 	if attempts < 0 {
 		return nil, fmt.Errorf("attempts is %d: a landing makes at least one", attempts)
 	}
-	unlockTx, err := t.st.Lock(ctx)
+	unlockTx, err := t.settleLock(ctx)
 	if err != nil {
 		return nil, err
 	}

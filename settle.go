@@ -104,7 +104,7 @@ func (t *Tx) Discard(ctx context.Context, o DiscardOptions) (_ *Result, err erro
 
 func (t *Tx) discard(ctx context.Context, o DiscardOptions) (*Result, error) {
 	t.pooling = recycles() && t.rec.Backend == stage.Copy
-	unlockTx, err := t.st.Lock(ctx)
+	unlockTx, err := t.settleLock(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -530,3 +530,124 @@ func receiveDirFD(t *testing.T, give func(sock string)) int {
 	t.Cleanup(func() { unix.Close(fd) })
 	return fd
 }
+
+// The four attacks below broke the run tool as first built; each is fixed
+// and holds now.
+
+// TestAttack7TimeoutOfSIGTERMIgnorerIsAResult: a command that itself
+// ignores SIGTERM is killed at its timeout, after the grace, and run
+// answers with a timed_out result holding what it wrote, not a tool error.
+func TestAttack7TimeoutOfSIGTERMIgnorerIsAResult(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	s := x.serveMCP()
+	id, _ := s.open(nil)
+	r := s.call("run", map[string]any{"id": id, "command": `trap "" TERM; echo armed; while :; do sleep 0.05; done`, "timeout_seconds": 1})
+	if r.isErr || r.out["timed_out"] != true || !strings.Contains(r.text, "armed") || r.exitCode() != 137 {
+		t.Errorf("a command ignoring SIGTERM past its 1 s timeout: tool error %v, %v %q; want a timed_out result, exit 137, with its output", r.isErr, r.out, r.text)
+	}
+}
+
+// TestAttack7RunDirSymlinkRefused: a dir that is a symlink in the staged
+// tree to a directory outside it is refused, naming it; nothing runs.
+func TestAttack7RunDirSymlinkRefused(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	outside := testbin.RealDir(t)
+	s := x.serveMCP()
+	id, staged := s.open(nil)
+	must(t, os.Symlink(outside, filepath.Join(staged, "link")))
+	must(t, os.MkdirAll(filepath.Join(staged, "sub"), 0o755))
+	must(t, os.Symlink(outside, filepath.Join(staged, "sub", "deeper")))
+	for _, dir := range []string{"link", "sub/deeper", "link/x"} {
+		r := s.call("run", map[string]any{"id": id, "command": "echo x > written.txt", "dir": dir})
+		if !r.isErr || !strings.Contains(r.text, "symlink") {
+			t.Errorf("dir %q (through a symlink to %s): want a tool error naming the symlink, got %v %v %q", dir, outside, r.isErr, r.out, r.text)
+		}
+	}
+	if testbin.Exists(filepath.Join(outside, "written.txt")) {
+		t.Error("a command started outside the staged tree")
+	}
+	if r := s.call("run", map[string]any{"id": id, "command": "pwd -P", "dir": "sub"}); r.isErr || r.exitCode() != 0 {
+		t.Errorf("dir sub, a real directory: %v %v %q", r.isErr, r.out, r.text)
+	}
+}
+
+// TestAttack7CommitElsewhereDuringRunRefused: a commit from the command
+// line, or from a second `airlock mcp` on the same state root, while a run
+// is in flight is refused at once, naming the command (the run holds the
+// transaction's lock); once the run ends, a commit lands every write the
+// command made, the one after the refused commit included.
+func TestAttack7CommitElsewhereDuringRunRefused(t *testing.T) {
+	for _, by := range []string{"cli", "second-mcp"} {
+		t.Run(by, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+			out := testbin.RealDir(t)
+			gate, started := filepath.Join(out, "gate"), filepath.Join(out, "started")
+			must(t, syscall.Mkfifo(gate, 0o600))
+			s := x.serveMCP()
+			id, _ := s.open(nil)
+			done := make(chan toolResult, 1)
+			go func() {
+				r, err := s.callErr("run", map[string]any{"id": id, "command": "exec 3>>one.txt; echo one >&3; : > " + started + "; read x < " + gate + "; echo more >&3"})
+				if err != nil {
+					r = toolResult{isErr: true, text: err.Error()}
+				}
+				done <- r
+			}()
+			waitFile(t, started)
+			switch by {
+			case "cli":
+				c := x.airlock("commit", id)
+				if c.Code != 125 || !strings.Contains(c.Stderr, "has a command running") {
+					t.Errorf("a commit from the command line during a run: exit %d, %s", c.Code, c.Stderr)
+				}
+			case "second-mcp":
+				c := x.serveMCP().call("commit", map[string]any{"id": id})
+				if !c.isErr || !strings.Contains(c.text, "has a command running") {
+					t.Errorf("a commit from a second server during a run: %v %v %q", c.isErr, c.out, c.text)
+				}
+			}
+			if testbin.Exists(filepath.Join(x.base, "one.txt")) {
+				t.Fatal("a commit during the run landed")
+			}
+			must(t, os.WriteFile(gate, []byte("go\n"), 0))
+			if r := <-done; r.isErr || r.exitCode() != 0 {
+				t.Fatalf("the run: %v %v %q", r.isErr, r.out, r.text)
+			}
+			if c := s.call("commit", map[string]any{"id": id}); c.isErr || c.out["outcome"] != "committed" {
+				t.Fatalf("the commit after the run: %v %v %q", c.isErr, c.out, c.text)
+			}
+			if got := testbin.ReadFile(t, filepath.Join(x.base, "one.txt")); got != "one\nmore\n" {
+				t.Errorf("the base's one.txt is %q, want both of the command's writes", got)
+			}
+		})
+	}
+}
+
+// TestAttack7RunDuringCommitRefused: a run of a transaction whose commit
+// (from the command line) is past its checks is refused at once, saying
+// the transaction is being settled; the commit lands what it checked.
+func TestAttack7RunDuringCommitRefused(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	pause := testbin.RealDir(t)
+	s := x.serveMCP()
+	id, staged := s.open(nil)
+	writeFile(t, filepath.Join(staged, "one.txt"), "one\n")
+	c := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=checked:" + pause}, args: []string{"commit", id}})
+	waitFile(t, filepath.Join(pause, "reached"))
+	r := s.call("run", map[string]any{"id": id, "command": "echo late > late.txt"})
+	must(t, os.WriteFile(filepath.Join(pause, "continue"), nil, 0o600))
+	res := c.WaitSettled()
+	if !r.isErr || !strings.Contains(r.text, "being settled") {
+		t.Errorf("run during a commit past its checks: %v %v %q; want a tool error saying it is being settled", r.isErr, r.out, r.text)
+	}
+	if res.Settle == nil || res.Settle["outcome"] != "committed" || testbin.Exists(filepath.Join(x.base, "late.txt")) {
+		t.Errorf("the commit: %v; late.txt landed: %v", res.Settle, testbin.Exists(filepath.Join(x.base, "late.txt")))
+	}
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "one.txt")); got != "one\n" {
+		t.Errorf("the base's one.txt is %q, not the checked %q", got, "one\n")
+	}
+}
