@@ -20,7 +20,7 @@ func agentRemedy(m airlock.Remedy) string {
 	case airlock.RemedyReviewAgain:
 		return commandline.Remedy(m)
 	case airlock.RemedyRebase:
-		return fmt.Sprintf("say so and stop: the user can run `airlock rebase %s`, which marks the overlapping edits in your files for you to resolve", m.Tx)
+		return fmt.Sprintf("or, if the user prefers, they run `airlock rebase %s`, which takes the base's version in and marks the overlapping edits in your files for you to resolve", m.Tx)
 	case airlock.RemedyResolve:
 		return fmt.Sprintf("edit the conflict markers (<<<<<<<, |||||||, =======, >>>>>>>) out of these files in %s, keeping what should land, then finish again", m.Dir)
 	case airlock.RemedyRecover:
