@@ -176,13 +176,6 @@ func (t *Tx) Rebase(ctx context.Context) (_ *Rebased, err error) {
 	if len(steps) == 0 {
 		return out, nil
 	}
-	stagedNow, err := t.writeRebase(staged, steps)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.recordRebase(steps, stagedNow); err != nil {
-		return nil, err
-	}
 	var conflicts []Bytes
 	for _, s := range steps {
 		switch s.how {
@@ -203,7 +196,17 @@ func (t *Tx) Rebase(ctx context.Context) (_ *Rebased, err error) {
 			conflicts = append(conflicts, p)
 		}
 	}
+	// The conflicts are recorded before any marker is written: a rebase
+	// cut short after writing one leaves a commit that refuses it, never
+	// one that lands it.
 	if err := t.st.Write(conflictsFile, conflictsRecord{Paths: conflicts}); err != nil {
+		return nil, err
+	}
+	stagedNow, err := t.writeRebase(staged, steps)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.recordRebase(steps, stagedNow); err != nil {
 		return nil, err
 	}
 	if err := t.event("rebased", map[string]any{"taken": out.Taken, "merged": out.Merged, "conflicts": out.Conflicts}); err != nil {
