@@ -43,6 +43,10 @@ type Info struct {
 	// Staging); NotRecycled why a pooled tree was there but not reused.
 	Recycled    *Recycled `json:"recycled,omitempty"`
 	NotRecycled string    `json:"not_recycled,omitempty"`
+	// Conflicts: the paths a rebase left conflict markers in that still
+	// hold a marker line in the staged workspace; a commit refuses
+	// (Conflicted) while there are any.
+	Conflicts []Bytes `json:"conflicts,omitempty"`
 	// Error says why a transaction listed as corrupt cannot be read.
 	Error string `json:"error,omitempty"`
 }
@@ -68,6 +72,9 @@ func (t *Tx) Info(ctx context.Context) (_ *Info, err error) {
 		if cs, err := t.Changes(ctx); err == nil {
 			in.Added, in.Modified, in.Deleted = cs.Counts()
 			in.GitMeta = cs.GitMeta()
+		}
+		if c, err := t.Conflicts(); err == nil {
+			in.Conflicts = c
 		}
 	}
 	if b, err := t.Branch(ctx); err == nil && b != nil {

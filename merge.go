@@ -104,7 +104,9 @@ func (t *Tx) mergeDrifted(ctx context.Context, root *safefs.Root, objects string
 	case len(unmergeable) > 0:
 		return nil, nil, refuse(BaseDrift, append(unmergeable, conflicts...), "changed in the base since the transaction opened, and cannot be merged"), nil
 	case len(conflicts) > 0:
-		return nil, nil, refuse(MergeConflict, conflicts, "changed in the base since the transaction opened, with edits that overlap the transaction's"), nil
+		r := refuse(MergeConflict, conflicts, "changed in the base since the transaction opened, with edits that overlap the transaction's")
+		r.Remedy = Remedy{Kind: RemedyRebase, Tx: t.ID()}
+		return nil, nil, r, nil
 	}
 	prepared := set.Clone()
 	for i, c := range prepared.Changes {

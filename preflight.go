@@ -85,7 +85,9 @@ func (p *preflight) release() {
 //   - compute the change set from w's base (empty: nothing else is
 //     checked) and freeze it into w (StagedChanged);
 //   - stagedChecks, each in turn: the checks of the frozen change set
-//     that need neither the base nor the remote.
+//     that need neither the base nor the remote;
+//   - conflict markers a rebase left that remain in the frozen content
+//     (Conflicted).
 //
 // A check added to stagedChecks guards every way a change set lands. What
 // the target adds comes after: preflightLocal's checks against the base,
@@ -119,6 +121,13 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o CommitOptions) (*pre
 			return p, nil
 		}
 	}
+	// What lands is the frozen content: a marker the command writes back
+	// after this is not in it.
+	r, err := t.checkConflicts(set, w.path(objectsDir))
+	if err != nil {
+		return nil, err
+	}
+	p.refusal = r
 	return p, nil
 }
 

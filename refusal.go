@@ -37,6 +37,10 @@ const (
 	// attempt, up to its bound; each attempt fetched, merged and validated
 	// afresh, and nothing was pushed.
 	RemoteMoved RefusalKind = "RemoteMoved"
+	// Conflicted: a rebase (Tx.Rebase) left conflict markers in paths
+	// both sides changed, and what the commit would land still holds a
+	// marker line in one of them: resolve them in the staged workspace.
+	Conflicted RefusalKind = "Conflicted"
 )
 
 // Refusal is the error a commit returns when it refused. The base is as it
@@ -93,6 +97,13 @@ const (
 	RemedyReviewAgain RemedyKind = "review_again"
 	// RemedyRecover: an apply over Base was interrupted; recover it first.
 	RemedyRecover RemedyKind = "recover"
+	// RemedyRebase: the base changed under the transaction with edits
+	// that overlap its own; rebasing it (Tx.Rebase) takes the base's
+	// changes in and marks the overlaps for a person to resolve.
+	RemedyRebase RemedyKind = "rebase"
+	// RemedyResolve: a rebase's conflict markers remain in the staged
+	// workspace Dir; edit them out, then commit again.
+	RemedyResolve RemedyKind = "resolve"
 )
 
 // Remedy is what to do about a refusal, as data: each front end words it
@@ -101,6 +112,7 @@ type Remedy struct {
 	Kind RemedyKind `json:"kind,omitempty"`
 	Tx   string     `json:"tx,omitempty"`   // the transaction to act on
 	Base string     `json:"base,omitempty"` // RemedyRecover: the base to recover
+	Dir  string     `json:"dir,omitempty"`  // RemedyResolve: the staged workspace to edit
 }
 
 // String is the remedy in this package's terms, or "" when there is none.
@@ -114,6 +126,10 @@ func (m Remedy) String() string {
 		return fmt.Sprintf("review %s again (Tx.ReviewDiff gives the digest of what it shows) and commit with CommitOptions.ExpectDiffDigest set to the digest reviewed", m.Tx)
 	case RemedyRecover:
 		return fmt.Sprintf("call Store.Recover on %s first", m.Base)
+	case RemedyRebase:
+		return fmt.Sprintf("rebase %s (Tx.Rebase): the base's changes are taken in and the overlapping edits marked, to be resolved before it commits", m.Tx)
+	case RemedyResolve:
+		return fmt.Sprintf("edit the markers out of them in %s (Tx.Path), then commit %s again", m.Dir, m.Tx)
 	}
 	return ""
 }
@@ -188,7 +204,7 @@ func (e Event) Refusal() *Refusal {
 	r.Reason = cause
 	if m, ok := e.Detail["remedy"].(map[string]any); ok {
 		r.Remedy.Kind = RemedyKind(str(m["kind"]))
-		r.Remedy.Tx, r.Remedy.Base = str(m["tx"]), str(m["base"])
+		r.Remedy.Tx, r.Remedy.Base, r.Remedy.Dir = str(m["tx"]), str(m["base"]), str(m["dir"])
 	}
 	return r
 }

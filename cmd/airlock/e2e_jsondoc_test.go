@@ -289,6 +289,7 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		version  = "airlock version --json"
 		gc       = "airlock gc --json"
 		review   = "airlock review [ID] --json"
+		rebase   = "airlock rebase ID --json"
 	)
 
 	// A run pools its tree (its command ran contained), which the next
@@ -391,6 +392,24 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 	want(initJSON, 0, false, section(initJSON), "init", "claude", "--workdir", x.base, "--json")
 	want(initJSON, 0, false, section(initJSON), "init", "codex", "--workdir", x.base, "--json")
 	want(version, 0, false, section(version), "version", "--json")
+
+	// rebase: the base's f.txt moves under t-rebase by another airlock
+	// commit, which keeps the original (the merge's ancestor); both
+	// changed its one line, so the rebase marks it, and show lists it.
+	s = x.openTx("t-rebase", "--backend", "copy")
+	writeFile(t, filepath.Join(s, "f.txt"), "one, by t-rebase\n")
+	writeFile(t, filepath.Join(s, "rb.txt"), "added by t-rebase\n")
+	s = x.openTx("t-moves", "--backend", "copy")
+	writeFile(t, filepath.Join(s, "f.txt"), "one, by t-moves\n")
+	wantCode(t, x.airlock("commit", "t-moves", "--quiet"), 0)
+	rb := want(rebase, 0, false, section(rebase), "rebase", "t-rebase", "--json")
+	if fmt.Sprint(rb["conflicts"]) != "[f.txt]" {
+		t.Errorf("rebase t-rebase --json: conflicts %v, want [f.txt]", rb["conflicts"])
+	}
+	if sh := want(show, 0, false, append(txObject, section(show)...), "show", "t-rebase", "--json"); fmt.Sprint(sh["conflicts"]) != "[f.txt]" {
+		t.Errorf("show t-rebase --json after the rebase: conflicts %v, want [f.txt]", sh["conflicts"])
+	}
+	wantCode(t, x.airlock("discard", "t-rebase", "--quiet"), 0)
 
 	// And a pooled tree for gc to report.
 	want(runJSON, 0, false, append(settle, section(runJSON)...), "run", "--workdir", x.base, "--backend", "copy", "--json", "--quiet", "--", "true")

@@ -30,6 +30,7 @@ var jsonTypes = []struct {
 	{jsonout.Log{}, []string{"airlock log --json"}},
 	{jsonout.RemoteLog{}, []string{"airlock log --remote remote --branch branch --json"}},
 	{jsonout.Diff{}, []string{"airlock diff id --json"}},
+	{airlock.Rebased{}, []string{"airlock rebase id --json"}},
 	{jsonout.Land{}, []string{"airlock land id... --json"}},
 	{jsonout.Landed{}, []string{"landed transaction"}},
 	{jsonout.GC{}, []string{"airlock gc --json"}},

@@ -88,6 +88,13 @@ func runShow(ctx context.Context, io IO, o showOptions) error {
 		}
 		fmt.Fprintf(w, "refusal:   %s %s\n", in.Refusal, strings.Join(ps, ","))
 	}
+	if len(in.Conflicts) > 0 {
+		var ps []string
+		for _, p := range in.Conflicts {
+			ps = append(ps, escapeValue(string(p)))
+		}
+		fmt.Fprintf(w, "conflicts: %s (resolve the markers, then commit)\n", strings.Join(ps, ","))
+	}
 	if in.Receipt != "" {
 		fmt.Fprintf(w, "receipt:   %s\n", escapeValue(in.Receipt))
 	}

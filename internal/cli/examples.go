@@ -41,6 +41,8 @@ var examples = map[string]string{
   airlock undo --approve --json         # it restored a protected path`,
 	"land": `  airlock land agent-1 agent-2 agent-3 --validate 'go test ./...'
   airlock land agent-1 agent-2 --json | jq -r '.transactions[] | "\(.tx) \(.result.outcome // .error)"'`,
+	"rebase": `  airlock rebase fix-123                # after a commit refused MergeConflict
+  airlock rebase fix-123 --json | jq -r '.conflicts[]'`,
 	"review": `  airlock review                        # the newest open or refused transaction here
   airlock review 20260301-101500-ab12 --no-browser --timeout 30m`,
 	"recover": `  airlock recover                       # after a crash, in the base directory

@@ -116,6 +116,10 @@ func nextStep(res *airlock.Result) string {
 		return fmt.Sprintf("airlock diff %s, then airlock commit %s --expect-digest DIGEST (airlock show %s prints it)", id, m.Tx, m.Tx)
 	case airlock.RemedyRecover:
 		return "airlock recover --workdir " + m.Base
+	case airlock.RemedyRebase:
+		return fmt.Sprintf("airlock rebase %s, then resolve what it marks", m.Tx)
+	case airlock.RemedyResolve:
+		return fmt.Sprintf("resolve the markers in %s, then airlock commit %s", m.Dir, m.Tx)
 	}
 	if s := commandline.Remedy(m); s != "" {
 		// A remedy this glance has no shorter words for.
@@ -156,6 +160,8 @@ func refusalWords(k airlock.RefusalKind) string {
 		return "the staged files are still changing"
 	case airlock.ReviewStale:
 		return "changed since it was reviewed"
+	case airlock.Conflicted:
+		return "conflict markers remain"
 	case airlock.RemoteMoved:
 		return "the remote branch kept moving"
 	}

@@ -91,6 +91,7 @@ func newRoot(io IO) *cobra.Command {
 		newLogCmd(io),
 		newUndoCmd(io),
 		newLandCmd(io),
+		newRebaseCmd(io),
 		newGCCmd(io),
 		newDoctorCmd(io),
 		newHookCmd(io),

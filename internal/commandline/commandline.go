@@ -20,6 +20,10 @@ func Remedy(m airlock.Remedy) string {
 		return fmt.Sprintf("review it again (airlock diff %s; airlock show %s --json gives its diff_digest) and commit with --expect-digest set to the digest you reviewed", m.Tx, m.Tx)
 	case airlock.RemedyRecover:
 		return fmt.Sprintf("run `airlock recover --workdir %s` first", m.Base)
+	case airlock.RemedyRebase:
+		return fmt.Sprintf("run `airlock rebase %s`: it takes the base's changes in and marks the overlapping edits (<<<<<<< ||||||| ======= >>>>>>>) in the staged files, to resolve before `airlock commit %s`", m.Tx, m.Tx)
+	case airlock.RemedyResolve:
+		return fmt.Sprintf("edit the conflict markers out of them in %s (keep what should land), then run `airlock commit %s` again", m.Dir, m.Tx)
 	}
 	return ""
 }

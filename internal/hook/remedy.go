@@ -19,6 +19,10 @@ func agentRemedy(m airlock.Remedy) string {
 		return fmt.Sprintf("undo your changes to them if they were not asked for; if they were, say so and stop: the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
 	case airlock.RemedyReviewAgain:
 		return commandline.Remedy(m)
+	case airlock.RemedyRebase:
+		return fmt.Sprintf("or, if the user prefers, they run `airlock rebase %s`, which takes the base's version in and marks the overlapping edits in your files for you to resolve", m.Tx)
+	case airlock.RemedyResolve:
+		return fmt.Sprintf("edit the conflict markers (<<<<<<<, |||||||, =======, >>>>>>>) out of these files in %s, keeping what should land, then finish again", m.Dir)
 	case airlock.RemedyRecover:
 		return fmt.Sprintf("the user has to run `airlock recover --workdir %s` first (a command line step: no tool here does it)", m.Base)
 	}

@@ -190,6 +190,8 @@ func hint(tx *airlock.Tx, kind airlock.RefusalKind) string {
 		return "These files changed while the commit was reading them: stop every process still writing in the workspace, then finish again."
 	case airlock.InterruptedApply:
 		return "Stop and tell the user."
+	case airlock.Conflicted:
+		return "A rebase marked where these files' edits overlap the base's: resolve each conflict, keeping what should land, then finish again."
 	}
 	return ""
 }

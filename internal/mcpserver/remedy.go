@@ -20,6 +20,10 @@ func remedy(m airlock.Remedy) string {
 		return fmt.Sprintf("only the user can approve them: tell the user, who reviews and lands them with `airlock review %s` or `airlock commit %s --approve` (no tool here approves); undo your changes to them if they were not asked for", m.Tx, m.Tx)
 	case airlock.RemedyReviewAgain:
 		return "review it again (diff, and status for its diff_digest) and commit with expect_digest set to the digest you reviewed"
+	case airlock.RemedyRebase:
+		return fmt.Sprintf("the user can run `airlock rebase %s` (a command line step: no tool here does it), which takes the base's changes in and marks the overlapping edits in your files; then resolve the markers and commit again", m.Tx)
+	case airlock.RemedyResolve:
+		return fmt.Sprintf("edit the conflict markers (<<<<<<<, |||||||, =======, >>>>>>>) out of these files in the workspace %s, keeping what should land, then commit again", m.Dir)
 	case airlock.RemedyRecover:
 		return fmt.Sprintf("the user has to run `airlock recover --workdir %s` first (a command line step: no tool here does it)", m.Base)
 	}

@@ -258,7 +258,7 @@ type DiscardInput struct {
 type SettleOutput struct {
 	TxID         string   `json:"tx"`
 	Outcome      string   `json:"outcome" jsonschema:"committed, refused, no_changes or discarded"`
-	Refusal      string   `json:"refusal,omitempty" jsonschema:"when refused: BaseDrift, MergeConflict, ProtectedPathNotApproved, BoundaryEscape, SharedInode, UnsupportedEntry, ValidationFailed, ApplyFailed, InterruptedApply, StagedChanged or ReviewStale"`
+	Refusal      string   `json:"refusal,omitempty" jsonschema:"when refused: BaseDrift, MergeConflict, ProtectedPathNotApproved, BoundaryEscape, SharedInode, UnsupportedEntry, ValidationFailed, ApplyFailed, InterruptedApply, StagedChanged, ReviewStale or Conflicted"`
 	RefusedPaths []string `json:"refused_paths,omitempty" jsonschema:"the base-relative paths the refusal names"`
 	Reason       string   `json:"reason,omitempty" jsonschema:"what happened and what to do, in this server's terms (tool arguments)"`
 	Merged       []string `json:"merged,omitempty" jsonschema:"paths the base had changed since open too, three-way merged: what landed holds both sides' edits"`

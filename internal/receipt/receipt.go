@@ -33,6 +33,7 @@ var RefusalKinds = []string{
 	"StagedChanged",
 	"ReviewStale",
 	"RemoteMoved",
+	"Conflicted",
 }
 
 // Receipt is the record of one settled transaction. Its JSON form (see the
