@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/basecheck"
@@ -99,7 +100,7 @@ type rebaseStep struct {
 // live base, is not rebased: its untouched paths already follow the base.
 func (t *Tx) Rebase(ctx context.Context) (_ *Rebased, err error) {
 	defer exported(&err)
-	unlockTx, err := t.st.Lock(ctx)
+	unlockTx, err := t.settleLock(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -171,6 +172,23 @@ func (t *Tx) Rebase(ctx context.Context) (_ *Rebased, err error) {
 	}
 	if len(moved) > 0 {
 		return nil, refuse(BaseDrift, moved, "changed in the base again while the rebase read it; the transaction is as it was: rebase again")
+	}
+	// A path the transaction had not changed takes the base's version;
+	// one written in the staged workspace since the plan read it (an
+	// agent working there, which airlock does not contain) is the
+	// transaction's now, and taking the base's would lose that write.
+	openStaged, err := t.loadManifest(stagedOpenFile)
+	if err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, s := range steps {
+		if s.how == rebaseTake && !stillUntouched(staged, s.path, openStaged) {
+			written = append(written, s.path)
+		}
+	}
+	if len(written) > 0 {
+		return nil, fmt.Errorf("rebase %s: %s changed in the staged workspace %s while the rebase read it (a command still writing there?); nothing was rebased: stop it and rebase again", t.ID(), strings.Join(quoteAll(written), ", "), t.Path())
 	}
 	out := &Rebased{TxID: t.ID(), Taken: []Bytes{}, Merged: []Bytes{}, Conflicts: []Bytes{}}
 	if len(steps) == 0 {
@@ -667,4 +685,30 @@ func hasMarkers(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// stillUntouched reports whether the staged path p is as the transaction's
+// staged manifest holds it: absent from both, a directory in both, or the
+// same inode with the same size and times.
+func stillUntouched(staged *safefs.Root, p string, open *manifest.Manifest) bool {
+	e, had := open.Lookup(p)
+	cur, err := staged.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return !had
+	case err != nil || !had:
+		return false
+	case e.Kind == manifest.KindDir:
+		return cur.Mode.IsDir()
+	}
+	return cur.Ino == e.Ino && cur.Size == e.Size && cur.MtimeNs == e.MtimeNs && cur.CtimeNs == e.CtimeNs
+}
+
+// quoteAll quotes each path for a message.
+func quoteAll(ps []string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = strconv.Quote(p)
+	}
+	return out
 }

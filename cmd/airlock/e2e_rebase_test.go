@@ -69,3 +69,35 @@ func TestE2ERebaseBaseMovesAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestE2ERebaseStagedWrittenMeanwhile: a path the transaction had not
+// changed, which the rebase plans to take from the base, written in the
+// staged workspace while the rebase reads (an agent still at work there)
+// is the transaction's now: the rebase refuses, nothing is rebased, and the
+// write is kept. (A rebase after it finds both sides changed, with no
+// ancestor known in a base that is no git repository, and refuses too.)
+func TestE2ERebaseStagedWrittenMeanwhile(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"notes.txt": F(0o644, "notes v1\n"), "code.txt": F(0o644, "code v1\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "code.txt"), "code by the agent\n")
+	writeFile(t, filepath.Join(x.base, "notes.txt"), "notes v2\n")
+
+	pause := testbin.RealDir(t)
+	p := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=rebase-measured:" + pause}, args: []string{"rebase", "t1"}})
+	waitFile(t, filepath.Join(pause, "reached"))
+	writeFile(t, filepath.Join(staged, "notes.txt"), "notes v1\nand the agent's line\n")
+	touch(t, filepath.Join(pause, "continue"))
+	r := p.WaitSettled()
+	if r.Code == 0 || !strings.Contains(r.Stderr, `"notes.txt" changed in the staged workspace`) {
+		t.Fatalf("a rebase over a staged write made while it read: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(staged, "notes.txt")); got != "notes v1\nand the agent's line\n" {
+		t.Fatalf("the agent's write was lost: notes.txt is %q", got)
+	}
+	wantCode(t, x.airlock("rebase", "t1"), 75)
+	if got := testbin.ReadFile(t, filepath.Join(staged, "notes.txt")); got != "notes v1\nand the agent's line\n" {
+		t.Errorf("a second rebase lost the agent's write: notes.txt is %q", got)
+	}
+}
