@@ -40,13 +40,14 @@ const eventChecked = "checked"
 // that `airlock run` makes when the command exits checks everything.
 func (t *Tx) Check(ctx context.Context, o CommitOptions) (_ *Refusal, err error) {
 	defer exported(&err)
-	r, _, err := t.check(ctx, o)
+	r, _, err := t.check(ctx, o, true)
 	return r, err
 }
 
-// check is Check; empty says the change set it checked was empty (a
-// commit would settle NoChanges and land nothing).
-func (t *Tx) check(ctx context.Context, o CommitOptions) (*Refusal, bool, error) {
+// check is Check, which records its finding when record says so; empty
+// says the change set it checked was empty (a commit would settle
+// NoChanges and land nothing).
+func (t *Tx) check(ctx context.Context, o CommitOptions, record bool) (*Refusal, bool, error) {
 	status, err := t.Status()
 	if err != nil {
 		return nil, false, err
@@ -86,6 +87,9 @@ func (t *Tx) check(ctx context.Context, o CommitOptions) (*Refusal, bool, error)
 	if errors.As(err, &r) {
 		// This transaction's own apply was interrupted: there is no
 		// change set, and nothing was looked at.
+		if !record {
+			return r, false, nil
+		}
 		r, err := t.checked(r, "", false, inRun)
 		return r, false, err
 	}
@@ -93,6 +97,9 @@ func (t *Tx) check(ctx context.Context, o CommitOptions) (*Refusal, bool, error)
 		return nil, false, err
 	}
 	p.release()
+	if !record {
+		return p.refusal, p.set.Empty(), nil
+	}
 	r, err = t.checked(p.refusal, p.set.Digest(), w.limited, inRun)
 	return r, p.set.Empty(), err
 }

@@ -247,14 +247,18 @@ type Verdict struct {
 // plain and approving the protected paths, with o's Validate and
 // ExpectDiffDigest (the digest of the change set shown): a change set
 // that moved since it was shown is a ReviewStale refusal of both. o's
-// Approve and AgentApproval are ignored. Each check made is recorded as
-// Check records it; validation runs at most once, as a plain commit is
-// refused protected paths before anything is validated.
+// Approve and AgentApproval are ignored. Validation runs at most once, as
+// a plain commit is refused protected paths before anything is validated.
+//
+// Unlike Check, it records no finding (a validator it runs is logged, as
+// every one is): it is a page's question, asked at each load, and a
+// "checked" event per load would bury the log and change what an agent's
+// Stop hook takes for the last finding it told the agent.
 func (t *Tx) CheckReview(ctx context.Context, o CommitOptions) (_ *Verdict, err error) {
 	defer exported(&err)
 	o.Approve, o.AgentApproval = false, false
 	v := &Verdict{}
-	if v.Plain, v.Empty, err = t.check(ctx, o); err != nil {
+	if v.Plain, v.Empty, err = t.check(ctx, o, false); err != nil {
 		return nil, err
 	}
 	if v.Protected, err = t.protectedNow(ctx); err != nil {
@@ -266,7 +270,7 @@ func (t *Tx) CheckReview(ctx context.Context, o CommitOptions) (_ *Verdict, err 
 		// again a moment later, are what approving approves.
 		v.Protected = v.Plain.Paths
 		o.Approve = true
-		if v.Approved, _, err = t.check(ctx, o); err != nil {
+		if v.Approved, _, err = t.check(ctx, o, false); err != nil {
 			return nil, err
 		}
 	}

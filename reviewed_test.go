@@ -106,7 +106,7 @@ func TestReviewDiffRefusesAFileChangingWhileFrozen(t *testing.T) {
 // change set a page showed, whether a plain commit and an approving one
 // would land, and which paths are protected, each once, as the commit
 // matches them (the project's config as the base holds it now); the base
-// is never touched.
+// is never touched, and no finding is recorded.
 func TestCheckReviewSaysWhichCommitWouldLand(t *testing.T) {
 	ctx := context.Background()
 	const cfg = "protect = [\".envrc\", \"*.rc\", \"conf/\", \"conf-a\"]\nvalidate = \"test ! -e broken\"\n"
@@ -144,6 +144,8 @@ func TestCheckReviewSaysWhichCommitWouldLand(t *testing.T) {
 			writeTree(t, tx.Path(), c.after)
 			writeTree(t, base, c.drift)
 			before := pathsDigest(t, base, []string{"a", "new", ".envrc", "broken", "conf/x.rc"})
+			events, err := tx.Events()
+			must(t, err)
 
 			v, err := tx.CheckReview(ctx, CommitOptions{ExpectDiffDigest: digest, Approve: true})
 			must(t, err)
@@ -167,6 +169,13 @@ func TestCheckReviewSaysWhichCommitWouldLand(t *testing.T) {
 			}
 			if pathsDigest(t, base, []string{"a", "new", ".envrc", "broken", "conf/x.rc"}) != before {
 				t.Error("CheckReview changed the base")
+			}
+			now, err := tx.Events()
+			must(t, err)
+			for _, e := range now[len(events):] {
+				if e.Event == eventChecked || e.Event == "refused" {
+					t.Errorf("CheckReview recorded a finding: %+v", e)
+				}
 			}
 			if st, _ := tx.Status(); st != StatusOpen {
 				t.Errorf("status after CheckReview: %s, want open", st)
