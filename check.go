@@ -40,12 +40,20 @@ const eventChecked = "checked"
 // that `airlock run` makes when the command exits checks everything.
 func (t *Tx) Check(ctx context.Context, o CommitOptions) (_ *Refusal, err error) {
 	defer exported(&err)
+	r, _, err := t.check(ctx, o, true)
+	return r, err
+}
+
+// check is Check, which records its finding when record says so; empty
+// says the change set it checked was empty (a commit would settle
+// NoChanges and land nothing).
+func (t *Tx) check(ctx context.Context, o CommitOptions, record bool) (*Refusal, bool, error) {
 	status, err := t.Status()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if status.Settled() {
-		return nil, fmt.Errorf("transaction %s is %s: there is nothing to check", t.ID(), status)
+		return nil, false, fmt.Errorf("transaction %s is %s: there is nothing to check", t.ID(), status)
 	}
 	// A check's log outlives the check: its refusal names it.
 	scratch, log := t.StateDir(), t.st.Path("check."+validateLog)
@@ -61,7 +69,7 @@ func (t *Tx) Check(ctx context.Context, o CommitOptions) (_ *Refusal, err error)
 		dir, err = os.MkdirTemp(scratch, "check-")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("check transaction %s: %w", t.ID(), err)
+		return nil, false, fmt.Errorf("check transaction %s: %w", t.ID(), err)
 	}
 	defer os.RemoveAll(dir)
 	w := &workspace{dir: dir, log: log, base: t.Base()}
@@ -79,13 +87,21 @@ func (t *Tx) Check(ctx context.Context, o CommitOptions) (_ *Refusal, err error)
 	if errors.As(err, &r) {
 		// This transaction's own apply was interrupted: there is no
 		// change set, and nothing was looked at.
-		return t.checked(r, "", false, inRun)
+		if !record {
+			return r, false, nil
+		}
+		r, err := t.checked(r, "", false, inRun)
+		return r, false, err
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p.release()
-	return t.checked(p.refusal, p.set.Digest(), w.limited, inRun)
+	if !record {
+		return p.refusal, p.set.Empty(), nil
+	}
+	r, err = t.checked(p.refusal, p.set.Digest(), w.limited, inRun)
+	return r, p.set.Empty(), err
 }
 
 // inStagedView reports whether this process sees the staged workspace at

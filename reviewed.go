@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/fault"
@@ -220,4 +221,86 @@ func (t *Tx) InfoWithDigest(ctx context.Context) (*Info, error) {
 		in.DiffDigest = d
 	}
 	return in, nil
+}
+
+// Verdict is what a commit of a transaction's change set made now would
+// meet, found by Check: what a front end that shows the change set to a
+// person decides its actions by, so that it never offers one the commit
+// would refuse.
+type Verdict struct {
+	// Empty says the change set is empty: a commit would land nothing.
+	Empty bool
+	// Protected are the changed paths protection holds (the
+	// transaction's selectors and the project's as the base's config says
+	// now, as a commit matches them), sorted, each once: a changed
+	// directory is left out when a path beneath it is named.
+	Protected []string
+	// Plain is the refusal a plain commit would meet; nil: it would land.
+	Plain *Refusal
+	// Approved is the refusal a commit with the user's approval of the
+	// protected paths would meet; nil: it would land. It is Plain when no
+	// path is protected: approving changes nothing then.
+	Approved *Refusal
+}
+
+// CheckReview is Check made for both commits a person can choose between,
+// plain and approving the protected paths, with o's Validate and
+// ExpectDiffDigest (the digest of the change set shown): a change set
+// that moved since it was shown is a ReviewStale refusal of both. o's
+// Approve and AgentApproval are ignored. Validation runs at most once, as
+// a plain commit is refused protected paths before anything is validated.
+//
+// Unlike Check, it records no finding (a validator it runs is logged, as
+// every one is): it is a page's question, asked at each load, and a
+// "checked" event per load would bury the log and change what an agent's
+// Stop hook takes for the last finding it told the agent.
+func (t *Tx) CheckReview(ctx context.Context, o CommitOptions) (_ *Verdict, err error) {
+	defer exported(&err)
+	o.Approve, o.AgentApproval = false, false
+	v := &Verdict{}
+	if v.Plain, v.Empty, err = t.check(ctx, o, false); err != nil {
+		return nil, err
+	}
+	if v.Protected, err = t.protectedNow(ctx); err != nil {
+		return nil, err
+	}
+	v.Approved = v.Plain
+	if v.Plain != nil && v.Plain.Kind == ProtectedPathNotApproved {
+		// The paths the check froze and refused, not the ones matched
+		// again a moment later, are what approving approves.
+		v.Protected = v.Plain.Paths
+		o.Approve = true
+		if v.Approved, _, err = t.check(ctx, o, false); err != nil {
+			return nil, err
+		}
+	}
+	v.Protected = leaves(v.Protected)
+	return v, nil
+}
+
+// leaves is paths less each one another lies beneath: a new protected
+// directory is named by the protected files in it, not as well on its own.
+func leaves(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		beneath := func(q string) bool { return strings.HasPrefix(q, p+"/") }
+		if !slices.ContainsFunc(paths, beneath) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// protectedNow are the paths of the change set as it is now that
+// protection holds, matched as a commit matches them.
+func (t *Tx) protectedNow(ctx context.Context) ([]string, error) {
+	set, err := t.diff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gate, err := t.projectNow(&workspace{base: t.Base()})
+	if err != nil {
+		return nil, err
+	}
+	return t.protectedPaths(set, gate)
 }

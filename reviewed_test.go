@@ -101,3 +101,85 @@ func TestReviewDiffRefusesAFileChangingWhileFrozen(t *testing.T) {
 		t.Fatalf("ReviewDiff with a.txt replaced under it: %q %v, wrote %q; want a StagedChanged refusal and nothing", d, err, patch.String())
 	}
 }
+
+// TestCheckReviewSaysWhichCommitWouldLand: CheckReview answers, for the
+// change set a page showed, whether a plain commit and an approving one
+// would land, and which paths are protected, each once, as the commit
+// matches them (the project's config as the base holds it now); the base
+// is never touched, and no finding is recorded.
+func TestCheckReviewSaysWhichCommitWouldLand(t *testing.T) {
+	ctx := context.Background()
+	const cfg = "protect = [\".envrc\", \"*.rc\", \"conf/\", \"conf-a\"]\nvalidate = \"test ! -e broken\"\n"
+	cases := []struct {
+		name            string
+		write, drift    map[string]string
+		after           map[string]string // written once the digest was taken
+		empty           bool
+		protected       []string
+		plain, approved RefusalKind // "": would land
+	}{
+		{name: "no changes", empty: true},
+		{name: "a plain change lands", write: map[string]string{"a": "a2", "new": "n"}},
+		{name: "a protected path needs approval", write: map[string]string{"a": "a2", ".envrc": "x"},
+			protected: []string{".envrc"}, plain: ProtectedPathNotApproved},
+		// .envrc is matched by the defaults and by the config: named once.
+		{name: "paths matched by several selectors are named once", write: map[string]string{".envrc": "x", "conf/x.rc": "y", "conf-a": "z"},
+			protected: []string{".envrc", "conf-a", "conf/x.rc"}, plain: ProtectedPathNotApproved},
+		{name: "approval that validation refuses", write: map[string]string{".envrc": "x", "broken": "b"},
+			protected: []string{".envrc"}, plain: ProtectedPathNotApproved, approved: ValidationFailed},
+		{name: "validation refuses both", write: map[string]string{"broken": "b"}, plain: ValidationFailed, approved: ValidationFailed},
+		{name: "drift refuses both", write: map[string]string{"a": "mine", ".envrc": "x"}, drift: map[string]string{"a": "theirs"},
+			protected: []string{".envrc"}, plain: BaseDrift, approved: BaseDrift},
+		{name: "a change set moved since it was shown", write: map[string]string{"a": "a2"}, after: map[string]string{"a": "a3"},
+			plain: ReviewStale, approved: ReviewStale},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			base := newBaseDir(t, map[string]string{"a": "a", ".airlock.toml": cfg})
+			tx, err := newStore(t).Open(ctx, OpenOptions{Base: base})
+			must(t, err)
+			writeTree(t, tx.Path(), c.write)
+			digest, err := tx.ChangeDigest(ctx)
+			must(t, err)
+			writeTree(t, tx.Path(), c.after)
+			writeTree(t, base, c.drift)
+			before := pathsDigest(t, base, []string{"a", "new", ".envrc", "broken", "conf/x.rc"})
+			events, err := tx.Events()
+			must(t, err)
+
+			v, err := tx.CheckReview(ctx, CommitOptions{ExpectDiffDigest: digest, Approve: true})
+			must(t, err)
+			if v.Empty != c.empty {
+				t.Errorf("Empty = %v, want %v", v.Empty, c.empty)
+			}
+			if strings.Join(v.Protected, ",") != strings.Join(c.protected, ",") {
+				t.Errorf("Protected = %q, want %q", v.Protected, c.protected)
+			}
+			for _, r := range []struct {
+				which string
+				got   *Refusal
+				want  RefusalKind
+			}{{"plain", v.Plain, c.plain}, {"approved", v.Approved, c.approved}} {
+				switch {
+				case r.want == "" && r.got != nil:
+					t.Errorf("a %s commit would be refused: %v", r.which, r.got)
+				case r.want != "" && (r.got == nil || r.got.Kind != r.want):
+					t.Errorf("a %s commit: %v, want a %s refusal", r.which, r.got, r.want)
+				}
+			}
+			if pathsDigest(t, base, []string{"a", "new", ".envrc", "broken", "conf/x.rc"}) != before {
+				t.Error("CheckReview changed the base")
+			}
+			now, err := tx.Events()
+			must(t, err)
+			for _, e := range now[len(events):] {
+				if e.Event == eventChecked || e.Event == "refused" {
+					t.Errorf("CheckReview recorded a finding: %+v", e)
+				}
+			}
+			if st, _ := tx.Status(); st != StatusOpen {
+				t.Errorf("status after CheckReview: %s, want open", st)
+			}
+		})
+	}
+}

@@ -34,8 +34,11 @@ func newReviewCmd(io IO) *cobra.Command {
 		Long: `review serves a page for one transaction on 127.0.0.1, at a random port and
 under a random token, prints its URL on stdout and opens it in a browser when
 one is available. The page shows the change set as a unified or side-by-side
-diff, the refusal if any, and Commit, Approve & commit (protected paths
-approved) and Discard buttons.
+diff, the refusal if any, the protected paths, and Discard. It offers Commit
+only when a plain commit would land now, and Approve & commit (protected paths
+approved) only when protected paths hold one and the approving commit would
+land: the page is made once the commit's own checks, validation included, have
+run; when any commit would be refused it says why and offers neither.
 
 Without ID it reviews the newest open or refused transaction over the current
 directory (or --workdir), or the one whose staged workspace holds it.

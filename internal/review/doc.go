@@ -1,7 +1,8 @@
 // Package review serves a page on which a person reviews one transaction
 // in a browser: its change set as a unified or side-by-side diff, its
 // refusal if any, and Commit, Approve (commit with protected paths
-// approved) and Discard buttons.
+// approved) and Discard buttons, a commit button only when the commit's
+// own checks (airlock.Tx.CheckReview) say that commit would land.
 //
 // It guarantees that the page is served on 127.0.0.1 only, at a random
 // port, under a random token that is part of every URL; that a request

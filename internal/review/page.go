@@ -2,6 +2,8 @@ package review
 
 import (
 	"html/template"
+
+	"github.com/airlockdev/airlock"
 	"strconv"
 	"sync"
 )
@@ -38,6 +40,14 @@ var pageTmpl = sync.OnceValue(func() *template.Template {
 			return ""
 		},
 		"inc": func(i int) int { return i + 1 },
+		// paths are the paths a refusal banner lists: none for
+		// protected paths, which the page lists once, on their own.
+		"paths": func(r *airlock.Refusal) []string {
+			if r.Kind == airlock.ProtectedPathNotApproved {
+				return nil
+			}
+			return r.Paths
+		},
 	}).Parse(pageHTML))
 })
 
@@ -107,6 +117,7 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 <span>base <b><code>{{.Info.Base}}</code></b></span>
 <span>backend <b>{{.Info.Backend}}</b></span>
 <span>opened <b>{{.Info.CreatedAt.Format "2006-01-02 15:04:05 MST"}}</b></span>
+{{with .Digest}}<span>change set <b><code id="digest">{{.}}</code></b></span>{{end}}
 <span><span class="n-add">{{.Info.Added}} added</span> · <b>{{.Info.Modified}} modified</b> · <span class="n-del">{{.Info.Deleted}} deleted</span></span>
 </div>
 </header>
@@ -118,23 +129,29 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 {{end}}{{end}}
 {{with .Refusal}}
 <div class="banner bad" id="outcome"><h2>Commit refused: {{.Kind}}</h2><p>{{$.RefusalText}}</p>
-{{with .Paths}}<ul>{{range .}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+{{with paths .}}<ul>{{range .}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 <p>The base was not touched; the transaction is kept.</p></div>
-{{else}}{{if and (not .Outcome) (eq (print .Info.Status) "refused")}}
-<div class="banner bad"><h2>Last commit refused: {{.Info.Refusal}}</h2>{{with .Reason}}<p>{{.}}</p>{{end}}
-{{with .Info.RefusedPaths}}<ul>{{range .}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}</div>
-{{end}}{{end}}
+{{end}}
+{{with .Blocked}}
+<div class="banner bad" id="blocked"><h2>A commit now would be refused: {{.Kind}}</h2><p>{{$.BlockedText}}</p>
+{{with paths .}}<ul>{{range .}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+<p>So the page offers no commit; the transaction is kept.</p></div>
+{{end}}
+{{with .Last}}
+<div class="banner bad" id="last"><h2>Last commit refused: {{.Kind}}</h2><p>{{$.LastText}}</p>
+{{with paths .}}<ul>{{range .}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}</div>
+{{end}}
 {{with .ErrText}}<div class="banner bad" id="outcome"><h2>airlock failed</h2><p>{{.}}</p></div>{{end}}
 {{if .Changing}}<div class="banner warn" id="changing"><h2>The change set is changing</h2><p>The agent changed the staged workspace while this page was being prepared. <a href="{{.Base}}">Reload</a> to review what it holds now.</p></div>{{end}}
 {{if and .Open .Protected}}
-<div class="banner warn"><h2>Protected paths changed</h2><p>A plain commit is refused; <b>Approve &amp; commit</b> applies them.</p>
+<div class="banner warn" id="protected"><h2>Protected paths changed</h2><p>A plain commit is refused{{if .CanApprove}}; <b>Approve &amp; commit</b> applies them with the rest{{end}}.</p>
 <ul>{{range .Protected}}<li><code>{{.}}</code></li>{{end}}</ul></div>
 {{end}}
 <div class="actions">
 {{if .Open}}
 {{if .Digest}}
-<form method="post" action="{{.Base}}commit"><input type="hidden" name="diff_digest" value="{{.Digest}}"><button class="primary" type="submit" id="commit">Commit</button></form>
-<form method="post" action="{{.Base}}approve"><input type="hidden" name="diff_digest" value="{{.Digest}}"><button class="approve" type="submit" id="approve">Approve &amp; commit</button></form>
+{{if .CanCommit}}<form method="post" action="{{.Base}}commit"><input type="hidden" name="diff_digest" value="{{.Digest}}"><button class="primary" type="submit" id="commit">Commit</button></form>{{end}}
+{{if .CanApprove}}<form method="post" action="{{.Base}}approve"><input type="hidden" name="diff_digest" value="{{.Digest}}"><button class="approve" type="submit" id="approve">Approve &amp; commit</button></form>{{end}}
 {{end}}
 <form method="post" action="{{.Base}}discard"><button class="danger" type="submit" id="discard">Discard</button></form>
 {{end}}
@@ -167,6 +184,7 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 {{if .Truncated}}<div class="note">Some lines were left out to keep this page readable; <code>airlock diff {{$.Info.ID}}</code> shows them all.</div>{{end}}
 </div>
 {{end}}
+{{else if .Empty}}<div class="banner" id="empty"><p>No changes: there is nothing to commit. <b>Discard</b> closes the transaction.</p></div>
 {{else if not .Changing}}<div class="banner"><p>No changes to show.</p></div>{{end}}
 {{with .Notes}}<div class="banner"><h2>Not shown in the diff</h2><ul>{{range .}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 <footer>Served by <code>airlock review</code> on 127.0.0.1 for this transaction only. Not covered by a transaction: the network, databases, other processes and files outside the base.</footer>

@@ -94,15 +94,20 @@ func TestReviewPicksAndTimesOut(t *testing.T) {
 }
 
 // TestReviewCannotLowerValidate: a review started with --validate adds a
-// validator; the project's validate still runs first. Commit and Approve &
-// commit from the page are both refused ValidationFailed while the
-// project's fails, and the base is untouched.
+// validator; the project's validate still runs first. While the project's
+// fails the page offers neither Commit nor Approve & commit, and both,
+// posted anyway, are refused ValidationFailed, the base untouched.
 func TestReviewCannotLowerValidate(t *testing.T) {
 	w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": "validate = \"test ! -e broken\"\n"})
 	id, staged := w.open()
 	testbin.WriteFiles(t, staged, map[string]string{"broken": "x"})
 	rv := w.startReview(w.home, id, "--validate", "true", "--timeout", "1m")
-	digest, _ := reviewedDigest(t, rv.url)
+	digest, page := reviewedDigest(t, rv.url)
+	if b := buttons(page); b != "" {
+		t.Errorf("the page offers %q although the project's validation fails", b)
+	}
+	// Pressed anyway (a page loaded before the validator began to fail),
+	// each is refused.
 	for _, action := range []string{"commit", "approve"} {
 		body := post(t, rv.url, action, digest)
 		if !strings.Contains(body, "ValidationFailed") {
@@ -114,5 +119,76 @@ func TestReviewCannotLowerValidate(t *testing.T) {
 	}
 	if out := w.airlock("show", id, "--json"); !strings.Contains(out, `"status": "refused"`) {
 		t.Errorf("transaction not kept as refused:\n%s", out)
+	}
+}
+
+// TestReviewPageOffersOnlyWhatWouldLand: the page offers Commit only when
+// a plain commit of what it shows would land, Approve & commit only when
+// protected paths hold it and an approving commit would land, neither
+// when any commit would be refused (saying why), and nothing once the
+// transaction is settled; it names each protected path once, however many
+// selectors match it and whether or not a commit was refused for it.
+func TestReviewPageOffersOnlyWhatWouldLand(t *testing.T) {
+	const cfg = "protect = [\".envrc\", \"*.rc\"]\nvalidate = \"test ! -e broken\"\n"
+	cases := []struct {
+		name      string
+		write     map[string]string
+		drift     map[string]string // written to the base before the review
+		commit    []string          // a commit from the command line first
+		buttons   string            // the commit buttons offered
+		discard   bool              // Discard is offered
+		banner    string            // on the page
+		protected []string          // named once each
+	}{
+		{name: "no changes", discard: true, banner: `id="empty"`},
+		{name: "a change that lands", write: map[string]string{"a": "a2"}, buttons: "commit", discard: true},
+		{name: "a protected path, refused before", write: map[string]string{"a": "a2", ".envrc": "x", "b.rc": "y"}, commit: []string{"commit"},
+			buttons: "approve", discard: true, banner: "Last commit refused: ProtectedPathNotApproved", protected: []string{".envrc", "b.rc"}},
+		{name: "a protected path whose approval validation refuses", write: map[string]string{".envrc": "x", "broken": "b"},
+			discard: true, banner: "A commit now would be refused: ValidationFailed", protected: []string{".envrc"}},
+		{name: "validation refuses", write: map[string]string{"broken": "b"}, discard: true, banner: "A commit now would be refused: ValidationFailed"},
+		// The base gains the file the agent adds, with other content.
+		{name: "drift refuses", write: map[string]string{"new": "mine\n"}, drift: map[string]string{"new": "theirs\n"},
+			discard: true, banner: "A commit now would be refused: BaseDrift"},
+		{name: "settled", write: map[string]string{"a": "a2"}, commit: []string{"commit"}, banner: "committed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, map[string]string{"a": "a", ".airlock.toml": cfg})
+			id, staged := w.open()
+			testbin.WriteFiles(t, staged, c.write)
+			testbin.WriteFiles(t, w.base, c.drift)
+			if c.commit != nil {
+				testbin.Run(t, w.cmd(w.home, append(c.commit, id)...))
+			}
+			rv := w.startReview(w.home, id, "--timeout", "1m")
+			resp, err := http.Get(rv.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			page := string(b)
+			if got := buttons(page); got != c.buttons {
+				t.Errorf("the page offers %q, want %q", got, c.buttons)
+			}
+			if got := strings.Contains(page, `id="discard"`); got != c.discard {
+				t.Errorf("Discard offered: %v, want %v", got, c.discard)
+			}
+			if !strings.Contains(page, c.banner) {
+				t.Errorf("the page does not say %q", c.banner)
+			}
+			if strings.Contains(page, `id="protected"`) != (c.protected != nil) {
+				t.Errorf("the protected paths banner is there: %v, want %v", !(c.protected != nil), c.protected != nil)
+			}
+			for _, p := range c.protected {
+				if n := strings.Count(page, "<code>"+p+"</code>"); n != 1 {
+					t.Errorf("the page names protected %s %d times, want once", p, n)
+				}
+			}
+			if t.Failed() {
+				t.Logf("page:\n%s", page)
+			}
+		})
 	}
 }

@@ -12,10 +12,14 @@ import (
 	"testing"
 )
 
-var digestInput = regexp.MustCompile(`name="diff_digest" value="(sha256:[0-9a-f]{64})"`)
+var (
+	digestInput = regexp.MustCompile(`name="diff_digest" value="(sha256:[0-9a-f]{64})"`)
+	digestShown = regexp.MustCompile(`<code id="digest">(sha256:[0-9a-f]{64})</code>`)
+)
 
-// reviewedDigest loads the page and returns the change set digest its
-// Commit and Approve forms carry.
+// reviewedDigest loads the page and returns the digest of the change set
+// it shows, which each of its Commit and Approve forms carries, and the
+// page.
 func reviewedDigest(t *testing.T, pageURL string) (string, string) {
 	t.Helper()
 	resp, err := http.Get(pageURL)
@@ -24,11 +28,34 @@ func reviewedDigest(t *testing.T, pageURL string) (string, string) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	m := digestInput.FindAllStringSubmatch(string(body), -1)
-	if len(m) != 2 || m[0][1] != m[1][1] {
-		t.Fatalf("the page's Commit and Approve forms do not carry one diff_digest:\n%s", body)
+	return pageDigest(t, string(body)), string(body)
+}
+
+// pageDigest is the digest page shows; it fails the test unless every
+// Commit or Approve form on it carries that digest.
+func pageDigest(t *testing.T, page string) string {
+	t.Helper()
+	shown := digestShown.FindStringSubmatch(page)
+	if shown == nil {
+		t.Fatalf("the page shows no change set digest:\n%s", page)
 	}
-	return m[0][1], string(body)
+	for _, m := range digestInput.FindAllStringSubmatch(page, -1) {
+		if m[1] != shown[1] {
+			t.Fatalf("a form of the page carries %s, not the %s it shows:\n%s", m[1], shown[1], page)
+		}
+	}
+	return shown[1]
+}
+
+// buttons are the ids of the commit buttons page offers, in order.
+func buttons(page string) string {
+	var ids []string
+	for _, id := range []string{"commit", "approve"} {
+		if strings.Contains(page, `id="`+id+`"`) {
+			ids = append(ids, id)
+		}
+	}
+	return strings.Join(ids, ",")
 }
 
 // post sends a review action as the page's own form does, with the digest

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -217,19 +218,35 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, out *Outcome) {
 
 // pageView is what the template shows.
 type pageView struct {
-	Info      *airlock.Info
-	Reason    string // the recorded refusal's reason
-	Split     bool
-	Base      string // the URL path of the page, token included
-	Files     []*file
-	Notes     []string
-	Protected []string // changed paths under protected selectors
+	Info  *airlock.Info
+	Split bool
+	Base  string // the URL path of the page, token included
+	Files []*file
+	Notes []string
+	// Protected are the changed paths a commit would hold for approval,
+	// each once: the only list of them on the page.
+	Protected []string
 	Outcome   *Outcome
 	Refusal   *airlock.Refusal // the outcome's refusal
 	// RefusalText is its reason with the remedy in the page's terms.
 	RefusalText string
 	ErrText     string // the outcome's error, when not a refusal
-	Open        bool   // the transaction can still be settled
+	// Last is the transaction's recorded refusal, shown when no action
+	// was taken and nothing blocks a commit now; LastText is its reason
+	// in the page's terms.
+	Last     *airlock.Refusal
+	LastText string
+	Open     bool // the transaction can still be settled
+	// Empty says the change set is empty: there is nothing to commit.
+	Empty bool
+	// CanCommit and CanApprove say a plain commit, and one approving the
+	// protected paths, would land now (Tx.CheckReview): the page offers
+	// only what would.
+	CanCommit, CanApprove bool
+	// Blocked is the refusal any commit would meet now, when neither
+	// would land; BlockedText is its reason in the page's terms.
+	Blocked     *airlock.Refusal
+	BlockedText string
 	Truncated   bool
 	// Digest is the digest of the change set the page shows (the frozen
 	// snapshot its patch was read from), which a Commit or Approve sends
@@ -253,9 +270,6 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 		} else {
 			v.RefusalText = explain(v.Refusal)
 		}
-	}
-	if info.Status == airlock.StatusRefused {
-		v.Reason = lastReason(s.tx)
 	}
 	if info.Status == airlock.StatusDiscarded || info.Status == airlock.StatusNoChanges {
 		return v, nil
@@ -286,24 +300,51 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 	if v.Files, err = parsePatch(&patch); err != nil {
 		return nil, err
 	}
-	for _, f := range v.Files {
-		if f.Protected, err = s.tx.Protects(f.Path, false); err != nil {
+	if v.Open {
+		if err := s.verdict(ctx, v); err != nil {
 			return nil, err
 		}
-		if f.Protected {
-			v.Protected = append(v.Protected, f.Path)
+	}
+	for _, f := range v.Files {
+		if v.Open {
+			f.Protected = slices.Contains(v.Protected, f.Path)
+		} else if f.Protected, err = s.tx.Protects(f.Path, false); err != nil {
+			return nil, err
 		}
 		v.Truncated = v.Truncated || f.Truncated
 	}
 	return v, nil
 }
 
-// lastReason is the reason of the newest refusal in the event log, with
-// its remedy in the page's terms.
-func lastReason(tx *airlock.Tx) string {
-	r, err := tx.LastRefusal()
-	if err != nil || r == nil {
-		return ""
+// verdict asks the core which commit of the change set the page shows
+// would land now, as the commit's own preflight decides (validation
+// included), and sets the buttons and banners v offers by it. A refusal
+// is never read from its words: only its kind and paths are looked at.
+func (s *Server) verdict(ctx context.Context, v *pageView) error {
+	vd, err := s.tx.CheckReview(ctx, airlock.CommitOptions{Validate: s.o.Validate, ExpectDiffDigest: v.Digest})
+	if err != nil {
+		return err
 	}
-	return explain(r)
+	v.Empty, v.Protected = vd.Empty, vd.Protected
+	if vd.Empty {
+		return nil
+	}
+	v.CanCommit = vd.Plain == nil
+	v.CanApprove = len(vd.Protected) > 0 && vd.Approved == nil
+	if !v.CanCommit && !v.CanApprove {
+		// Approved is Plain but for the protection an approval lifts: it
+		// is what stands in the way of any commit.
+		v.Blocked = vd.Approved
+		v.BlockedText = explain(vd.Approved)
+		if v.Refusal != nil && v.Refusal.Kind == v.Blocked.Kind {
+			// The action just refused says it already.
+			v.Blocked = nil
+		}
+	}
+	if v.Refusal == nil && v.Blocked == nil && v.Info.Status == airlock.StatusRefused {
+		if last, err := s.tx.LastRefusal(); err == nil && last != nil {
+			v.Last, v.LastText = last, explain(last)
+		}
+	}
+	return nil
 }

@@ -76,13 +76,14 @@ func TestReviewPageShowsTheBytesItsDigestCovers(t *testing.T) {
 	id, staged := w.open()
 	testbin.WriteFiles(t, staged, map[string]string{"a.txt": evil})
 	rv, page := pausedPage(t, w, id, "review-frozen", func() { swapStaged(t, staged, "a.txt", benign) })
-	m := digestInput.FindAllStringSubmatch(page, -1)
-	if len(m) != 2 || m[0][1] != m[1][1] {
-		t.Fatalf("the page's Commit and Approve forms do not carry one diff_digest:\n%s", page)
-	}
-	reviewed := m[0][1]
+	reviewed := pageDigest(t, page)
 	if !strings.Contains(page, "EVIL") || strings.Contains(page, "benign") {
 		t.Fatalf("the page does not show the bytes its digest %s covers (the staged file was swapped while the page was made):\n%s", reviewed, page)
+	}
+	// The staged file no longer holds what the page shows: the page knows
+	// a commit of it would be refused, and offers none.
+	if b := buttons(page); b != "" || !strings.Contains(page, "A commit now would be refused: ReviewStale") {
+		t.Fatalf("a page whose change set moved once shown offers %q; want no commit and the ReviewStale it would meet\n%s", b, page)
 	}
 
 	body := post(t, rv.url, "commit", reviewed)

@@ -62,13 +62,14 @@ func TestReviewInChromium(t *testing.T) {
 }
 
 // reviewCounts: one new workflow file in new directories is "1 added" on
-// the page, as git counts it, not 3.
+// the page, as git counts it, not 3. A workflow is protected by default:
+// the page offers Approve & commit.
 func reviewCounts(t *testing.T, ctx context.Context) {
 	w := newWorld(t, map[string]string{"app.py": "print('hi')\n"})
 	id, staged := w.open()
 	testbin.WriteFiles(t, staged, map[string]string{".github/workflows/ci.yml": "on: push\n"})
 	rv := w.startReview(w.home, id, "--timeout", "2m")
-	if err := chromedp.Do(ctx, chromedp.Navigate(rv.url), chromedp.WaitVisible(chromedp.ID("commit"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(rv.url), chromedp.WaitVisible(chromedp.ID("approve"))); err != nil {
 		t.Fatalf("load the review page: %v\n%s", err, rv.stderr())
 	}
 	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
@@ -228,47 +229,51 @@ func newBrowser(t *testing.T, chrome string) (context.Context, func(name string)
 	return ctx, shot
 }
 
-// reviewRefusal: a change to a protected path is flagged on the page;
-// Commit is refused and says why, with the base untouched; and Approve &
-// commit lands it.
+// reviewRefusal: a change to a protected path is flagged on the page,
+// named once, and only Approve & commit is offered, since a plain Commit
+// would be refused; pressing it lands the change. A change set the
+// project's validation refuses gets no commit button at all, and says
+// why.
 func reviewRefusal(t *testing.T, ctx context.Context, shot func(string)) {
-	w := newWorld(t, map[string]string{"app.py": "print('hi')\n"})
+	w := newWorld(t, map[string]string{"app.py": "print('hi')\n", ".airlock.toml": "protect = [\".envrc\", \"*rc\"]\nvalidate = \"test ! -e broken\"\n"})
 	id, staged := w.open()
 	testbin.WriteFiles(t, staged, map[string]string{".envrc": "export API_URL=http://localhost:8080\n", "app.py": "print('hi there')\n"})
+	// A commit from the command line is refused first: the page names the
+	// protected path once all the same.
+	if r := testbin.Run(t, w.cmd(w.home, "commit", id)); r.Code != 75 {
+		t.Fatalf("commit of a protected path: %v, want exit 75", r)
+	}
 	rv := w.startReview(w.base, "--timeout", "2m") // no id: the newest over the current directory
-	if err := chromedp.Do(ctx, chromedp.Navigate(rv.url), chromedp.WaitVisible(chromedp.ID("commit"))); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(rv.url), chromedp.WaitVisible(chromedp.ID("approve"))); err != nil {
 		t.Fatalf("load the review page: %v\n%s", err, rv.stderr())
 	}
 	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, "Protected paths changed") || !strings.Contains(text, ".envrc") || !strings.Contains(text, id) && !strings.Contains(rv.stderr(), id) {
+	if !strings.Contains(text, "Protected paths changed") || !strings.Contains(text, id) && !strings.Contains(rv.stderr(), id) {
 		t.Errorf("the page does not flag the protected path:\n%s", text)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("commit")), chromedp.WaitVisible(chromedp.ID("outcome"))); err != nil {
-		t.Fatalf("press Commit: %v\n%s", err, rv.stderr())
-	}
-	outcome, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("outcome")))
+	// Named once: in the list of protected paths, not again under the
+	// recorded refusal (the file list and the diff show every file).
+	listed, err := chromedp.Run(ctx, chromedp.Evaluate[string](`[...document.querySelectorAll("#outcome code, #last code, #blocked code, #protected code")].map(e => e.textContent).join("\n")`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(outcome, "Commit refused: ProtectedPathNotApproved") || !strings.Contains(outcome, ".envrc") {
-		t.Errorf("outcome banner after Commit: %q", outcome)
+	if listed != ".envrc" {
+		t.Errorf("the page's banners name %q, want .envrc once", listed)
 	}
-	// The remedy is the page's own button, not a command-line flag.
-	if !strings.Contains(outcome, "press Approve & commit") || strings.Contains(outcome, "--approve") {
-		t.Errorf("the refusal's remedy is not said in the page's terms: %q", outcome)
+	if n := count(t, ctx, "#commit"); n != 0 {
+		t.Errorf("the page offers Commit, which would be refused ProtectedPathNotApproved")
 	}
-	shot("review-refused.png")
+	shot("review-protected.png")
 	if treeDigest(t, w.base) != w.digest {
-		t.Fatal("a refused commit changed the base")
+		t.Fatal("the review changed the base")
 	}
 	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("approve"))); err != nil {
 		t.Fatalf("press Approve & commit: %v\n%s", err, rv.stderr())
 	}
-	// The refused page has an #outcome too: wait for the new one.
-	outcome = waitText(ctx, "#outcome", "Committed to the base")
+	outcome := waitText(ctx, "#outcome", "Committed to the base")
 	if !strings.Contains(outcome, "Committed to the base") {
 		t.Errorf("outcome banner after Approve: %q", outcome)
 	}
@@ -278,6 +283,45 @@ func reviewRefusal(t *testing.T, ctx context.Context, shot func(string)) {
 	if code := rv.wait(); code != 0 {
 		t.Errorf("review exited %d\n%s", code, rv.stderr())
 	}
+
+	// Validation refuses the next change set: no commit button, the
+	// reason in its place, and Discard still there.
+	id, staged = w.open()
+	testbin.WriteFiles(t, staged, map[string]string{"broken": "x\n"})
+	rv = w.startReview(w.home, id, "--timeout", "2m")
+	if err := chromedp.Do(ctx, chromedp.Navigate(rv.url), chromedp.WaitVisible(chromedp.ID("blocked"))); err != nil {
+		t.Fatalf("load the review page: %v\n%s", err, rv.stderr())
+	}
+	blocked, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("blocked")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(blocked, "A commit now would be refused: ValidationFailed") {
+		t.Errorf("the page does not say why it offers no commit: %q", blocked)
+	}
+	if n := count(t, ctx, "#commit, #approve"); n != 0 || count(t, ctx, "#discard") != 1 {
+		t.Errorf("a change set validation refuses: the page offers %d commit buttons, want none and Discard", n)
+	}
+	shot("review-blocked.png")
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("discard"))); err != nil {
+		t.Fatalf("press Discard: %v", err)
+	}
+	if outcome := waitText(ctx, "#outcome", "Discarded"); !strings.Contains(outcome, "Discarded") {
+		t.Errorf("outcome banner after Discard: %q", outcome)
+	}
+	if code := rv.wait(); code != 0 {
+		t.Errorf("review exited %d\n%s", code, rv.stderr())
+	}
+}
+
+// count is how many elements of the page sel matches.
+func count(t *testing.T, ctx context.Context, sel string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // waitText polls the text of the element sel until it holds want, for up
