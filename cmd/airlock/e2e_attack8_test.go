@@ -1,0 +1,204 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
+)
+
+// The outside review of airlock rebase and the Conflicted refusal
+// (attack8): each test drives the real binary as a user, an agent or a
+// hostile same-user process would, and holds one guarantee. The attacks
+// that break a guarantee today are in e2e_attack8_breaks_test.go
+// (airlock_known_breaks).
+
+// Seven lines, the first edited on both sides (a conflict), and a file
+// whose edits lie apart (a merge).
+const (
+	a8Text        = "one\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+	a8TextAgent   = "one by the agent\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+	a8TextHuman   = "one by the human\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+	a8Merge       = "a\nb\nc\nd\ne\nf\ng\n"
+	a8MergeAgent  = "a\nb\nc\nd\ne\nf\ng by the agent\n"
+	a8MergeHuman  = "a by the human\nb\nc\nd\ne\nf\ng\n"
+	a8MergeBoth   = "a by the human\nb\nc\nd\ne\nf\ng by the agent\n"
+	a8TextMarked  = "<<<<<<< transaction t1\none by the agent\n||||||| base as t1 had it\none\n=======\none by the human\n>>>>>>> base now\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+	a8TextSettled = "one by the agent and the human\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+)
+
+// a8Git makes the scenario's base a git repository holding files, all
+// committed: the rebase's ancestor is HEAD's blob.
+func a8Git(t *testing.T, x *h, files tree) func(args ...string) string {
+	t.Helper()
+	testbin.Require(t, "git", "git gives the rebase its ancestor (HEAD at open)")
+	build(t, x.base, files)
+	git := func(args ...string) string {
+		t.Helper()
+		return x.sh(x.base, nil, "git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	}
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "base")
+	return git
+}
+
+// a8SkipGit leaves the base's repository out of a snapshot.
+func a8SkipGit(rel string) bool { return rel == ".git" || strings.HasPrefix(rel, ".git/") }
+
+// a8Conflict opens t1 over a git base (with the extra open flags), has the
+// agent and the human edit text.txt's first line (a conflict) and
+// merge.txt at either end (a merge), the human change notes.txt, and
+// rebases t1: the staged text.txt holds the markers.
+func a8Conflict(t *testing.T, x *h, open ...string) string {
+	t.Helper()
+	a8Git(t, x, tree{"text.txt": F(0o644, a8Text), "merge.txt": F(0o644, a8Merge), "notes.txt": F(0o644, "notes v1\n")})
+	wantCode(t, x.airlock(append([]string{"open", "--workdir", x.base, "--id", "t1"}, open...)...), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "text.txt"), a8TextAgent)
+	writeFile(t, filepath.Join(staged, "merge.txt"), a8MergeAgent)
+	writeFile(t, filepath.Join(x.base, "text.txt"), a8TextHuman)
+	writeFile(t, filepath.Join(x.base, "merge.txt"), a8MergeHuman)
+	writeFile(t, filepath.Join(x.base, "notes.txt"), "notes v2\n")
+	r := x.airlock("rebase", "t1")
+	wantCode(t, r, 0)
+	if want := "taken    notes.txt\nmerged   merge.txt\nconflict text.txt\n"; r.Stdout != want {
+		t.Fatalf("rebase printed %q, want %q", r.Stdout, want)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(staged, "text.txt")); got != a8TextMarked {
+		t.Fatalf("the staged text.txt after the rebase is %q, want the markers %q", got, a8TextMarked)
+	}
+	return staged
+}
+
+// a8Refused checks a commit refused Conflicted naming text.txt, and the
+// base's text.txt still the human's.
+func a8Refused(t *testing.T, x *h, r result, what string) {
+	t.Helper()
+	if r.Code != 75 || r.Settle["refusal"] != "Conflicted" || r.Settle["refused_paths"] != "text.txt" {
+		t.Errorf("%s: a commit was not refused Conflicted for text.txt: exit %d, refusal %q %q\n%s", what, r.Code, r.Settle["refusal"], r.Settle["refused_paths"], r.Stderr)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "text.txt")); got != a8TextHuman {
+		t.Fatalf("%s: the base's text.txt is %q after the refused commit", what, got)
+	}
+}
+
+// TestE2EAttack8ConflictedHoldsEveryMarkerForm: an agent that resolves a
+// conflict halfway, or in an odd form, or resolves it and then writes the
+// markers back, cannot land a marker: each form of a marker line git
+// writes (any one of the three, bare or labelled, CRLF, with no final
+// newline, in a file made executable) is refused Conflicted, with
+// --approve too, and the base keeps the human's version. The resolution
+// then lands over the base's newer content.
+func TestE2EAttack8ConflictedHoldsEveryMarkerForm(t *testing.T) {
+	x := newH(t)
+	staged := a8Conflict(t, x)
+	text := filepath.Join(staged, "text.txt")
+	a8Refused(t, x, x.airlock("commit", "t1"), "markers as the rebase wrote them")
+	for _, tc := range []struct{ name, content string }{
+		{"the closing marker left", "one by the agent\ntwo\nthree\nfour\nfive\nsix\nseven\n>>>>>>> base now\n"},
+		{"the opening marker bare", "<<<<<<<\none by the agent\n"},
+		{"the ancestor marker with no final newline", "one by the agent\n||||||| base as t1 had it"},
+		{"CRLF markers", "<<<<<<< transaction t1\r\none by the agent\r\n=======\r\none by the human\r\n>>>>>>> base now\r\n"},
+		{"a closing marker alone in a CRLF file", "one by the agent\r\n>>>>>>>\r\n"},
+	} {
+		writeFile(t, text, tc.content)
+		a8Refused(t, x, x.airlock("commit", "t1"), tc.name)
+	}
+	writeFile(t, text, a8TextMarked)
+	if err := os.Chmod(text, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a8Refused(t, x, x.airlock("commit", "t1"), "markers in a file made executable")
+	a8Refused(t, x, x.airlock("commit", "t1", "--approve"), "markers, commit --approve")
+
+	// Resolved, then marked again: the record of the conflict stays.
+	writeFile(t, text, a8TextSettled)
+	if err := os.Chmod(text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := x.airlock("show", "t1", "--json"); strings.Contains(r.Stdout, "\n  \"conflicts\": [") {
+		t.Errorf("show lists a conflict once resolved:\n%s", r.Stdout)
+	}
+	writeFile(t, text, a8TextMarked)
+	a8Refused(t, x, x.airlock("commit", "t1"), "markers written back after a resolution")
+
+	writeFile(t, text, a8TextSettled)
+	r := x.airlock("commit", "t1")
+	wantCode(t, r, 0)
+	wantBlock(t, r, map[string]string{"outcome": "committed", "modified": "2", "added": "0", "deleted": "0", "merged_paths": ""})
+	wantTree(t, "base after the resolution landed", tree{
+		"text.txt": F(0o644, a8TextSettled), "merge.txt": F(0o644, a8MergeBoth), "notes.txt": F(0o644, "notes v2\n"),
+	}, snapshot(t, x.base, a8SkipGit))
+}
+
+// TestE2EAttack8ConflictedNotTriggeredByHeadingsOrOtherFiles: a
+// resolution whose Markdown has setext headings (a line of seven '=')
+// lands, and so does a file the rebase never marked that holds
+// marker-like lines (a document about merge conflicts the agent wrote).
+func TestE2EAttack8ConflictedNotTriggeredByHeadingsOrOtherFiles(t *testing.T) {
+	x := newH(t)
+	staged := a8Conflict(t, x)
+	resolved := "Title\n=======\none by the agent and the human\ntwo\nthree\nfour\nfive\nsix\nseven\n"
+	writeFile(t, filepath.Join(staged, "text.txt"), resolved)
+	doc := "How a conflict looks:\n<<<<<<< ours\nmine\n=======\nyours\n>>>>>>> theirs\n"
+	writeFile(t, filepath.Join(staged, "conflicts.md"), doc)
+	r := x.airlock("commit", "t1")
+	wantCode(t, r, 0)
+	wantBlock(t, r, map[string]string{"outcome": "committed", "modified": "2", "added": "1"})
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "text.txt")); got != resolved {
+		t.Errorf("base text.txt = %q, want %q", got, resolved)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "conflicts.md")); got != doc {
+		t.Errorf("base conflicts.md = %q, want %q", got, doc)
+	}
+}
+
+// TestE2EAttack8RebaseOnCopyAndWorktree: the rebase takes, merges and
+// marks the same on the copy and the worktree backends, and the
+// resolution lands the same.
+func TestE2EAttack8RebaseOnCopyAndWorktree(t *testing.T) {
+	for _, backend := range []string{"copy", "worktree"} {
+		t.Run(backend, func(t *testing.T) {
+			x := newH(t)
+			staged := a8Conflict(t, x, "--backend", backend)
+			a8Refused(t, x, x.airlock("commit", "t1"), backend)
+			writeFile(t, filepath.Join(staged, "text.txt"), a8TextSettled)
+			r := x.airlock("commit", "t1")
+			wantCode(t, r, 0)
+			for rel, want := range map[string]string{"text.txt": a8TextSettled, "merge.txt": a8MergeBoth, "notes.txt": "notes v2\n"} {
+				if got := testbin.ReadFile(t, filepath.Join(x.base, rel)); got != want {
+					t.Errorf("base %s = %q, want %q", rel, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestE2EAttack8OverlayRefusedClearly: an overlay transaction is not
+// rebased (exit 125, saying why), and is left as it was: its commit lands
+// the agent's edit beside the base's change.
+func TestE2EAttack8OverlayRefusedClearly(t *testing.T) {
+	x := newH(t)
+	if err := os.MkdirAll(x.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if r := x.airlock("doctor"); !doctorSupports(r.Stdout, "overlay") {
+		testbin.Missing(t, "overlay unsupported here (airlock doctor):\n%s", r.Stdout)
+	}
+	build(t, x.base, tree{"code.txt": F(0o644, "code v1\n"), "notes.txt": F(0o644, "notes v1\n")})
+	waitPastClock(t, x.state, x.base, "code.txt", "notes.txt")
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "ov", "--backend", "overlay"), 0)
+	writeFile(t, filepath.Join(x.stagedPath("ov"), "code.txt"), "code by the agent\n")
+	writeFile(t, filepath.Join(x.base, "notes.txt"), "notes v2\n")
+	r := x.airlock("rebase", "ov")
+	wantCode(t, r, 125)
+	if !strings.Contains(r.Stderr, "overlay") || !strings.Contains(r.Stderr, "follows the base already") {
+		t.Errorf("the overlay refusal does not say why:\n%s", r.Stderr)
+	}
+	r = x.airlock("commit", "ov")
+	wantCode(t, r, 0)
+	wantTree(t, "base after the overlay commit", tree{"code.txt": F(0o644, "code by the agent\n"), "notes.txt": F(0o644, "notes v2\n")}, snapshot(t, x.base, nil))
+}
