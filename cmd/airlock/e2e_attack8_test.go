@@ -202,3 +202,158 @@ func TestE2EAttack8OverlayRefusedClearly(t *testing.T) {
 	wantCode(t, r, 0)
 	wantTree(t, "base after the overlay commit", tree{"code.txt": F(0o644, "code by the agent\n"), "notes.txt": F(0o644, "notes v2\n")}, snapshot(t, x.base, nil))
 }
+
+// TestE2EAttack8BaseChangedAfterRebaseNotOverwritten: after a rebase and
+// its resolution, the human changes the base again: reverts their edit of
+// merge.txt (which the rebase merged) and edits notes.txt (which it took).
+// The commit must not land the rebase's stale view over either: it lands
+// with the human's newest content kept, or refuses and changes nothing.
+func TestE2EAttack8BaseChangedAfterRebaseNotOverwritten(t *testing.T) {
+	x := newH(t)
+	staged := a8Conflict(t, x)
+	writeFile(t, filepath.Join(staged, "text.txt"), a8TextSettled)
+	writeFile(t, filepath.Join(x.base, "merge.txt"), a8Merge)
+	writeFile(t, filepath.Join(x.base, "notes.txt"), "notes v3\n")
+	r := x.airlock("commit", "t1")
+	switch r.Code {
+	case 0:
+		if got := testbin.ReadFile(t, filepath.Join(x.base, "merge.txt")); got != a8MergeAgent {
+			t.Errorf("the commit reverted the human's revert made after the rebase: merge.txt = %q, want %q", got, a8MergeAgent)
+		}
+	case 75:
+		if got := testbin.ReadFile(t, filepath.Join(x.base, "merge.txt")); got != a8Merge {
+			t.Errorf("a refused commit changed merge.txt: %q", got)
+		}
+		if got := testbin.ReadFile(t, filepath.Join(x.base, "text.txt")); got != a8TextHuman {
+			t.Errorf("a refused commit changed text.txt: %q", got)
+		}
+	default:
+		t.Fatalf("commit after the base moved again: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "notes.txt")); got != "notes v3\n" {
+		t.Errorf("the commit overwrote notes.txt, changed in the base after the rebase took it: %q", got)
+	}
+}
+
+// TestE2EAttack8RebaseWaitsOutAPausedCommit: a rebase started while a
+// commit of the same transaction is paused after its checks waits for the
+// commit's lock; the commit lands as checked, and the rebase then refuses
+// a committed transaction without touching the base or the staged tree.
+func TestE2EAttack8RebaseWaitsOutAPausedCommit(t *testing.T) {
+	x := newH(t)
+	a8Git(t, x, tree{"code.txt": F(0o644, "code v1\n"), "merge.txt": F(0o644, a8Merge), "notes.txt": F(0o644, "notes v1\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "code.txt"), "code by the agent\n")
+	writeFile(t, filepath.Join(staged, "merge.txt"), a8MergeAgent)
+	writeFile(t, filepath.Join(x.base, "merge.txt"), a8MergeHuman)
+	writeFile(t, filepath.Join(x.base, "notes.txt"), "notes v2\n")
+
+	pause := testbin.RealDir(t)
+	c := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=checked:" + pause}, args: []string{"commit", "t1"}})
+	waitFile(t, filepath.Join(pause, "reached"))
+	rb := x.start(run{args: []string{"rebase", "t1"}})
+	touch(t, filepath.Join(pause, "continue"))
+	r := c.WaitSettled()
+	wantCode(t, r, 0)
+	wantBlock(t, r, map[string]string{"outcome": "committed", "merged_paths": "merge.txt"})
+	r = rb.WaitSettled()
+	if r.Code != 125 || !strings.Contains(r.Stderr, "only an open or refused one can be rebased") {
+		t.Errorf("a rebase queued behind a commit: exit %d\n%s", r.Code, r.Stderr)
+	}
+	wantTree(t, "base after the commit", tree{
+		"code.txt": F(0o644, "code by the agent\n"), "merge.txt": F(0o644, a8MergeBoth), "notes.txt": F(0o644, "notes v2\n"),
+	}, snapshot(t, x.base, a8SkipGit))
+}
+
+// TestE2EAttack8TwoRebasesAtOnce: a second rebase of a transaction whose
+// first rebase is paused after measuring waits for it, then finds the
+// transaction on the base already and changes nothing; the commit lands
+// the merge once.
+func TestE2EAttack8TwoRebasesAtOnce(t *testing.T) {
+	x := newH(t)
+	a8Git(t, x, tree{"merge.txt": F(0o644, a8Merge), "notes.txt": F(0o644, "notes v1\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "merge.txt"), a8MergeAgent)
+	writeFile(t, filepath.Join(x.base, "merge.txt"), a8MergeHuman)
+	writeFile(t, filepath.Join(x.base, "notes.txt"), "notes v2\n")
+
+	pause := testbin.RealDir(t)
+	first := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=rebase-measured:" + pause}, args: []string{"rebase", "t1"}})
+	waitFile(t, filepath.Join(pause, "reached"))
+	second := x.start(run{args: []string{"rebase", "t1"}})
+	touch(t, filepath.Join(pause, "continue"))
+	r := first.WaitSettled()
+	wantCode(t, r, 0)
+	if r.Stdout != "taken    notes.txt\nmerged   merge.txt\n" {
+		t.Errorf("the first rebase printed %q", r.Stdout)
+	}
+	r = second.WaitSettled()
+	wantCode(t, r, 0)
+	if r.Stdout != "" || !strings.Contains(r.Stderr, "on the base as it is now already") {
+		t.Errorf("the second rebase took something in again: %q\n%s", r.Stdout, r.Stderr)
+	}
+	wantTree(t, "staged after two rebases", tree{"merge.txt": F(0o644, a8MergeBoth), "notes.txt": F(0o644, "notes v2\n")}, snapshot(t, staged, a8SkipGit))
+	r = x.airlock("commit", "t1")
+	wantCode(t, r, 0)
+	wantBlock(t, r, map[string]string{"outcome": "committed", "modified": "1", "merged_paths": ""})
+	wantTree(t, "base", tree{"merge.txt": F(0o644, a8MergeBoth), "notes.txt": F(0o644, "notes v2\n")}, snapshot(t, x.base, a8SkipGit))
+}
+
+// TestE2EAttack8UndoOfARebasedCommit: undoing the commit of a rebased
+// transaction brings back the base as the human left it (their newer
+// content), not the base as the transaction first saw it.
+func TestE2EAttack8UndoOfARebasedCommit(t *testing.T) {
+	x := newH(t)
+	staged := a8Conflict(t, x)
+	writeFile(t, filepath.Join(staged, "text.txt"), a8TextSettled)
+	wantCode(t, x.airlock("commit", "t1"), 0)
+	r := x.airlock("undo", "t1", "--workdir", x.base)
+	wantCode(t, r, 0)
+	wantTree(t, "base after the undo", tree{
+		"text.txt": F(0o644, a8TextHuman), "merge.txt": F(0o644, a8MergeHuman), "notes.txt": F(0o644, "notes v2\n"),
+	}, snapshot(t, x.base, a8SkipGit))
+}
+
+// TestE2EAttack8RebaseTakesEveryShape: the base, where the transaction
+// changed nothing, turns a directory into a file and a file into an empty
+// directory, makes a script executable, deletes a file and a directory
+// tree, and adds a file and a directory with a file in it; the rebase
+// takes each in exactly, and the commit lands only the agent's edit over
+// them. (A retargeted symlink and a file turned into a directory with
+// something in it are refused today: e2e_attack8_breaks_test.go.)
+func TestE2EAttack8RebaseTakesEveryShape(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{
+		"code.txt": F(0o644, "code v1\n"),
+		"d/a":      F(0o644, "a\n"), "f": F(0o644, "f\n"), "s": L("code.txt"), "run.sh": F(0o644, "#!/bin/sh\n"),
+		"gone.txt": F(0o644, "gone\n"), "e/x/y": F(0o644, "y\n"), "target.txt": F(0o644, "t\n"),
+	})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "code.txt"), "code by the agent\n")
+	for _, err := range []error{
+		os.RemoveAll(filepath.Join(x.base, "d")), os.WriteFile(filepath.Join(x.base, "d"), []byte("d is a file\n"), 0o644),
+		os.Remove(filepath.Join(x.base, "f")), os.Mkdir(filepath.Join(x.base, "f"), 0o750),
+		os.MkdirAll(filepath.Join(x.base, "n", "m"), 0o755), os.WriteFile(filepath.Join(x.base, "n", "m", "h"), []byte("h\n"), 0o600),
+		os.Chmod(filepath.Join(x.base, "run.sh"), 0o755),
+		os.Remove(filepath.Join(x.base, "gone.txt")), os.RemoveAll(filepath.Join(x.base, "e")),
+		os.WriteFile(filepath.Join(x.base, "new.txt"), []byte("new\n"), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := snapshot(t, x.base, nil)
+	r := x.airlock("rebase", "t1")
+	wantCode(t, r, 0)
+	got := snapshot(t, staged, func(rel string) bool { return rel == "code.txt" })
+	delete(want, "code.txt")
+	wantTree(t, "staged tree after the rebase (code.txt aside)", want, got)
+	r = x.airlock("commit", "t1")
+	wantCode(t, r, 0)
+	wantBlock(t, r, map[string]string{"outcome": "committed", "modified": "1", "added": "0", "deleted": "0"})
+	want["code.txt"] = F(0o644, "code by the agent\n")
+	wantTree(t, "base after the commit", want, snapshot(t, x.base, nil))
+}
