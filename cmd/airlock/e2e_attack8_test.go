@@ -357,3 +357,160 @@ func TestE2EAttack8RebaseTakesEveryShape(t *testing.T) {
 	want["code.txt"] = F(0o644, "code by the agent\n")
 	wantTree(t, "base after the commit", want, snapshot(t, x.base, nil))
 }
+
+// TestE2EAttack8NonUTF8NameConflict: a conflict in a file whose name is
+// not UTF-8 is marked, recorded and refused under its own bytes, and its
+// resolution lands.
+func TestE2EAttack8NonUTF8NameConflict(t *testing.T) {
+	x := newH(t)
+	name := "caf\xe9.txt"
+	a8Git(t, x, tree{name: F(0o644, a8Text)})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, name), a8TextAgent)
+	writeFile(t, filepath.Join(x.base, name), a8TextHuman)
+	r := x.airlock("rebase", "t1")
+	wantCode(t, r, 0)
+	if got := testbin.ReadFile(t, filepath.Join(staged, name)); got != a8TextMarked {
+		t.Fatalf("the staged %q after the rebase is %q", name, got)
+	}
+	r = x.airlock("commit", "t1")
+	if r.Code != 75 || r.Settle["refusal"] != "Conflicted" || r.Settle["refused_paths"] != "caf%E9.txt" {
+		t.Errorf("markers in a non-UTF-8 name: exit %d, refusal %q %q\n%s", r.Code, r.Settle["refusal"], r.Settle["refused_paths"], r.Stderr)
+	}
+	writeFile(t, filepath.Join(staged, name), a8TextSettled)
+	wantCode(t, x.airlock("commit", "t1"), 0)
+	if got := testbin.ReadFile(t, filepath.Join(x.base, name)); got != a8TextSettled {
+		t.Errorf("base %q = %q", name, got)
+	}
+}
+
+// TestE2EAttack8ProtectedConflictNeedsBoth: a conflict in a protected
+// path (.envrc) is refused Conflicted even with --approve; resolved, it
+// still needs the approval, and then lands.
+func TestE2EAttack8ProtectedConflictNeedsBoth(t *testing.T) {
+	x := newH(t)
+	a8Git(t, x, tree{".envrc": F(0o644, a8Text)})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, ".envrc"), a8TextAgent)
+	writeFile(t, filepath.Join(x.base, ".envrc"), a8TextHuman)
+	wantCode(t, x.airlock("rebase", "t1"), 0)
+	for _, args := range [][]string{{"commit", "t1"}, {"commit", "t1", "--approve"}} {
+		r := x.airlock(args...)
+		if r.Code != 75 || r.Settle["refusal"] != "Conflicted" {
+			t.Errorf("%q with markers in .envrc: exit %d, refusal %q\n%s", args, r.Code, r.Settle["refusal"], r.Stderr)
+		}
+	}
+	writeFile(t, filepath.Join(staged, ".envrc"), a8TextSettled)
+	r := x.airlock("commit", "t1")
+	if r.Code != 75 || r.Settle["refusal"] != "ProtectedPathNotApproved" {
+		t.Errorf("a resolved protected path without approval: exit %d, refusal %q", r.Code, r.Settle["refusal"])
+	}
+	wantCode(t, x.airlock("commit", "t1", "--approve"), 0)
+	if got := testbin.ReadFile(t, filepath.Join(x.base, ".envrc")); got != a8TextSettled {
+		t.Errorf("base .envrc = %q", got)
+	}
+}
+
+// TestE2EAttack8ExcludedStaysOut: a path the transaction was opened
+// without (--exclude) that the base changes is not taken into the staged
+// workspace, and the commit leaves the base's version of it alone.
+func TestE2EAttack8ExcludedStaysOut(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"code.txt": F(0o644, "code v1\n"), "build/out": F(0o644, "out v1\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1", "--exclude", "build/"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "code.txt"), "code by the agent\n")
+	writeFile(t, filepath.Join(x.base, "build", "out"), "out v2\n")
+	writeFile(t, filepath.Join(x.base, "build", "new"), "new\n")
+	r := x.airlock("rebase", "t1")
+	wantCode(t, r, 0)
+	if r.Stdout != "" {
+		t.Errorf("the rebase took in excluded paths: %q", r.Stdout)
+	}
+	if _, err := os.Lstat(filepath.Join(staged, "build")); err == nil {
+		t.Errorf("the excluded build/ is in the staged workspace after the rebase")
+	}
+	wantCode(t, x.airlock("commit", "t1"), 0)
+	wantTree(t, "base", tree{"code.txt": F(0o644, "code by the agent\n"), "build": D(0o755), "build/out": F(0o644, "out v2\n"), "build/new": F(0o644, "new\n")}, snapshot(t, x.base, nil))
+}
+
+// TestE2EAttack8GitHeadMoved: the human commits their edit (HEAD moves)
+// after the open, then edits another file; the rebase's ancestor is HEAD
+// as it was at open, so both human edits survive the merge and the
+// commit lands them with the agent's.
+func TestE2EAttack8GitHeadMoved(t *testing.T) {
+	x := newH(t)
+	git := a8Git(t, x, tree{"text.txt": F(0o644, a8Text), "merge.txt": F(0o644, a8Merge)})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	textAgentLast := "one\ntwo\nthree\nfour\nfive\nsix\nseven by the agent\n"
+	writeFile(t, filepath.Join(staged, "text.txt"), textAgentLast)
+	writeFile(t, filepath.Join(staged, "merge.txt"), a8MergeAgent)
+	writeFile(t, filepath.Join(x.base, "text.txt"), a8TextHuman)
+	git("commit", "-qam", "the human's edit")
+	writeFile(t, filepath.Join(x.base, "merge.txt"), a8MergeHuman)
+	r := x.airlock("rebase", "t1")
+	wantCode(t, r, 0)
+	if r.Stdout != "merged   merge.txt\nmerged   text.txt\n" {
+		t.Errorf("rebase printed %q", r.Stdout)
+	}
+	wantCode(t, x.airlock("commit", "t1"), 0)
+	wantTree(t, "base", tree{
+		"text.txt":  F(0o644, "one by the human\ntwo\nthree\nfour\nfive\nsix\nseven by the agent\n"),
+		"merge.txt": F(0o644, a8MergeBoth),
+	}, snapshot(t, x.base, a8SkipGit))
+}
+
+// TestE2EAttack8FailedRebaseThenCommit: a rebase that fails partway
+// through its writes (the agent rewrites a file the rebase merges, after
+// the re-check, so a path taken before it is written already) leaves a
+// transaction whose commit keeps the base's newer content, the agent's
+// newest write, and lands no stale view.
+func TestE2EAttack8FailedRebaseThenCommit(t *testing.T) {
+	x := newH(t)
+	a8Git(t, x, tree{"a.txt": F(0o644, "a v1\n"), "b.txt": F(0o644, a8Merge)})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "b.txt"), a8MergeAgent)
+	writeFile(t, filepath.Join(x.base, "a.txt"), "a v2\n")
+	writeFile(t, filepath.Join(x.base, "b.txt"), a8MergeHuman)
+
+	pause := testbin.RealDir(t)
+	p := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=rebase-measured:" + pause}, args: []string{"rebase", "t1"}})
+	waitFile(t, filepath.Join(pause, "reached"))
+	newest := "a\nb\nc\nd\ne\nf\ng by the agent, once more\n"
+	writeFile(t, filepath.Join(staged, "b.txt"), newest)
+	touch(t, filepath.Join(pause, "continue"))
+	r := p.WaitSettled()
+	if r.Code != 125 || !strings.Contains(r.Stderr, `the staged b.txt changed while the rebase merged it`) {
+		t.Fatalf("a rebase over a merged file rewritten meanwhile: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(staged, "b.txt")); got != newest {
+		t.Fatalf("the agent's newest write was lost: %q", got)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(staged, "a.txt")); got != "a v2\n" {
+		t.Fatalf("the rebase failed before it took a.txt (%q): not the partway failure this test is for", got)
+	}
+	r = x.airlock("commit", "t1")
+	wantCode(t, r, 0)
+	wantTree(t, "base", tree{
+		"a.txt": F(0o644, "a v2\n"), "b.txt": F(0o644, "a by the human\nb\nc\nd\ne\nf\ng by the agent, once more\n"),
+	}, snapshot(t, x.base, a8SkipGit))
+}
+
+// TestE2EAttack8ConflictResolvedByDeletion: the agent resolves a conflict
+// by deleting the file: the commit deletes it from the base, lands no
+// marker, and the base's other newer content stays.
+func TestE2EAttack8ConflictResolvedByDeletion(t *testing.T) {
+	x := newH(t)
+	staged := a8Conflict(t, x)
+	if err := os.Remove(filepath.Join(staged, "text.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := x.airlock("commit", "t1")
+	wantCode(t, r, 0)
+	wantBlock(t, r, map[string]string{"deleted": "1", "modified": "1"})
+	wantTree(t, "base", tree{"merge.txt": F(0o644, a8MergeBoth), "notes.txt": F(0o644, "notes v2\n")}, snapshot(t, x.base, a8SkipGit))
+}
