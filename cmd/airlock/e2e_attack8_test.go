@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/airlockdev/airlock/internal/testbin"
@@ -513,4 +514,48 @@ func TestE2EAttack8ConflictResolvedByDeletion(t *testing.T) {
 	wantCode(t, r, 0)
 	wantBlock(t, r, map[string]string{"deleted": "1", "modified": "1"})
 	wantTree(t, "base", tree{"merge.txt": F(0o644, a8MergeBoth), "notes.txt": F(0o644, "notes v2\n")}, snapshot(t, x.base, a8SkipGit))
+}
+
+// TestE2EAttack8RebaseRefusesWhileRunToolCommandWrites: while a command
+// of the MCP run tool is at work in the staged workspace, airlock rebase
+// from the command line refuses at once and changes nothing; once the
+// command has written and ended, the rebase takes the base's change in and
+// the commit lands both, the command's write included.
+func TestE2EAttack8RebaseRefusesWhileRunToolCommandWrites(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"code.txt": F(0o644, "code v1\n"), "notes.txt": F(0o644, "notes v1\n")})
+	s := x.serveMCP()
+	id, staged := s.open(nil)
+	hold := testbin.RealDir(t)
+	ready, fifo := filepath.Join(hold, "ready"), filepath.Join(hold, "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan toolResult, 1)
+	go func() {
+		done <- s.call("run", map[string]any{"id": id, "command": "touch '" + ready + "' && read line < '" + fifo + "' && echo 'code by the command' > code.txt"})
+	}()
+	waitFile(t, ready)
+	writeFile(t, filepath.Join(x.base, "notes.txt"), "notes v2\n")
+	r := x.airlock("rebase", id)
+	if r.Code == 0 || !strings.Contains(r.Stderr, "has a command running in its staged workspace") {
+		t.Errorf("a rebase while the run tool's command works: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(staged, "notes.txt")); got != "notes v1\n" {
+		t.Errorf("the refused rebase changed the staged notes.txt: %q", got)
+	}
+	if err := os.WriteFile(fifo, []byte("go\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.isErr || res.exitCode() != 0 {
+		t.Fatalf("the held command: %s", res.text)
+	}
+	r = x.airlock("rebase", id)
+	wantCode(t, r, 0)
+	if r.Stdout != "taken    notes.txt\n" {
+		t.Errorf("rebase printed %q", r.Stdout)
+	}
+	wantCode(t, x.airlock("commit", id), 0)
+	wantTree(t, "base", tree{"code.txt": F(0o644, "code by the command\n"), "notes.txt": F(0o644, "notes v2\n")}, snapshot(t, x.base, nil))
 }
