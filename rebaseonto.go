@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/airlockdev/airlock/internal/basecheck"
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -404,8 +405,7 @@ func (t *Tx) planPath(ctx context.Context, root, staged *safefs.Root, orig *orig
 	case mergeImpossible:
 		return false, nil
 	case mergeConflict:
-		marked, _, err := merge.Marked(anc, ours, theirs, merge.Labels{
-			Ours: "transaction " + t.ID(), Ancestor: "base as " + t.ID() + " had it", Theirs: "base now"})
+		marked, _, err := merge.Marked(anc, ours, theirs, rebaseLabels(t.ID()))
 		if errors.Is(err, merge.ErrNotText) || errors.Is(err, merge.ErrTooCostly) {
 			return false, nil
 		}
@@ -637,23 +637,58 @@ func (t *Tx) Conflicts() (_ []Bytes, err error) {
 	return out, nil
 }
 
-// checkConflicts refuses Conflicted while a path a rebase marked up still
-// holds a marker line in what the commit would land: its frozen content.
+// rebaseLabels are the labels a rebase of transaction id writes after
+// its conflict markers: the transaction's own, so that a marker it wrote
+// is told from one a file holds of its own (a Markdown page showing git's).
+func rebaseLabels(id string) merge.Labels {
+	return merge.Labels{Ours: "transaction " + id, Ancestor: "base as " + id + " had it", Theirs: "base now"}
+}
+
+// checkConflicts refuses Conflicted while what the commit would land (its
+// frozen content) holds a conflict marker a rebase wrote: in any file of
+// the change set, a marker line with this transaction's labels (a marked
+// file renamed, or copied, carries them); in a path the rebase marked
+// up, also more marker lines of any form than the base's own version of
+// it holds (a marker whose label was edited away; an example of git's
+// markers the file had all along is no conflict).
 func (t *Tx) checkConflicts(set *changeset.Set, objects string) (*Refusal, error) {
 	recorded, err := t.recordedConflicts()
 	if err != nil || len(recorded) == 0 {
 		return nil, err
 	}
+	labeled := labeledMarkers(t.ID())
+	var base *safefs.Root
+	defer func() {
+		if base != nil {
+			base.Close()
+		}
+	}()
 	var marked []string
 	for _, c := range set.Changes {
-		if c.Result.Kind != manifest.KindFile || !slices.Contains(recorded, Bytes(c.Path)) {
+		if c.Result.Kind != manifest.KindFile {
 			continue
 		}
 		b, err := os.ReadFile(changeset.ObjectPath(objects, c.Result.Digest))
 		if err != nil {
 			return nil, fmt.Errorf("read the frozen content of %s: %w", c.Path, err)
 		}
-		if hasMarkers(b) {
+		if hasLine(b, labeled) {
+			marked = append(marked, c.Path)
+			continue
+		}
+		if !slices.Contains(recorded, Bytes(c.Path)) {
+			continue
+		}
+		var own []byte
+		if base == nil {
+			if base, err = safefs.OpenRootNoFollow(t.Base()); err != nil {
+				return nil, fmt.Errorf("open the base %s: %w", t.Base(), err)
+			}
+		}
+		if b, _, err := readStaged(base, c.Path); err == nil {
+			own = b
+		}
+		if markerLines(b) > markerLines(own) {
 			marked = append(marked, c.Path)
 		}
 	}
@@ -663,6 +698,51 @@ func (t *Tx) checkConflicts(set *changeset.Set, objects string) (*Refusal, error
 	r := refuse(Conflicted, marked, "the rebase left conflict markers in them, and some remain")
 	r.Remedy = Remedy{Kind: RemedyResolve, Tx: t.ID(), Dir: t.Path()}
 	return r, nil
+}
+
+// labeledMarkers are the marker lines a rebase of transaction id writes
+// with its labels.
+func labeledMarkers(id string) []string {
+	l := rebaseLabels(id)
+	return []string{"<<<<<<< " + l.Ours, "||||||| " + l.Ancestor, ">>>>>>> " + l.Theirs}
+}
+
+// hasLine reports whether b holds one of lines as a whole line (a CR
+// before its newline aside).
+func hasLine(b []byte, lines []string) bool {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		for _, l := range lines {
+			if string(line) == l {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// markerLines counts the lines of b that open, split or close a conflict,
+// as hasMarkers tells them.
+func markerLines(b []byte) int {
+	n := 0
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		if hasMarkers(line) {
+			n++
+		}
+	}
+	return n
 }
 
 // hasMarkers reports whether b holds a line that opens, splits or closes
@@ -694,14 +774,19 @@ func stillUntouched(staged *safefs.Root, p string, open *manifest.Manifest) bool
 	e, had := open.Lookup(p)
 	cur, err := staged.Lstat(p)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		// Absent, or beneath something that is no directory (a file the
+		// base made a directory of, its new entries beneath it).
 		return !had
 	case err != nil || !had:
 		return false
 	case e.Kind == manifest.KindDir:
 		return cur.Mode.IsDir()
+	case e.Kind == manifest.KindSymlink:
+		// A manifest keeps no size for a symlink.
+		return cur.Mode&fs.ModeSymlink != 0 && cur.Ino == e.Ino && cur.MtimeNs == e.MtimeNs && cur.CtimeNs == e.CtimeNs
 	}
-	return cur.Ino == e.Ino && cur.Size == e.Size && cur.MtimeNs == e.MtimeNs && cur.CtimeNs == e.CtimeNs
+	return cur.Mode.IsRegular() && cur.Ino == e.Ino && cur.Size == e.Size && cur.MtimeNs == e.MtimeNs && cur.CtimeNs == e.CtimeNs
 }
 
 // quoteAll quotes each path for a message.

@@ -559,3 +559,133 @@ func TestE2EAttack8RebaseRefusesWhileRunToolCommandWrites(t *testing.T) {
 	wantCode(t, x.airlock("commit", id), 0)
 	wantTree(t, "base", tree{"code.txt": F(0o644, "code by the command\n"), "notes.txt": F(0o644, "notes v2\n")}, snapshot(t, x.base, nil))
 }
+
+// Four attacks below broke the rebase as first built; each is fixed and
+// holds now.
+
+// TestE2EAttack8RebaseTakesRetargetedSymlink: the base retargets a
+// symlink the transaction never touched, and the rebase takes the new
+// target in. (It refused every time at first: the staged manifest keeps
+// no size for a symlink, and the re-check compared Lstat's.)
+func TestE2EAttack8RebaseTakesRetargetedSymlink(t *testing.T) {
+	x, staged, r := a8Shape(t, func(base string) error {
+		if err := os.Remove(filepath.Join(base, "s")); err != nil {
+			return err
+		}
+		return os.Symlink("target.txt", filepath.Join(base, "s"))
+	})
+	if r.Code != 0 {
+		t.Fatalf("a rebase over a retargeted symlink the transaction never touched: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if got, err := os.Readlink(filepath.Join(staged, "s")); err != nil || got != "target.txt" {
+		t.Errorf("the staged s points at %q (%v), want target.txt", got, err)
+	}
+	wantCode(t, x.airlock("commit", "t1"), 0)
+}
+
+// TestE2EAttack8RebaseTakesFileTurnedPopulatedDir: the base replaces a
+// file the transaction never touched with a directory holding a file, and
+// the rebase takes both in. (It refused every time at first: under the
+// staged file f, Lstat of f/h is ENOTDIR, which the re-check took for a
+// write.)
+func TestE2EAttack8RebaseTakesFileTurnedPopulatedDir(t *testing.T) {
+	x, staged, r := a8Shape(t, func(base string) error {
+		if err := os.Remove(filepath.Join(base, "f")); err != nil {
+			return err
+		}
+		if err := os.Mkdir(filepath.Join(base, "f"), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(base, "f", "h"), []byte("h\n"), 0o644)
+	})
+	if r.Code != 0 {
+		t.Fatalf("a rebase over a file the base turned into a directory with a file: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(staged, "f", "h")); got != "h\n" {
+		t.Errorf("the staged f/h is %q", got)
+	}
+	wantCode(t, x.airlock("commit", "t1"), 0)
+}
+
+// TestE2EAttack8ConflictedHoldsAfterMove: the conflict markers a rebase
+// wrote in text.txt, moved by the agent to another path (renamed, or put
+// behind a symlink left at text.txt), still refuse the commit Conflicted:
+// a marker line with the transaction's labels counts in any file. (They
+// landed at first: only the recorded paths were read.)
+func TestE2EAttack8ConflictedHoldsAfterMove(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		move func(staged string) error
+	}{
+		{"renamed", func(staged string) error {
+			return os.Rename(filepath.Join(staged, "text.txt"), filepath.Join(staged, "text2.txt"))
+		}},
+		{"behind a symlink", func(staged string) error {
+			if err := os.Rename(filepath.Join(staged, "text.txt"), filepath.Join(staged, "text2.txt")); err != nil {
+				return err
+			}
+			return os.Symlink("text2.txt", filepath.Join(staged, "text.txt"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newH(t)
+			staged := a8Conflict(t, x)
+			if err := tc.move(staged); err != nil {
+				t.Fatal(err)
+			}
+			r := x.airlock("commit", "t1")
+			if r.Code != 75 || r.Settle["refusal"] != "Conflicted" {
+				t.Errorf("a commit of the rebase's markers moved to text2.txt: exit %d, refusal %q\n%s", r.Code, r.Settle["refusal"], r.Stderr)
+			}
+			if b, err := os.ReadFile(filepath.Join(x.base, "text2.txt")); err == nil && strings.Contains(string(b), "<<<<<<< transaction t1") {
+				t.Errorf("the base's text2.txt holds the rebase's conflict markers:\n%s", b)
+			}
+		})
+	}
+}
+
+// TestE2EAttack8ConflictedNotOnTheFilesOwnMarkerLines: a file about
+// merge conflicts holds an example of git's markers, as the base's own
+// version does. Its rebase conflict resolved, the example stays, and the
+// commit lands: a marker line without the transaction's labels counts
+// only beyond those the base's version holds. (It was refused Conflicted
+// forever at first.)
+func TestE2EAttack8ConflictedNotOnTheFilesOwnMarkerLines(t *testing.T) {
+	x := newH(t)
+	example := "An example:\n<<<<<<< HEAD\nmine\n=======\nyours\n>>>>>>> topic\n"
+	a8Git(t, x, tree{"merging.md": F(0o644, "# Merging\n"+example)})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "merging.md"), "# Merging, by the agent\n"+example)
+	writeFile(t, filepath.Join(x.base, "merging.md"), "# Merging, by the human\n"+example)
+	r := x.airlock("rebase", "t1")
+	wantCode(t, r, 0)
+	if r.Stdout != "conflict merging.md\n" {
+		t.Fatalf("rebase printed %q", r.Stdout)
+	}
+	resolved := "# Merging, by both\n" + example
+	writeFile(t, filepath.Join(staged, "merging.md"), resolved)
+	r = x.airlock("commit", "t1")
+	if r.Code != 0 {
+		t.Fatalf("a correctly resolved file whose own content shows git's markers: exit %d, refusal %q\n%s", r.Code, r.Settle["refusal"], r.Stderr)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "merging.md")); got != resolved {
+		t.Errorf("base merging.md = %q, want %q", got, resolved)
+	}
+}
+
+// a8Shape opens t1 over a plain directory holding code.txt, a file f and
+// a symlink s (to code.txt), has the agent edit code.txt only, then
+// changes the base with change, and rebases t1.
+func a8Shape(t *testing.T, change func(base string) error) (*h, string, result) {
+	t.Helper()
+	x := newH(t)
+	build(t, x.base, tree{"code.txt": F(0o644, "code v1\n"), "f": F(0o644, "f\n"), "s": L("code.txt"), "target.txt": F(0o644, "t\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "code.txt"), "code by the agent\n")
+	if err := change(x.base); err != nil {
+		t.Fatal(err)
+	}
+	return x, staged, x.airlock("rebase", "t1")
+}
