@@ -76,6 +76,10 @@ type rebaseStep struct {
 	// when the merge replaces it, or the command's later write would be
 	// lost.
 	ours safefs.Info
+	// theirs is the base's content a merge took in (now): kept among the
+	// originals, it is the ancestor of the next merge of the path, when
+	// the base changes it again.
+	theirs []byte
 }
 
 // Rebase moves the transaction onto the base as it is now. For each path
@@ -219,6 +223,9 @@ func (t *Tx) Rebase(ctx context.Context) (_ *Rebased, err error) {
 	// cut short after writing one leaves a commit that refuses it, never
 	// one that lands it.
 	if err := t.st.Write(conflictsFile, conflictsRecord{Paths: conflicts}); err != nil {
+		return nil, err
+	}
+	if err := t.keepMerged(steps); err != nil {
 		return nil, err
 	}
 	stagedNow, err := t.writeRebase(staged, steps)
@@ -397,6 +404,7 @@ func (t *Tx) planPath(ctx context.Context, root, staged *safefs.Root, orig *orig
 		return false, nil
 	}
 	theirs := s.content
+	s.theirs = theirs
 	content, how, err := mergeContent(anc, ours, theirs)
 	if err != nil {
 		return false, fmt.Errorf("merge %s: %w", s.path, err)
@@ -796,4 +804,52 @@ func quoteAll(ps []string) []string {
 		out[i] = strconv.Quote(p)
 	}
 	return out
+}
+
+// keepMerged keeps, among the base's originals, the base's content each
+// merge of the rebase took in, under the stat facts the rebase records
+// for the path: once the base changes that path again, it is the ancestor
+// of the next merge (Tx.ancestor), as the original of an airlock commit
+// is. Without it, a path a rebase merged could be neither committed nor
+// rebased once the base moved again.
+func (t *Tx) keepMerged(steps []rebaseStep) error {
+	var orig *originals.Store
+	for _, s := range steps {
+		if (s.how != rebaseMerged && s.how != rebaseConflict) || s.theirs == nil || s.now.Kind != manifest.KindFile {
+			continue
+		}
+		if orig == nil {
+			var err error
+			if orig, err = t.originals(); err != nil {
+				return err
+			}
+		}
+		e := s.now
+		e.Path = s.path
+		e.Digest = manifest.HashBytes(s.theirs)
+		if orig.Has(e.Digest) {
+			if d, ok := orig.Lookup(e); ok && d == e.Digest {
+				continue
+			}
+		}
+		f, err := os.CreateTemp(t.StateDir(), ".merged-*")
+		if err != nil {
+			return fmt.Errorf("rebase %s: keep the base's %s: %w", t.ID(), s.path, err)
+		}
+		_, werr := f.Write(s.theirs)
+		if werr == nil {
+			werr = f.Sync()
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr == nil {
+			werr = orig.Add(t.ID(), e, f.Name())
+		}
+		if werr != nil {
+			os.Remove(f.Name())
+			return fmt.Errorf("rebase %s: keep the base's %s: %w", t.ID(), s.path, werr)
+		}
+	}
+	return nil
 }

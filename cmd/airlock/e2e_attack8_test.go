@@ -689,3 +689,31 @@ func a8Shape(t *testing.T, change func(base string) error) (*h, string, result) 
 	}
 	return x, staged, x.airlock("rebase", "t1")
 }
+
+// TestE2EAttack8MergedPathTakesTheBasesNextChange: a rebase merged
+// merge.txt (the agent's edit at the end, the human's at the start); the
+// human then edits its middle, apart from both. The commit merges the
+// three (the base's content the rebase merged is kept among the originals,
+// the ancestor of the next merge). (At first the commit refused BaseDrift
+// and a rebase "no known ancestor": the transaction was stuck.)
+func TestE2EAttack8MergedPathTakesTheBasesNextChange(t *testing.T) {
+	x := newH(t)
+	a8Git(t, x, tree{"merge.txt": F(0o644, a8Merge)})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	writeFile(t, filepath.Join(x.stagedPath("t1"), "merge.txt"), a8MergeAgent)
+	writeFile(t, filepath.Join(x.base, "merge.txt"), a8MergeHuman)
+	wantCode(t, x.airlock("rebase", "t1"), 0)
+	later := "a by the human\nb\nc\nd by the human later\ne\nf\ng\n"
+	writeFile(t, filepath.Join(x.base, "merge.txt"), later)
+	r := x.airlock("commit", "t1")
+	if r.Code != 0 {
+		r2 := x.airlock("rebase", "t1")
+		if r2.Code != 0 {
+			t.Fatalf("after the base moved again, neither a commit (exit %d, %s) nor a rebase (exit %d) gets the transaction out:\n%s", r.Code, r.Settle["refusal"], r2.Code, r2.Stderr)
+		}
+		wantCode(t, x.airlock("commit", "t1"), 0)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "merge.txt")); got != "a by the human\nb\nc\nd by the human later\ne\nf\ng by the agent\n" {
+		t.Errorf("base merge.txt = %q", got)
+	}
+}
