@@ -166,7 +166,11 @@ func (t *Tx) openAtOpen(orig interface {
 	if d, ok := orig.Lookup(e); ok {
 		return orig.Open(d)
 	}
-	return nil, fmt.Errorf("%s changed in the base since the transaction opened, and its content at open was not kept", p)
+	// In a git repository, a path clean at open held HEAD's blob.
+	if b, ok, err := t.headBlob(context.Background(), e); err == nil && ok {
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+	return nil, fmt.Errorf("%s changed in the base since the transaction opened, and its content at open was not kept (no airlock commit replaced it, and no clean git HEAD holds it)", p)
 }
 
 func side(e manifest.Entry, open func() (io.ReadCloser, error)) patch.Side {

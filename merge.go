@@ -162,6 +162,14 @@ func (t *Tx) ancestor(ctx context.Context, orig *originals.Store, open manifest.
 		b, err := readAll(func() (io.ReadCloser, error) { return orig.Open(d) })
 		return b, err == nil, err
 	}
+	return t.headBlob(ctx, open)
+}
+
+// headBlob is, in a git repository, HEAD's blob of a path that was clean
+// when the transaction opened (its git snapshot says so), where its size
+// (and digest, where open recorded one) is the file's at open: the file's
+// content at open. ok is false where it cannot be told.
+func (t *Tx) headBlob(ctx context.Context, open manifest.Entry) ([]byte, bool, error) {
 	var snap gitbase.Snapshot
 	if err := t.st.Read(gitFile, &snap); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -101,3 +101,26 @@ func TestE2ERebaseStagedWrittenMeanwhile(t *testing.T) {
 		t.Errorf("a second rebase lost the agent's write: notes.txt is %q", got)
 	}
 }
+
+// TestE2EDiffBeforeSideFromGitHead: a file the transaction edited that the
+// base then changed too, where no airlock commit kept its content at open:
+// in a git repository where it was clean at open, `diff` (and the review
+// page, which reads the same) shows the transaction's edit against HEAD's
+// blob, its content at open, instead of failing.
+func TestE2EDiffBeforeSideFromGitHead(t *testing.T) {
+	x := newH(t)
+	a8Git(t, x, tree{"notes.txt": F(0o644, "one\ntwo\nthree\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	writeFile(t, filepath.Join(x.stagedPath("t1"), "notes.txt"), "one\ntwo\nthree\nby the agent\n")
+	writeFile(t, filepath.Join(x.base, "notes.txt"), "one, by the human\ntwo\nthree\n")
+	r := x.airlock("diff", "t1")
+	wantCode(t, r, 0)
+	for _, want := range []string{"--- a/notes.txt", "+++ b/notes.txt", "+by the agent", " one\n"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("diff does not hold %q:\n%s%s", want, r.Stdout, r.Stderr)
+		}
+	}
+	if strings.Contains(r.Stdout, "by the human") {
+		t.Errorf("diff shows the base's later edit, not the transaction's change against its content at open:\n%s", r.Stdout)
+	}
+}
