@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -193,7 +192,7 @@ func (t *Tx) Rebase(ctx context.Context) (_ *Rebased, err error) {
 		}
 	}
 	if len(written) > 0 {
-		return nil, fmt.Errorf("rebase %s: %s changed in the staged workspace %s while the rebase read it (a command still writing there?); nothing was rebased: stop it and rebase again", t.ID(), strings.Join(quoteAll(written), ", "), t.Path())
+		return nil, fmt.Errorf("rebase %s: %s changed in the staged workspace %s while the rebase read it (a command still writing there?); nothing was rebased: stop it and rebase again", t.ID(), quotePaths(written, 10), t.Path())
 	}
 	out := &Rebased{TxID: t.ID(), Taken: []Bytes{}, Merged: []Bytes{}, Conflicts: []Bytes{}}
 	if len(steps) == 0 {
@@ -718,35 +717,19 @@ func labeledMarkers(id string) []string {
 // hasLine reports whether b holds one of lines as a whole line (a CR
 // before its newline aside).
 func hasLine(b []byte, lines []string) bool {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
-		for _, l := range lines {
-			if string(line) == l {
-				return true
-			}
+	for line := range bytes.Lines(b) {
+		if slices.Contains(lines, string(bareLine(line))) {
+			return true
 		}
 	}
 	return false
 }
 
-// markerLines counts the lines of b that open, split or close a conflict,
-// as hasMarkers tells them.
+// markerLines counts the lines of b that open, split or close a conflict.
 func markerLines(b []byte) int {
 	n := 0
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
-		}
-		if hasMarkers(line) {
+	for line := range bytes.Lines(b) {
+		if isMarker(line) {
 			n++
 		}
 	}
@@ -754,22 +737,30 @@ func markerLines(b []byte) int {
 }
 
 // hasMarkers reports whether b holds a line that opens, splits or closes
-// a conflict (seven '<', '|' or '>', then a space or the line's end). A
-// line of seven '=' alone is not counted: it underlines headings in
-// reStructuredText and Markdown.
+// a conflict.
 func hasMarkers(b []byte) bool {
-	for len(b) > 0 {
-		line := b
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			line, b = b[:i], b[i+1:]
-		} else {
-			b = nil
+	for line := range bytes.Lines(b) {
+		if isMarker(line) {
+			return true
 		}
-		line = bytes.TrimSuffix(line, []byte{'\r'})
-		for _, m := range []string{"<<<<<<<", "|||||||", ">>>>>>>"} {
-			if rest, ok := bytes.CutPrefix(line, []byte(m)); ok && (len(rest) == 0 || rest[0] == ' ') {
-				return true
-			}
+	}
+	return false
+}
+
+// bareLine is line without its newline and the one CR before it.
+func bareLine(line []byte) []byte {
+	return bytes.TrimSuffix(bytes.TrimSuffix(line, []byte{'\n'}), []byte{'\r'})
+}
+
+// isMarker reports whether line (its CR and newline aside) opens, splits
+// or closes a conflict: seven '<', '|' or '>', then a space or the line's
+// end. A line of seven '=' alone is not counted: it underlines headings
+// in reStructuredText and Markdown.
+func isMarker(line []byte) bool {
+	line = bareLine(line)
+	for _, m := range []string{"<<<<<<<", "|||||||", ">>>>>>>"} {
+		if rest, ok := bytes.CutPrefix(line, []byte(m)); ok && (len(rest) == 0 || rest[0] == ' ') {
+			return true
 		}
 	}
 	return false
@@ -795,15 +786,6 @@ func stillUntouched(staged *safefs.Root, p string, open *manifest.Manifest) bool
 		return cur.Mode&fs.ModeSymlink != 0 && cur.Ino == e.Ino && cur.MtimeNs == e.MtimeNs && cur.CtimeNs == e.CtimeNs
 	}
 	return cur.Mode.IsRegular() && cur.Ino == e.Ino && cur.Size == e.Size && cur.MtimeNs == e.MtimeNs && cur.CtimeNs == e.CtimeNs
-}
-
-// quoteAll quotes each path for a message.
-func quoteAll(ps []string) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = strconv.Quote(p)
-	}
-	return out
 }
 
 // keepMerged keeps, among the base's originals, the base's content each

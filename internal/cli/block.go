@@ -78,11 +78,16 @@ func writeWarnings(w io.Writer, res *airlock.Result) {
 // escapeValue keeps a path on one line and comma lists unambiguous: bytes
 // that are control characters, '%', ',', or not valid UTF-8 are written as
 // %XX, as in a URL. Every other path prints as itself.
-func escapeValue(s string) string {
+func escapeValue(s string) string { return percentEscape(s, "%,", false) }
+
+// percentEscape %-escapes, byte by byte, what a line of text must not carry
+// as it is: bytes that are not UTF-8, control characters (C1 ones too,
+// with c1), and the characters of also.
+func percentEscape(s, also string, c1 bool) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && n == 1) || r < 0x20 || r == 0x7f || r == '%' || r == ',' {
+		if (r == utf8.RuneError && n == 1) || r < 0x20 || r == 0x7f || (c1 && r >= 0x80 && r < 0xa0) || strings.ContainsRune(also, r) {
 			fmt.Fprintf(&b, "%%%02X", s[i])
 			i++
 			continue

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -130,7 +129,7 @@ func commandLine(argv []string) string {
 	}
 	words := make([]string, len(argv))
 	for i, a := range argv {
-		words[i] = shellQuote(escapeControl(a))
+		words[i] = shellQuote(percentEscape(a, "%", true))
 	}
 	line := strings.Join(words, " ")
 	if r := []rune(line); len(r) > maxCommandLine {
@@ -146,21 +145,4 @@ func shellQuote(w string) string {
 		return w
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-}
-
-// escapeControl %-escapes control characters, bytes that are not UTF-8,
-// and % itself, leaving every other character as it is.
-func escapeControl(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && n == 1) || r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '%' {
-			fmt.Fprintf(&b, "%%%02X", s[i])
-			i++
-			continue
-		}
-		b.WriteString(s[i : i+n])
-		i += n
-	}
-	return b.String()
 }

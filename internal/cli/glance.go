@@ -45,7 +45,7 @@ func happened(res *airlock.Result, cause string) string {
 				s += ": " + r.Reason
 			}
 			if len(r.Paths) > 0 {
-				s += ": " + listPaths(r.Paths, 3)
+				s += ": " + commandline.QuotePaths(r.Paths, 3)
 			}
 		}
 	default:
@@ -166,17 +166,4 @@ func refusalWords(k airlock.RefusalKind) string {
 		return "the remote branch kept moving"
 	}
 	return string(k)
-}
-
-// listPaths quotes the first most paths, then says how many more.
-func listPaths(paths []string, most int) string {
-	var q []string
-	for i, p := range paths {
-		if i == most {
-			q = append(q, fmt.Sprintf("and %d more", len(paths)-most))
-			break
-		}
-		q = append(q, fmt.Sprintf("%q", p))
-	}
-	return strings.Join(q, ", ")
 }

@@ -50,12 +50,14 @@ func Refusal(r *airlock.Refusal) string {
 	}
 	if len(r.Paths) > 0 {
 		b.WriteString(": ")
-		b.WriteString(quotePaths(r.Paths, 10))
+		b.WriteString(QuotePaths(r.Paths, 10))
 	}
 	return b.String()
 }
 
-func quotePaths(paths []string, most int) string {
+// QuotePaths quotes paths for one line of text: the first most of them,
+// then how many more.
+func QuotePaths(paths []string, most int) string {
 	var q []string
 	for i, p := range paths {
 		if i == most {
