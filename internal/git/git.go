@@ -20,7 +20,8 @@ type Repo struct {
 	dir    string   // git -C dir: discovered from a directory in a work tree
 	gitDir string   // git --git-dir=gitDir: the repository itself, no work tree
 	index  string   // GIT_INDEX_FILE, named by airlock itself (WithIndex)
-	env    []string // set after the hardened environment (Ignored)
+	env    []string // set after the hardened environment (Ignored, WithEnv)
+	cwd    string   // the working directory git starts in (WithCwd)
 }
 
 // In names the repository that holds dir, found as git finds it for a user
@@ -84,6 +85,7 @@ func (r Repo) run(ctx context.Context, stdin []byte, args []string) ([]byte, err
 		cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+r.index)
 	}
 	cmd.Env = append(cmd.Env, r.env...)
+	cmd.Dir = r.cwd
 	cmd.WaitDelay = waitDelay
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)

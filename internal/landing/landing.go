@@ -52,8 +52,7 @@ type Repo struct {
 	Remote  string // as the caller named it, for messages (masked: see Redact)
 	Ref     string // refs/heads/<branch>
 	BaseDir string // the base, for messages
-	fetch   string // URL to fetch from
-	push    string // URL to push to
+	access  *access
 }
 
 // Open resolves remote against the repository holding from ("" when there
@@ -61,14 +60,27 @@ type Repo struct {
 // repository at dir, whose objects fall back on from's repository. ref is
 // the branch (see BranchRef); baseDir is the directory messages name.
 func Open(ctx context.Context, dir, from, baseDir, remote, ref string) (*Repo, error) {
-	fetchURL, pushURL, err := resolveRemote(ctx, from, remote)
-	if err != nil {
-		return nil, err
+	if remote == "" {
+		return nil, errNoRemote
+	}
+	if strings.HasPrefix(remote, "-") {
+		return nil, fmt.Errorf("remote %q is neither a remote name nor a URL", remote)
 	}
 	if err := initPrivate(ctx, dir, from); err != nil {
 		return nil, err
 	}
-	return &Repo{Git: git.At(dir), Dir: dir, Remote: Redact(remote), fetch: fetchURL, push: pushURL, Ref: ref, BaseDir: baseDir}, nil
+	a, err := resolveAccess(ctx, dir, from, remote)
+	if err != nil {
+		return nil, err
+	}
+	return &Repo{Git: git.At(dir), Dir: dir, Remote: Redact(remote), access: a, Ref: ref, BaseDir: baseDir}, nil
+}
+
+// remoteGit is the private repository as the git calls that talk to the
+// remote run it: with the clone's access settings (see resolveAccess), in
+// the clone's top directory.
+func (l *Repo) remoteGit() git.Repo {
+	return l.Git.WithEnv(l.access.env...).WithCwd(l.access.cwd)
 }
 
 // CatBlob reads a blob.
@@ -117,27 +129,6 @@ func initPrivate(ctx context.Context, dir, from string) error {
 		return err
 	}
 	return safefs.WriteFile(alt, []byte(objects+"\n"), 0o600)
-}
-
-// resolveRemote returns the fetch and push URLs of a remote of the
-// repository holding dir, or remote itself when it names none.
-func resolveRemote(ctx context.Context, dir, remote string) (string, string, error) {
-	if remote == "" {
-		return "", "", errors.New("no remote given: name a remote of the base's repository or a URL (--remote)")
-	}
-	if strings.HasPrefix(remote, "-") {
-		return "", "", fmt.Errorf("remote %q is neither a remote name nor a URL", remote)
-	}
-	if dir != "" {
-		if f, err := git.In(dir).Run(ctx, "remote", "get-url", remote); err == nil {
-			p, err := git.In(dir).Run(ctx, "remote", "get-url", "--push", remote)
-			if err != nil {
-				return "", "", fmt.Errorf("read the push URL of remote %s in %s: %w", remote, dir, err)
-			}
-			return strings.TrimSpace(string(f)), strings.TrimSpace(string(p)), nil
-		}
-	}
-	return remote, remote, nil
 }
 
 // Redact drops a password from a URL, for messages: airlock never shows
@@ -193,7 +184,7 @@ func secrets(remote string) []string {
 
 // mask replaces every secret of the landing's remote URLs in text.
 func (l *Repo) mask(text string) string {
-	for _, u := range []string{l.fetch, l.push} {
+	for _, u := range l.access.urls {
 		for _, s := range secrets(u) {
 			text = strings.ReplaceAll(text, s, "xxxxx")
 		}
@@ -219,12 +210,15 @@ func gitSaid(err error) string {
 func (l *Repo) FetchHeads(ctx context.Context) (string, string, error) {
 	// The glob fetches no notes ref where the remote has none, and
 	// --prune drops one the remote deleted.
-	_, err := l.Git.Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--", l.fetch,
+	_, err := l.remoteGit().Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--", l.access.name,
 		"+"+l.Ref+":"+fetchedHead, "+refs/notes/*:refs/notes/fetched/*")
 	if err != nil {
 		msg := l.mask(gitSaid(err))
 		if strings.Contains(msg, "couldn't find remote ref") {
 			return "", "", fmt.Errorf("%s has no branch %s: create it once with git (git push %s <commit>:%s)", l.Remote, l.Ref, l.Remote, l.Ref)
+		}
+		if advice := l.access.sshAdvice(msg); advice != "" {
+			return "", "", fmt.Errorf("fetch %s from %s: %s; %s", l.Ref, l.Remote, msg, advice)
 		}
 		return "", "", fmt.Errorf("fetch %s from %s: %s; airlock authenticates as git does (ssh keys, credential helpers, never a prompt): check that `git fetch %s` works in %s", l.Ref, l.Remote, msg, l.Remote, l.BaseDir)
 	}
@@ -436,9 +430,9 @@ func (l *Repo) AddNote(ctx context.Context, notes, commit string, data []byte) (
 // the heads are unchanged failed for another reason (permissions, a
 // server hook, branch protection), which is an error.
 func (l *Repo) PushAtomic(ctx context.Context, head, notes, commit, noteCommit string) (bool, error) {
-	out, err := l.Git.Run(ctx, "push", "--atomic", "--porcelain", "--quiet",
+	out, err := l.remoteGit().Run(ctx, "push", "--atomic", "--porcelain", "--quiet",
 		"--force-with-lease="+l.Ref+":"+head, "--force-with-lease="+NotesRef+":"+notes,
-		"--", l.push, commit+":"+l.Ref, noteCommit+":"+NotesRef)
+		"--", l.access.name, commit+":"+l.Ref, noteCommit+":"+NotesRef)
 	if err == nil {
 		return false, nil
 	}
@@ -457,12 +451,15 @@ func (l *Repo) PushAtomic(ctx context.Context, head, notes, commit, noteCommit s
 		detail = strings.Join(refused, "; ") + "; " + detail
 	}
 	detail = l.mask(detail)
+	if advice := l.access.sshAdvice(detail); advice != "" {
+		return false, fmt.Errorf("push %s and %s to %s: %s; %s", l.Ref, NotesRef, l.Remote, detail, advice)
+	}
 	return false, fmt.Errorf("push %s and %s to %s: %s; airlock's push is a plain git push: check that `git push %s` is allowed here (credentials, branch protection, the right to push %s)", l.Ref, NotesRef, l.Remote, detail, l.Remote, NotesRef)
 }
 
 // remoteHeads asks the remote for its branch and notes heads.
 func (l *Repo) remoteHeads(ctx context.Context) (string, string, error) {
-	b, err := l.Git.Run(ctx, "ls-remote", "--", l.push, l.Ref, NotesRef)
+	b, err := l.remoteGit().Run(ctx, "ls-remote", "--", l.access.name, l.Ref, NotesRef)
 	if err != nil {
 		return "", "", err
 	}

@@ -21,7 +21,7 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
-	l := &Repo{fetch: "https://user:secret@host/r.git", push: "https://host/r.git?token=abc"}
+	l := &Repo{access: &access{urls: []string{"https://user:secret@host/r.git", "https://host/r.git?token=abc"}}}
 	if got := l.mask("fatal: secret and abc and token=abc"); strings.Contains(got, "secret") || strings.Contains(got, "abc") {
 		t.Errorf("mask left a secret: %q", got)
 	}
