@@ -415,6 +415,9 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 		res, err = backend.Stage(ctx, req)
 	}
 	if err == nil {
+		err = scrubStagedGit(ctx, res, staged)
+	}
+	if err == nil {
 		beside.Go(func() { measured(res, early) })
 	} else if early != nil {
 		early.Stop()
