@@ -31,8 +31,10 @@ const DefaultRemoteAttempts = 6
 // RemoteOptions say where LandRemote lands.
 type RemoteOptions struct {
 	// Remote is a remote of the base's repository ("origin") or a URL git
-	// accepts. Authentication is git's own (ssh keys, credential helpers);
-	// airlock never prompts and stores nothing.
+	// accepts. Authentication is the clone's, as `git fetch` there has
+	// it (its core.sshCommand, http.* and credential.* settings, see
+	// docs/landing.md); airlock never prompts (ssh runs in batch mode
+	// unless the user names their own) and stores no credential.
 	Remote string
 	// Branch is the branch to land into, without refs/heads/; it must
 	// exist on the remote.
