@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +39,14 @@ func ScrubGitConfig(ctx context.Context, dir string) (bool, error) {
 	}
 	if err != nil {
 		return false, err
+	}
+	// Most configs hold neither: no git to start on every open.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	if !bytes.Contains(data, []byte("@")) && !bytes.Contains(bytes.ToLower(data), []byte("extraheader")) {
+		return false, nil
 	}
 	out, err := git.Run(ctx, "config", "--file", path, "--list", "--null")
 	if err != nil {
