@@ -144,23 +144,46 @@ func TestE2ERemoteHTTPCloneAuth(t *testing.T) {
 	testbin.WriteFiles(t, filepath.Dir(creds), map[string]string{"credentials": strings.Replace(url, "http://", "http://u:pw@", 1) + "\n"})
 	basic := base64.StdEncoding.EncodeToString([]byte("u:pw"))
 
+	header := "AUTHORIZATION: basic " + basic
 	for _, c := range []struct {
-		name   string
-		config [][2]string
+		name string
+		// setup configures the host's clone and returns the
+		// environment of both git fetch and land.
+		setup func(h *remoteHost) []string
 	}{
 		{"no credentials", nil},
-		{"http.extraheader", [][2]string{{"http.extraheader", "AUTHORIZATION: basic " + basic}}},
-		{"url-scoped http.extraheader", [][2]string{{"http." + strings.TrimSuffix(url, "h.git") + ".extraheader", "Authorization: Bearer tok"}}},
-		{"credential.helper", [][2]string{{"credential.helper", "store --file=" + creds}}},
+		{"http.extraheader", func(h *remoteHost) []string {
+			gitIn(t, h.clone, "config", "http.extraheader", header)
+			return nil
+		}},
+		{"url-scoped http.extraheader", func(h *remoteHost) []string {
+			gitIn(t, h.clone, "config", "http."+strings.TrimSuffix(url, "h.git")+".extraheader", "Authorization: Bearer tok")
+			return nil
+		}},
+		{"credential.helper", func(h *remoteHost) []string {
+			gitIn(t, h.clone, "config", "credential.helper", "store --file="+creds)
+			return nil
+		}},
+		{"a global includeIf of the clone's path", func(h *remoteHost) []string {
+			// The landing's own repository is elsewhere: the include
+			// matches the clone only.
+			dir := testbin.RealDir(t)
+			testbin.WriteFiles(t, dir, map[string]string{
+				"auth":   "[http]\n\textraheader = " + header + "\n",
+				"global": fmt.Sprintf("[includeIf %q]\n\tpath = %s\n", "gitdir:"+h.clone+"/", filepath.Join(dir, "auth")),
+			})
+			return []string{"GIT_CONFIG_GLOBAL=" + filepath.Join(dir, "global")}
+		}},
 	} {
 		hst := newAuthHost(t, srv, "h.git", url)
-		for _, kv := range c.config {
-			gitIn(t, hst.clone, "config", kv[0], kv[1])
+		var env []string
+		if c.setup != nil {
+			env = c.setup(hst)
 		}
 		id := hst.open(map[string]string{"b.txt": c.name + "\n"})
-		_, ferr := hst.gitAs(nil, "fetch", "origin")
-		r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id)
-		if c.config == nil {
+		_, ferr := hst.gitAs(env, "fetch", "origin")
+		r := hst.run(env, "land", "-q", "--remote", "origin", "--branch", "main", id)
+		if c.setup == nil {
 			if ferr == nil || r.Code != 125 || !strings.Contains(r.Stdout, "terminal prompts disabled") {
 				t.Errorf("%s: want git fetch and land refused, got fetch error %v and\n%s", c.name, ferr, r)
 			}
