@@ -19,6 +19,11 @@ import (
 // machine.
 const urlRemote = "airlock-remote"
 
+// pushRemote is the name under which a landing's git knows the remote's
+// (first) push URL as a fetch URL: `git ls-remote` asks where the push
+// went, after a push was refused.
+const pushRemote = "airlock-push"
+
 // batchSSH is the ssh a landing's git runs when the user named none: in
 // batch mode, ssh fails where it would ask (a passphrase, an unknown host
 // key) instead of waiting at a terminal that no one watches.
@@ -203,6 +208,9 @@ func resolveAccess(ctx context.Context, dir, from, remote string) (*access, erro
 		// landing's git reads too) cannot rewrite it again, putting
 		// back a token just taken out.
 		kv = append(kv, key, bare, "url."+bare+".insteadOf", bare)
+		if i == 1 {
+			kv = append(kv, "remote."+pushRemote+".url", bare)
+		}
 		if !ok {
 			continue
 		}

@@ -459,7 +459,7 @@ func (l *Repo) PushAtomic(ctx context.Context, head, notes, commit, noteCommit s
 
 // remoteHeads asks the remote for its branch and notes heads.
 func (l *Repo) remoteHeads(ctx context.Context) (string, string, error) {
-	b, err := l.remoteGit().Run(ctx, "ls-remote", "--", l.access.name, l.Ref, NotesRef)
+	b, err := l.remoteGit().Run(ctx, "ls-remote", "--", pushRemote, l.Ref, NotesRef)
 	if err != nil {
 		return "", "", err
 	}
