@@ -2,7 +2,6 @@ package landing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -308,5 +307,3 @@ func (a *access) sshAdvice(msg string) string {
 	}
 	return ""
 }
-
-var errNoRemote = errors.New("no remote given: name a remote of the base's repository or a URL (--remote)")

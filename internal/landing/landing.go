@@ -61,7 +61,7 @@ type Repo struct {
 // the branch (see BranchRef); baseDir is the directory messages name.
 func Open(ctx context.Context, dir, from, baseDir, remote, ref string) (*Repo, error) {
 	if remote == "" {
-		return nil, errNoRemote
+		return nil, errors.New("no remote given: name a remote of the base's repository or a URL (--remote)")
 	}
 	if strings.HasPrefix(remote, "-") {
 		return nil, fmt.Errorf("remote %q is neither a remote name nor a URL", remote)
