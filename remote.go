@@ -41,9 +41,10 @@ type RemoteOptions struct {
 	// push before the landing refuses RemoteMoved; 0 means
 	// DefaultRemoteAttempts.
 	Attempts int
-	// Jitter is the backoff's source of randomness between attempts: a
+	// Jitter is the randomness of the wait between attempts (drawn from
+	// the upper half of 250 ms, doubling per lost race up to 4 s): a
 	// number in [0, 1) per call; nil means math/rand. A test gives a
-	// fixed one to know each wait (see remoteBackoff).
+	// fixed one to know each wait.
 	Jitter func() float64
 	CommitOptions
 }
@@ -71,7 +72,7 @@ type RemoteLanded struct {
 // exact tree checked out in a throw-away directory, and pushes the commit
 // together with its receipt (a note in refs/notes/airlock) in one atomic
 // push whose expected old values are H and the notes head it fetched. A
-// push that finds either moved waits (see remoteBackoff) and starts over
+// push that finds either moved waits (o.Jitter) and starts over
 // from the fetch, up to o.Attempts times. A refused transaction is kept
 // and the rest go on; a SIGINT or SIGTERM while one validates stops
 // there, as in Land.
