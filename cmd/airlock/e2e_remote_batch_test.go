@@ -319,3 +319,37 @@ func TestE2ERemoteBatchRacingHostBacksOff(t *testing.T) {
 		}
 	}
 }
+
+// Transactions opened in two clones of the remote land as one batch: the
+// batch's repository reads each clone's objects, so a transaction opened
+// at a commit only its own clone holds (not pushed) still builds.
+func TestE2ERemoteBatchAcrossClones(t *testing.T) {
+	srv, bare, hst := batchRemote(t, "k.git", map[string]string{"a.txt": "a\n"})
+	second := filepath.Join(hst.base, "second")
+	gitIn(t, hst.base, "clone", "-q", srv.url("k.git"), second)
+	testbin.WriteFiles(t, second, map[string]string{"local.txt": "only in the second clone\n"})
+	gitIn(t, second, "add", "-A")
+	gitIn(t, second, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "local, not pushed")
+	runs := filepath.Join(testbin.RealDir(t), "runs")
+	one := hst.open(map[string]string{"one.txt": "one\n"})
+	res := hst.run(nil, "open", "--workdir", second)
+	if res.Code != 0 {
+		t.Fatalf("open in the second clone: %s", res)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	two := lines[0]
+	testbin.WriteFiles(t, lines[1], map[string]string{"two.txt": "two\n"})
+	r := hst.run(nil, "land", "-q", "--remote", srv.url("k.git"), "--branch", "main", "--validate", counter(runs), one, two)
+	if r.Code != 0 {
+		t.Fatalf("land transactions of two clones as one batch:\n%s", r)
+	}
+	if got := lineCount(t, runs); got != 1 {
+		t.Errorf("the validator ran %d times, want once", got)
+	}
+	if p := pushesTo(t, bare, "refs/heads/main"); p != 1 {
+		t.Errorf("main moved %d times, want one push", p)
+	}
+	if got := gitIn(t, bare, "ls-tree", "--name-only", "main"); got != "a.txt\none.txt\ntwo.txt" {
+		t.Errorf("main holds %q: want the seed and both transactions' files, not the unpushed commit's", got)
+	}
+}
