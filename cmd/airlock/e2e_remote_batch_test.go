@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -351,5 +352,33 @@ func TestE2ERemoteBatchAcrossClones(t *testing.T) {
 	}
 	if got := gitIn(t, bare, "ls-tree", "--name-only", "main"); got != "a.txt\none.txt\ntwo.txt" {
 		t.Errorf("main holds %q: want the seed and both transactions' files, not the unpushed commit's", got)
+	}
+}
+
+// A SIGINT while a batch validates stops the landing: exit 130, no
+// verdict, nothing pushed, every transaction of the batch kept open.
+func TestE2ERemoteBatchInterrupted(t *testing.T) {
+	_, bare, hst := batchRemote(t, "s.git", map[string]string{"a.txt": "a\n"})
+	head := gitIn(t, bare, "rev-parse", "main")
+	ready := testbin.RealDir(t)
+	ids := []string{hst.open(map[string]string{"x.txt": "x\n"}), hst.open(map[string]string{"y.txt": "y\n"})}
+	p := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Dir: hst.clone, Timeout: time.Minute, Setsid: true,
+		Args: append([]string{"land", "-q", "--remote", "origin", "--branch", "main", "--validate", "touch " + ready + "/validating && exec sleep 60"}, ids...),
+		Env:  hst.environ()})
+	waitFile(t, filepath.Join(ready, "validating"))
+	if err := p.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := p.Wait()
+	if r.Code != 130 || strings.Count(r.Stdout, "stopped  ") != 2 {
+		t.Fatalf("a batch interrupted while it validates: want exit 130, both stopped\n%s", r)
+	}
+	if h := gitIn(t, bare, "rev-parse", "main"); h != head {
+		t.Errorf("an interrupted batch moved main to %s", h)
+	}
+	for _, id := range ids {
+		if s := statusOf(t, hst, id); s != "open" {
+			t.Errorf("%s is %s after the interrupt, want kept open", id, s)
+		}
 	}
 }
