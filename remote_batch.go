@@ -230,6 +230,9 @@ func (b *batch) round(ctx context.Context, queue []*batchMember) ([]*batchMember
 	for _, m := range queue {
 		m.rl.out.Attempts++
 		m.cand, m.refusal = nil, nil
+		// What ran in an earlier round is not this round's verdict: a
+		// transaction refused building now ran no validator now.
+		m.rl.sc.validated, m.rl.sc.batchTree = nil, ""
 	}
 	head, notes, err := b.l.FetchHeads(ctx)
 	if err != nil {
