@@ -54,6 +54,12 @@ type Receipt struct {
 	// Merged are the paths a commit three-way merged with the base's own
 	// changes since open; only in a committed receipt, when it merged.
 	Merged []string
+	// Validated says how a landing into a remote was validated: "alone"
+	// (on the landed commit's own tree) or "batch" (once, on BatchTree,
+	// the tree of the last commit of the batch it landed in); only in a
+	// landed receipt whose validators ran.
+	Validated string
+	BatchTree string
 	// Undoes names the transaction whose commit this one reverts: only
 	// in an undo's receipt.
 	Undoes string

@@ -43,6 +43,11 @@ type RemoteOptions struct {
 	// push before the landing refuses RemoteMoved; 0 means
 	// DefaultRemoteAttempts.
 	Attempts int
+	// Jitter is the randomness of the wait between attempts (drawn from
+	// the upper half of 250 ms, doubling per lost race up to 4 s): a
+	// number in [0, 1) per call; nil means math/rand. A test gives a
+	// fixed one to know each wait.
+	Jitter func() float64
 	CommitOptions
 }
 
@@ -69,10 +74,22 @@ type RemoteLanded struct {
 // exact tree checked out in a throw-away directory, and pushes the commit
 // together with its receipt (a note in refs/notes/airlock) in one atomic
 // push whose expected old values are H and the notes head it fetched. A
-// push that finds either moved starts over from the fetch, up to
-// o.Attempts times. A refused transaction is kept and the rest go on; a
-// SIGINT or SIGTERM while one validates stops there, as in Land.
+// push that finds either moved waits (o.Jitter) and starts over
+// from the fetch, up to o.Attempts times. A refused transaction is kept
+// and the rest go on; a SIGINT or SIGTERM while one validates stops
+// there, as in Land.
+//
+// Several transactions land as a batch, as a merge queue does (see
+// landBatch): one candidate holding all of them, validated once, pushed
+// as one commit per transaction in one atomic push; when the batch fails
+// validation, bisection finds the transaction that breaks it, which is
+// refused ValidationFailed, and the rest land.
 func (s *Store) LandRemote(ctx context.Context, ids []string, o RemoteOptions) []RemoteLanded {
+	if len(ids) > 1 {
+		if out, ok := s.landBatch(ctx, ids, o); ok {
+			return out
+		}
+	}
 	out := make([]RemoteLanded, 0, len(ids))
 	for _, id := range ids {
 		tx, err := s.Tx(id)
@@ -92,6 +109,13 @@ func (s *Store) LandRemote(ctx context.Context, ids []string, o RemoteOptions) [
 // Store.LandRemote.
 func (t *Tx) LandRemote(ctx context.Context, o RemoteOptions) RemoteLanded {
 	l, err := t.landRemote(ctx, o)
+	return t.remoteLanded(l, err, o)
+}
+
+// remoteLanded is what a landing into a remote reports: the outcome l
+// (nil when it ended before one), its error, the receipt copied where o
+// asks.
+func (t *Tx) remoteLanded(l *RemoteLanded, err error, o RemoteOptions) RemoteLanded {
 	exported(&err)
 	if l == nil {
 		l = &RemoteLanded{ID: t.ID()}
@@ -109,39 +133,61 @@ const (
 )
 
 func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, error) {
-	ref, err := landing.BranchRef(ctx, o.Branch)
+	ref, attempts, err := remoteTarget(ctx, o)
 	if err != nil {
 		return nil, err
-	}
-	attempts := o.Attempts
-	if attempts == 0 {
-		attempts = DefaultRemoteAttempts
-	}
-	if attempts < 0 {
-		return nil, fmt.Errorf("attempts is %d: a landing makes at least one", attempts)
 	}
 	unlockTx, err := t.settleLock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlockTx()
-	if out, done, err := t.landedAlready(ref); done || err != nil {
+	rl, out, err := t.prepareRemote(ctx, o, ref)
+	if rl == nil {
 		return out, err
+	}
+	return t.landRemoteLoop(ctx, rl, o, attempts)
+}
+
+// remoteTarget checks the branch and the attempts o names.
+func remoteTarget(ctx context.Context, o RemoteOptions) (string, int, error) {
+	ref, err := landing.BranchRef(ctx, o.Branch)
+	if err != nil {
+		return "", 0, err
+	}
+	attempts := o.Attempts
+	if attempts == 0 {
+		attempts = DefaultRemoteAttempts
+	}
+	if attempts < 0 {
+		return "", 0, fmt.Errorf("attempts is %d: a landing makes at least one", attempts)
+	}
+	return ref, attempts, nil
+}
+
+// prepareRemote is what a landing into a remote checks once, the
+// transaction locked: settled already, interrupted, the snapshot of its
+// repository, the preflight and the boundaries. It returns the landing
+// to go on with, or (rl nil) the outcome that ended it here.
+func (t *Tx) prepareRemote(ctx context.Context, o RemoteOptions, ref string) (*remoteLanding, *RemoteLanded, error) {
+	var err error
+	if out, done, err := t.landedAlready(ref); done || err != nil {
+		return nil, out, err
 	}
 	// Before the snapshot is asked for: an interrupted apply is the first
 	// thing to say, as in every preflight.
 	if err := t.notInterrupted(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rl := &remoteLanding{o: o.CommitOptions, sc: o.settlement(), out: &RemoteLanded{ID: t.ID()}}
 	if err := t.st.Read(gitFile, &rl.snap); err != nil || rl.snap.Head == "" {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("transaction %s was not opened in a git repository with a commit (%s); landing into a remote needs the commit its base was at: open it in a clone of %s", t.ID(), t.Base(), o.Remote)
+		return nil, nil, fmt.Errorf("transaction %s was not opened in a git repository with a commit (%s); landing into a remote needs the commit its base was at: open it in a clone of %s", t.ID(), t.Base(), o.Remote)
 	}
 	if rl.l, err = t.openLanding(ctx, o.Remote, ref); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	// The one preflight every settle makes (see preflight); then what
@@ -150,14 +196,16 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 	rl.w = t.commitSpace()
 	p, err := t.preflight(ctx, rl.w, rl.o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rl.set = p.set
 	if rl.set.Empty() {
-		return rl.settle(ctx, t, NoChanges, nil)
+		out, err := rl.settle(ctx, t, NoChanges, nil)
+		return nil, out, err
 	}
 	if p.refusal != nil {
-		return rl.settle(ctx, t, Refused, p.refusal)
+		out, err := rl.settle(ctx, t, Refused, p.refusal)
+		return nil, out, err
 	}
 	var escapes []string
 	for _, c := range rl.set.Changes {
@@ -166,9 +214,22 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 		}
 	}
 	if r := checkBoundary(rl.set, escapes); r != nil {
-		return rl.settle(ctx, t, Refused, r)
+		out, err := rl.settle(ctx, t, Refused, r)
+		return nil, out, err
 	}
+	return rl, nil, nil
+}
+
+// landRemoteLoop lands a prepared transaction alone: fetch, merge,
+// validate and push, again after a wait while the remote moved under the
+// push, up to attempts times.
+func (t *Tx) landRemoteLoop(ctx context.Context, rl *remoteLanding, o RemoteOptions, attempts int) (*RemoteLanded, error) {
 	for rl.out.Attempts < attempts {
+		if rl.out.Attempts > 0 {
+			if err := remoteBackoff(ctx, rl.out.Attempts, o.Jitter, t); err != nil {
+				return nil, err
+			}
+		}
 		rl.out.Attempts++
 		done, r, err := t.landOnce(ctx, rl)
 		switch {
@@ -180,7 +241,13 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 			return rl.out, rl.err
 		}
 	}
-	return rl.settle(ctx, t, Refused, refuse(RemoteMoved, nil, "%s on %s moved under each of %d attempts (another host landed first each time); nothing was pushed. Land again, or give more attempts (--retries)", ref, rl.l.Remote, attempts))
+	return rl.settle(ctx, t, Refused, remoteMoved(rl.l, attempts))
+}
+
+// remoteMoved is the refusal of a landing that found l's branch moved
+// under each of its attempts.
+func remoteMoved(l *landing.Repo, attempts int) *Refusal {
+	return refuse(RemoteMoved, nil, "%s on %s moved under each of %d attempts (another host landed first each time); nothing was pushed. Land again, or give more attempts (--retries)", l.Ref, l.Remote, attempts)
 }
 
 // remoteLanding is a landing into a remote in progress: where it lands,
@@ -290,10 +357,16 @@ func (t *Tx) landOnce(ctx context.Context, rl *remoteLanding) (bool, *Refusal, e
 	fault.Point("land-remote:pushed")
 	out.Commit = commit
 	out.Result, rl.err = t.recordLanded(ctx, rc, data, set, rl.sc)
-	if out.Result != nil && len(cand.ignored) > 0 {
-		out.Result.Warnings = append(out.Result.Warnings, fmt.Sprintf("not landed, as git ignores them in %s and %s does not track them: %s", t.Base(), l.Ref, strings.Join(cand.ignored, ", ")))
-	}
+	t.warnIgnored(out.Result, l, cand)
 	return true, nil, nil
+}
+
+// warnIgnored says, on a landing's result, which changed paths it left
+// out as git ignores them.
+func (t *Tx) warnIgnored(res *Result, l *landing.Repo, cand *candidate) {
+	if res != nil && len(cand.ignored) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("not landed, as git ignores them in %s and %s does not track them: %s", t.Base(), l.Ref, strings.Join(cand.ignored, ", ")))
+	}
 }
 
 // gitIgnored lists the change set's paths that the base's repository
@@ -589,16 +662,35 @@ func (t *Tx) commitCandidate(ctx context.Context, l *landing.Repo, tree, head st
 // landedReceipt seals the receipt of a landing: previous is the receipt
 // of the newest airlock commit on the head's first-parent history.
 func (t *Tx) landedReceipt(ctx context.Context, l *landing.Repo, commit, head, notes string, cand *candidate, set *changeset.Set, sc *settlement) (*receipt.Receipt, []byte, error) {
-	prev, err := l.ChainHead(ctx, head, notes)
-	var bad *landing.UnverifiedNoteError
-	if errors.As(err, &bad) {
-		return nil, nil, stepErrorf("%w; see %s", err, Step{Kind: StepRemoteLog, Remote: bad.Remote, Branch: bad.Branch()})
-	}
+	prev, err := chainPrevious(ctx, l, head, notes)
 	if err != nil {
 		return nil, nil, err
 	}
+	return t.sealLanded(l, commit, prev, cand, set, sc)
+}
+
+// chainPrevious is the digest of the receipt of the newest airlock commit
+// on head's first-parent history, "" when there is none.
+func chainPrevious(ctx context.Context, l *landing.Repo, head, notes string) (string, error) {
+	prev, err := l.ChainHead(ctx, head, notes)
+	var bad *landing.UnverifiedNoteError
+	if errors.As(err, &bad) {
+		return "", stepErrorf("%w; see %s", err, Step{Kind: StepRemoteLog, Remote: bad.Remote, Branch: bad.Branch()})
+	}
+	return prev, err
+}
+
+// sealLanded seals the receipt of commit, landed into l's branch, whose
+// previous is prev; it says how the validators ran (sc.batchTree).
+func (t *Tx) sealLanded(l *landing.Repo, commit, prev string, cand *candidate, set *changeset.Set, sc *settlement) (*receipt.Receipt, []byte, error) {
 	rc := t.newReceipt(Committed, set, sc, cand.beforeDigest, cand.afterDigest, prev)
 	rc.LandedBranch, rc.LandedCommit = l.Ref, commit
+	if len(rc.Validators) > 0 {
+		rc.Validated = receipt.ValidatedAlone
+		if sc.batchTree != "" {
+			rc.Validated, rc.BatchTree = receipt.ValidatedBatch, sc.batchTree
+		}
+	}
 	data, err := rc.Seal()
 	if err != nil {
 		return nil, nil, err

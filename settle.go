@@ -36,6 +36,9 @@ type settlement struct {
 	dropCommits bool
 	// validated are the validators that ran, in order.
 	validated []string
+	// batchTree, for a landing into a remote validated as part of a
+	// batch, is the batch's tip tree the validators ran on.
+	batchTree string
 	// merged are the paths a commit three-way merged with the base's own
 	// changes since open.
 	merged []string

@@ -298,11 +298,39 @@ func TestE2ERemoteRacingHosts(t *testing.T) {
 			}
 		}
 	}
-	// Each landed commit's tree is the last candidate its validator saw.
+	// Each landed commit's receipt names the tree its validators passed:
+	// its own (validated alone), or its batch's tip (the tree of the
+	// batch's last commit, on the branch at or after it); that tree is the
+	// last candidate the validator saw when it ran for the transaction
+	// landed with it.
+	byTree := map[string]string{}
 	for id, commits := range on {
+		byTree[gitIn(t, bare, "rev-parse", commits[0]+"^{tree}")] = id
+	}
+	for id, commits := range on {
+		var rc struct {
+			Validated string `json:"validated"`
+			BatchTree string `json:"batch_tree"`
+		}
+		if err := json.Unmarshal([]byte(gitIn(t, bare, "notes", "--ref=airlock", "show", commits[0])), &rc); err != nil {
+			t.Fatalf("the note of %s: %v", commits[0], err)
+		}
 		tree := gitIn(t, bare, "rev-parse", commits[0]+"^{tree}")
-		if saw, _ := lastLine(t, filepath.Join(seen, id)); saw != tree {
-			t.Errorf("transaction %s landed tree %s, but its validator last saw %s", id, tree, saw)
+		switch rc.Validated {
+		case "alone":
+		case "batch":
+			tree = rc.BatchTree
+		default:
+			t.Errorf("the receipt of %s says it was validated %q", id, rc.Validated)
+			continue
+		}
+		tip, ok := byTree[tree]
+		if !ok {
+			t.Errorf("transaction %s was validated on %s, the tree of no landed commit", id, tree)
+			continue
+		}
+		if saw, _ := lastLine(t, filepath.Join(seen, tip)); saw != tree {
+			t.Errorf("transaction %s landed validated on %s, but the validator last saw %s", id, tree, saw)
 		}
 	}
 	// A host that took part in nothing verifies the chain from the remote.

@@ -40,9 +40,15 @@ three-way merged where the head changed a path since the transaction
 opened), validates that exact tree in a throw-away checkout, and pushes it
 atomically with its receipt (a note in refs/notes/airlock), expecting the
 heads it fetched; when another host pushed first, it starts over, up to
---retries times, then refuses RemoteMoved. A transaction already on the
-branch (its commit carries the trailer Airlock-Tx: ID) is reported, not
-pushed again.`,
+--retries times, waiting longer each time (with jitter), then refuses
+RemoteMoved. A transaction already on the branch (its commit carries the
+trailer Airlock-Tx: ID) is reported, not pushed again.
+
+With --remote and several IDs, they land as a batch, as a merge queue
+lands them: one candidate holding all of them, validated once, pushed as
+one commit per transaction in one atomic push. When the batch fails
+validation, airlock bisects to find the transaction that breaks it,
+refuses it ValidationFailed (kept), and lands the rest, each validated.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, ids []string) error {
 			if err := checkValidate(c); err != nil {
@@ -122,12 +128,13 @@ func landRemote(ctx context.Context, io IO, st *airlock.Store, ids []string, o a
 
 // interrupted is the error of a land that a signal stopped (exit 128+N),
 // nil for one that ran to its end: the transactions after the
-// interrupted one were not tried.
+// interrupted one were not tried. In a batch, every transaction not yet
+// settled when the signal came says so, not only the last.
 func interrupted(results []airlock.RemoteLanded) error {
-	if n := len(results); n > 0 {
+	for _, l := range results {
 		var irq *airlock.InterruptedError
-		if errors.As(results[n-1].Err, &irq) {
-			return &exitError{code: 128 + int(irq.Signal), msg: fmt.Sprintf("land stopped: %s; the transactions after it were not tried", commandline.Message(results[n-1].Err))}
+		if errors.As(l.Err, &irq) {
+			return &exitError{code: 128 + int(irq.Signal), msg: fmt.Sprintf("land stopped: %s; the transactions after it were not tried", commandline.Message(l.Err))}
 		}
 	}
 	return nil

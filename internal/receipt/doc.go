@@ -29,7 +29,10 @@
 // landed_commit (both or neither, outcome committed) name the branch of a
 // git remote a transaction was landed into (refs/heads/...) and the
 // commit the landing made there, whose note in refs/notes/airlock is the
-// receipt.
+// receipt; validated, only in such a receipt whose validators ran, says
+// how they ran: "alone" on the landed commit's own tree, or "batch" once
+// on batch_tree (present exactly then), the tree of the last commit of
+// the batch the commit landed in.
 //
 // # Digest
 //

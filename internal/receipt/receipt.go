@@ -91,6 +91,14 @@ type Receipt struct {
 	// changed them since open too, and what landed combines both sides.
 	// Optional: absent unless a committed receipt merged some.
 	Merged []string
+	// Validated says how a landing into a remote was validated: "alone"
+	// (the validators ran on the landed commit's own tree) or "batch"
+	// (they ran once on BatchTree, the tree of the last commit of the
+	// batch it landed in, which holds this commit's change and those of
+	// the batch's earlier commits). Optional: only a landed receipt whose
+	// validators ran carries it.
+	Validated string
+	BatchTree string
 	// Undoes names the transaction whose commit this one reverts (an
 	// `airlock undo`). Optional: only an undo's receipt carries it.
 	Undoes string
@@ -131,6 +139,8 @@ type wire struct {
 	Merged             []fileBytes `json:"merged,omitempty"`
 	LandedBranch       string      `json:"landed_branch,omitempty"`
 	LandedCommit       string      `json:"landed_commit,omitempty"`
+	Validated          string      `json:"validated,omitempty"`
+	BatchTree          string      `json:"batch_tree,omitempty"`
 	Undoes             string      `json:"undoes,omitempty"`
 	Digest             string      `json:"digest"`
 }
@@ -196,6 +206,7 @@ func (r *Receipt) toWire() wire {
 		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead,
 		Validators: optionalFile(r.Validators), Merged: optionalFile(r.Merged),
 		LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit, Undoes: r.Undoes, Digest: r.Digest,
+		Validated: r.Validated, BatchTree: r.BatchTree,
 	}
 }
 
@@ -239,6 +250,7 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead,
 		Validators: fromFile(w.Validators), Merged: fromFile(w.Merged),
 		LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit, Undoes: w.Undoes, Digest: w.Digest,
+		Validated: w.Validated, BatchTree: w.BatchTree,
 	}
 	return nil
 }

@@ -320,6 +320,7 @@ func check(obj map[string]any) (*Receipt, error) {
 	c.readDigests(r)
 	c.readBranches(r, g)
 	c.readNamed(r, g)
+	c.readValidated(r, g)
 	r.Digest = c.digest("digest", false)
 	if c.err != nil {
 		return nil, c.err
@@ -368,7 +369,7 @@ func memberGroups(obj map[string]any) (groups, error) {
 		return g, err
 	}
 	g.branch, g.landed = present > 0, landed > 0
-	n := len(members) + present + landed
+	n := len(members) + present + landed + validatedMembers(obj)
 	for _, o := range []struct {
 		name string
 		has  *bool
@@ -381,7 +382,7 @@ func memberGroups(obj map[string]any) (groups, error) {
 	if len(obj) != n {
 		var extra []string
 		for k := range obj {
-			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember && k != undoesMember {
+			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember && k != undoesMember && !isValidatedMember(k) {
 				extra = append(extra, strconv.Quote(k))
 			}
 		}
