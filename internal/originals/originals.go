@@ -37,7 +37,16 @@ type Record struct {
 	Entry manifest.Entry `json:"entry"`
 	TxID  string         `json:"tx"`
 	Time  time.Time      `json:"time"`
+	// Kind is "" for an original a commit replaced, KindCheckpoint for
+	// content a transaction's checkpoint recorded from its staged
+	// workspace: the same objects, deduplicated, but never an ancestor
+	// (Lookup skips it) and kept only while that transaction is open.
+	Kind string `json:"kind,omitempty"`
 }
+
+// KindCheckpoint marks a record whose bytes a checkpoint of transaction
+// TxID recorded; its Entry's stat facts are those of the staged file.
+const KindCheckpoint = "checkpoint"
 
 // Store is a base's store of originals.
 type Store struct {
@@ -150,6 +159,11 @@ func (s *Store) Open(d string) (*os.File, error) {
 // original of e.Path. src is moved into the store when it is on the same
 // file system, else copied; either way it is gone from src afterwards.
 func (s *Store) Add(txID string, e manifest.Entry, src string) error {
+	return s.AddKind("", txID, e, src)
+}
+
+// AddKind is Add for a record of the given kind (KindCheckpoint).
+func (s *Store) AddKind(kind, txID string, e manifest.Entry, src string) error {
 	if !validDigest(e.Digest) {
 		return fmt.Errorf("originals: %s has no digest", e.Path)
 	}
@@ -179,7 +193,7 @@ func (s *Store) Add(txID string, e manifest.Entry, src string) error {
 		return fmt.Errorf("originals: %w", err)
 	}
 	os.Remove(src)
-	return s.appendIndex(Record{Entry: e, TxID: txID, Time: time.Now().UTC()})
+	return s.appendIndex(Record{Entry: e, TxID: txID, Time: time.Now().UTC(), Kind: kind})
 }
 
 func (s *Store) appendIndex(r Record) error {
@@ -237,6 +251,9 @@ func (s *Store) Lookup(e manifest.Entry) (string, bool) {
 	defer s.mu.Unlock()
 	recs := s.byPath[e.Path]
 	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Kind != "" {
+			continue
+		}
 		r := recs[i].Entry
 		if manifest.SameStat(r, e) && s.Has(r.Digest) {
 			return r.Digest, true
