@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/stage"
@@ -247,6 +248,9 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 	if err != nil {
 		return nil, err
 	}
+	// A test writes the staged tree here: the freeze must refuse a file
+	// that is no longer the one measured.
+	fault.Point("checkpoint-measured")
 	orig, err := t.originals()
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -110,10 +111,14 @@ func (t *Tx) Rewind(ctx context.Context, n int) (_ *Rewound, err error) {
 		}
 		rc.Close()
 	}
+	// A test writes the staged tree here, after the state the rewind
+	// works from was recorded, and again once it has written.
+	fault.Point("rewind-checkpointed")
 	w := &rewinder{t: t, root: root, orig: orig, saved: map[string]fs.FileMode{}}
 	if err := w.apply(steps); err != nil {
 		return nil, fmt.Errorf("rewind %s to checkpoint %d: %w; checkpoint %d holds the workspace as it was before (airlock rewind %s %d)", t.ID(), n, err, saved.Number, t.ID(), saved.Number)
 	}
+	fault.Point("rewind-written")
 	if err := t.checkRewound(ctx, root, target.Set); err != nil {
 		return nil, fmt.Errorf("rewind %s to checkpoint %d: %w; checkpoint %d holds the workspace as it was before the rewind", t.ID(), n, err, saved.Number)
 	}
