@@ -41,9 +41,9 @@ type UnknownCheckpointError struct {
 
 func (e *UnknownCheckpointError) Error() string {
 	if len(e.Have) == 0 {
-		return fmt.Sprintf("transaction %s has no checkpoint %d: it has none (airlock checkpoint %s takes one)", e.Tx, e.Number, e.Tx)
+		return fmt.Sprintf("transaction %s has no checkpoint %d: it has none yet", e.Tx, e.Number)
 	}
-	return fmt.Sprintf("transaction %s has no checkpoint %d: it has %d to %d (airlock checkpoints %s lists them)", e.Tx, e.Number, e.Have[0], e.Have[len(e.Have)-1], e.Tx)
+	return fmt.Sprintf("transaction %s has no checkpoint %d: it has %d to %d", e.Tx, e.Number, e.Have[0], e.Have[len(e.Have)-1])
 }
 
 // Rewind puts the staged workspace back exactly as it was at checkpoint

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -168,6 +169,13 @@ func runRewind(ctx context.Context, io IO, o rewindOptions) error {
 		return err
 	}
 	r, err := tx.Rewind(ctx, o.number)
+	var unknown *airlock.UnknownCheckpointError
+	if errors.As(err, &unknown) {
+		if len(unknown.Have) == 0 {
+			return fmt.Errorf("%w (airlock checkpoint %s takes one)", err, tx.ID())
+		}
+		return fmt.Errorf("%w (airlock checkpoints %s lists them)", err, tx.ID())
+	}
 	if err != nil {
 		return err
 	}
