@@ -34,6 +34,9 @@ type Checkpoint struct {
 	// Digest is the change set's digest (as show's diff_digest): two
 	// checkpoints with the same digest hold the same staged workspace.
 	Digest string
+	// Unchanged says CheckpointOptions.IfChanged found the workspace as
+	// this checkpoint, the last one, recorded it: nothing new was taken.
+	Unchanged bool
 }
 
 // CheckpointAuto says what took a checkpoint on its own.
@@ -48,6 +51,10 @@ const (
 type CheckpointOptions struct {
 	Message string
 	Auto    CheckpointAuto
+	// IfChanged takes none when the workspace is as the last checkpoint
+	// recorded it (a hook after a tool call that wrote nothing), and
+	// returns that one, Unchanged.
+	IfChanged bool
 }
 
 // CommandRunningError is the refusal of a checkpoint or rewind while a
@@ -202,10 +209,11 @@ func (t *Tx) Checkpoint(ctx context.Context, o CheckpointOptions) (_ *Checkpoint
 	}
 	defer unlock()
 	r, err := t.checkpoint(ctx, o)
-	if err != nil {
+	if err != nil && err != errUnchanged {
 		return nil, err
 	}
 	c := r.public()
+	c.Unchanged = err == errUnchanged
 	return &c, nil
 }
 
@@ -219,6 +227,10 @@ func (t *Tx) baseRecordStamp() (manifest.Entry, error) {
 	e.Path = ""
 	return e, nil
 }
+
+// errUnchanged is checkpoint's word for IfChanged's "nothing new": it
+// returns the last checkpoint with it.
+var errUnchanged = errors.New("the staged workspace is as the last checkpoint recorded it")
 
 // checkpoint records one; the caller holds the lock (workLock).
 //
@@ -285,6 +297,9 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 		for k, i := range freshAt {
 			set.Changes[i].Result.Digest = fresh.Changes[k].Result.Digest
 		}
+	}
+	if o.IfChanged && prev != nil && manifest.SameStat(prev.BaseRecord, stamp) && prev.Set.Digest() == set.Digest() {
+		return prev, errUnchanged
 	}
 	n := 1
 	if len(ns) > 0 {
