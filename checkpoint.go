@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -339,13 +338,14 @@ func (t *Tx) keepCheckpointed(ctx context.Context, orig *originals.Store, set *c
 		return err
 	}
 	defer unlock()
-	for _, c := range set.Changes {
-		src := changeset.ObjectPath(objects, c.Result.Digest)
-		e := c.Result
-		e.Path = c.Path
-		if err := orig.AddKind(originals.KindCheckpoint, t.ID(), e, src); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("checkpoint %s: keep %s: %w", t.ID(), c.Path, err)
-		}
+	es := make([]manifest.Entry, len(set.Changes))
+	srcs := make([]string, len(set.Changes))
+	for i, c := range set.Changes {
+		es[i], srcs[i] = c.Result, changeset.ObjectPath(objects, c.Result.Digest)
+		es[i].Path = c.Path
+	}
+	if err := orig.AddAll(originals.KindCheckpoint, t.ID(), es, srcs); err != nil {
+		return fmt.Errorf("checkpoint %s: keep its files' bytes in %s: %w", t.ID(), orig.Dir(), err)
 	}
 	return nil
 }

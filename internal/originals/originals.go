@@ -164,49 +164,86 @@ func (s *Store) Add(txID string, e manifest.Entry, src string) error {
 
 // AddKind is Add for a record of the given kind (KindCheckpoint).
 func (s *Store) AddKind(kind, txID string, e manifest.Entry, src string) error {
-	if !validDigest(e.Digest) {
-		return fmt.Errorf("originals: %s has no digest", e.Path)
+	return s.AddAll(kind, txID, []manifest.Entry{e}, []string{src})
+}
+
+// AddAll is AddKind for many files at once (es[i]'s bytes at srcs[i]):
+// each object is made durable as Add makes it, and the index gets their
+// records in one append and one fsync.
+func (s *Store) AddAll(kind, txID string, es []manifest.Entry, srcs []string) error {
+	for _, e := range es {
+		if !validDigest(e.Digest) {
+			return fmt.Errorf("originals: %s has no digest", e.Path)
+		}
 	}
 	if err := s.ensure(); err != nil {
 		return err
 	}
+	now := time.Now().UTC()
+	recs := make([]Record, len(es))
+	moved := false
+	for i, e := range es {
+		m, err := s.put(e, srcs[i])
+		if err != nil {
+			return err
+		}
+		moved = moved || m
+		recs[i] = Record{Entry: e, TxID: txID, Time: now, Kind: kind}
+	}
+	// The new objects' names, durable before the index names them: one
+	// fsync of their directory for them all.
+	if moved {
+		if err := safefs.SyncDir(filepath.Join(s.dir, "objects")); err != nil {
+			return err
+		}
+	}
+	return s.appendIndex(recs...)
+}
+
+// put moves (or copies) the file src, whose bytes are durable, into the
+// store as the object of e.Digest, unless the store holds those bytes
+// already, and says whether it did: the caller fsyncs the objects'
+// directory then. src is gone afterwards.
+func (s *Store) put(e manifest.Entry, src string) (moved bool, err error) {
 	dst := s.ObjectPath(e.Digest)
-	_, err := os.Lstat(dst)
+	_, err = os.Lstat(dst)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.Rename(src, dst); err != nil {
 			if err := copyFile(src, dst); err != nil {
-				return err
+				return false, err
 			}
 		}
-		if err := safefs.SyncDir(filepath.Dir(dst)); err != nil {
-			return err
-		}
+		moved = true
 	case err == nil:
 		// The object may have been renamed in by a process killed before
 		// its directory fsync: once per store, make what is there durable
 		// before the index names it again.
 		if err := s.syncObjectsOnce(); err != nil {
-			return err
+			return false, err
 		}
 	default:
-		return fmt.Errorf("originals: %w", err)
+		return false, fmt.Errorf("originals: %w", err)
 	}
 	os.Remove(src)
-	return s.appendIndex(Record{Entry: e, TxID: txID, Time: time.Now().UTC(), Kind: kind})
+	return moved, nil
 }
 
-func (s *Store) appendIndex(r Record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
+func (s *Store) appendIndex(rs ...Record) error {
+	var b []byte
+	for _, r := range rs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b = append(append(b, line...), '\n')
 	}
 	f, created, err := openIndex(filepath.Join(s.dir, indexFile))
 	if err != nil {
 		return fmt.Errorf("originals index: %w", err)
 	}
 	defer f.Close()
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	if _, err := f.Write(b); err != nil {
 		return fmt.Errorf("originals index: %w", err)
 	}
 	if err := f.Sync(); err != nil {
@@ -220,7 +257,9 @@ func (s *Store) appendIndex(r Record) error {
 	}
 	s.mu.Lock()
 	if s.loaded {
-		s.byPath[r.Entry.Path] = append(s.byPath[r.Entry.Path], r)
+		for _, r := range rs {
+			s.byPath[r.Entry.Path] = append(s.byPath[r.Entry.Path], r)
+		}
 	}
 	s.mu.Unlock()
 	return nil
