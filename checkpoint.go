@@ -14,6 +14,7 @@ import (
 	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/originals"
+	"github.com/airlockdev/airlock/internal/progress"
 	"github.com/airlockdev/airlock/internal/stage"
 )
 
@@ -322,7 +323,9 @@ func (t *Tx) keepCheckpointed(ctx context.Context, orig *originals.Store, set *c
 		return fmt.Errorf("checkpoint %s: %w", t.ID(), err)
 	}
 	defer os.RemoveAll(objects)
-	if err := changeset.Freeze(ctx, set, t.Path(), objects); err != nil {
+	// Freeze's progress says "committing": no meter, rather than a wrong
+	// word on the terminal.
+	if err := changeset.Freeze(progress.With(ctx, nil), set, t.Path(), objects); err != nil {
 		var sc *changeset.StagedChangedError
 		if errors.As(err, &sc) {
 			return fmt.Errorf("checkpoint %s: %s changed while checkpointing (a process is still writing in the staged workspace): nothing was recorded; checkpoint again once it has stopped: %w", t.ID(), sc.Path, err)
