@@ -218,14 +218,15 @@ func (t *Tx) Checkpoint(ctx context.Context, o CheckpointOptions) (_ *Checkpoint
 }
 
 // baseRecordStamp measures the transaction's record of the base: a
-// rebase replaces the file, which moves its inode and times.
+// rebase replaces the file, which gives it another inode. Its ctime is
+// left out: open may link the file to a pooled copy, whose links coming
+// and going move the ctime of both names.
 func (t *Tx) baseRecordStamp() (manifest.Entry, error) {
 	e, err := manifest.Lstat(t.st.Path(baseManifestFile))
 	if err != nil {
 		return e, fmt.Errorf("transaction %s: its record of the base: %w", t.ID(), err)
 	}
-	e.Path = ""
-	return e, nil
+	return manifest.Entry{Kind: e.Kind, Size: e.Size, MtimeNs: e.MtimeNs, Ino: e.Ino, Dev: e.Dev}, nil
 }
 
 // errUnchanged is checkpoint's word for IfChanged's "nothing new": it
