@@ -7,9 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -55,11 +58,7 @@ func TestRewindWhileExecWrites(t *testing.T) {
 			`echo ready > "$0"; i=0; while :; do i=$((i+1)); echo "$i" > w.txt; echo "b $i" > sub/b.txt; rm -f gone.txt; echo "$i" > gone.txt; done`, ready}})
 		done <- err
 	}()
-	f, err := os.Open(ready) // blocks until the command opens it to write
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	awaitReady(t, ready)
 
 	other, err := st.Tx(tx.ID())
 	if err != nil {
@@ -195,3 +194,76 @@ func BenchmarkCheckpoint(b *testing.B) {
 }
 
 func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
+
+// awaitReady reads the FIFO p to its end: the writer has said "ready" and
+// closed it. Read whole, so that the writer never writes to a FIFO its
+// reader has closed (SIGPIPE would end it before it wrote anything).
+func awaitReady(t *testing.T, p string) {
+	t.Helper()
+	f, err := os.Open(p) // blocks until the writer opens it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if b, err := io.ReadAll(f); err != nil || string(b) != "ready\n" {
+		t.Fatalf("the writer said %q (%v), want ready", b, err)
+	}
+}
+
+// TestRewindWithAnUncontainedWriter: a process airlock did not start
+// (here the test's own shell loop) keeps rewriting w.txt in the staged
+// tree while rewinds run. Each rewind either fails saying w.txt changed
+// while it read or wrote the tree, or succeeds with every other path
+// checkpoint 1's exactly. Once the writer is stopped, a rewind makes the
+// whole tree checkpoint 1's again, byte for byte as its diff.
+func TestRewindWithAnUncontainedWriter(t *testing.T) {
+	_, tx := openExec(t)
+	testbin.WriteFiles(t, tx.Path(), map[string]string{"a.txt": "a at checkpoint 1\n", "w.txt": "w at checkpoint 1\n"})
+	if _, err := tx.Checkpoint(t.Context(), airlock.CheckpointOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := patchOf(t, tx)
+	testbin.WriteFiles(t, tx.Path(), map[string]string{"a.txt": "a later\n", "new/n.txt": "n\n"})
+	if err := os.Remove(filepath.Join(tx.Path(), "sub", "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+
+	ready := filepath.Join(t.TempDir(), "ready")
+	if err := mkfifo(ready); err != nil {
+		t.Fatal(err)
+	}
+	writer := exec.Command("sh", "-c", `echo ready > "$0"; i=0; while :; do i=$((i+1)); echo "writer $i" > w.txt; done`, ready)
+	writer.Dir = tx.Path()
+	if err := writer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { writer.Process.Kill(); writer.Wait() }()
+	awaitReady(t, ready)
+
+	for i := range 5 {
+		_, err := tx.Rewind(t.Context(), 1)
+		if err != nil && !strings.Contains(err.Error(), "w.txt changed while checkpointing") && !strings.Contains(err.Error(), "the staged workspace changed while it was rewound (w.txt differ") {
+			t.Fatalf("rewind %d with a writer: %v, want success or a refusal naming w.txt only", i, err)
+		}
+		t.Logf("rewind %d with the writer: %v", i, err)
+		if err != nil {
+			continue
+		}
+		for p, content := range map[string]string{"a.txt": "a at checkpoint 1\n", "sub/b.txt": "b\n"} {
+			if got, rerr := os.ReadFile(filepath.Join(tx.Path(), p)); string(got) != content {
+				t.Errorf("rewind %d reported done with %s = %q (%v)", i, p, got, rerr)
+			}
+		}
+		if testbin.Exists(filepath.Join(tx.Path(), "new")) {
+			t.Errorf("rewind %d reported done with new/ still there", i)
+		}
+	}
+	writer.Process.Kill()
+	writer.Wait()
+	if _, err := tx.Rewind(t.Context(), 1); err != nil {
+		t.Fatalf("rewind once the writer stopped: %v", err)
+	}
+	if got := patchOf(t, tx); got != want {
+		t.Errorf("after the rewind the diff is\n%s\nwant checkpoint 1's\n%s", got, want)
+	}
+}
