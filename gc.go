@@ -514,7 +514,8 @@ func alive(pid int) bool {
 // pruneOriginals drops originals no remaining transaction over the base
 // needs: neither as a merge base (its stat facts are in an unsettled
 // transaction's base manifest) nor for undo (named by a committed
-// transaction's applied journal).
+// transaction's applied journal) nor by a rewind (a checkpoint's content,
+// kept while its transaction is open).
 func (s *Store) pruneOriginals(rep *Tx, gone map[string]bool, dryRun bool) (int64, error) {
 	b, err := rep.stateBase()
 	if err != nil {
@@ -544,6 +545,9 @@ func (s *Store) pruneOriginals(rep *Tx, gone map[string]bool, dryRun bool) (int6
 	}
 	var open []*manifest.Manifest
 	undo := map[string]bool{}
+	// A checkpoint's content is kept while its transaction is open:
+	// rewind reads it from here.
+	checkpointed := map[string]bool{}
 	for _, id := range ids {
 		if gone[id] && dryRun {
 			continue // counted as removed
@@ -567,6 +571,7 @@ func (s *Store) pruneOriginals(rep *Tx, gone map[string]bool, dryRun bool) (int6
 				}
 			}
 		case !st.Settled():
+			checkpointed[id] = true
 			m, err := tx.loadManifest(baseManifestFile)
 			if err != nil {
 				return 0, err
@@ -585,6 +590,9 @@ func (s *Store) pruneOriginals(rep *Tx, gone map[string]bool, dryRun bool) (int6
 	return prune(func(r originals.Record) bool {
 		if undo[r.Entry.Digest] {
 			return true
+		}
+		if r.Kind == originals.KindCheckpoint {
+			return checkpointed[r.TxID]
 		}
 		return slices.ContainsFunc(open, func(m *manifest.Manifest) bool {
 			e, ok := m.Lookup(r.Entry.Path)

@@ -207,7 +207,7 @@ func TestE2EDocsMCPConfigs(t *testing.T) {
 			}
 			defer cs.Close()
 			tools, err := cs.ListTools(ctx, nil)
-			if err != nil || len(tools.Tools) != 7 {
+			if err != nil || len(tools.Tools) != 9 { // server.go's seven, checkpoint.go's two
 				t.Fatalf("tools: %v %v", tools, err)
 			}
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "open", Arguments: map[string]any{"path": "."}})

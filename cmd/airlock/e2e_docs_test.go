@@ -90,7 +90,9 @@ type cliCommand struct {
 
 var (
 	helpFlagRE = regexp.MustCompile(`^\s+(?:(-[[:alnum:]]), )?(--[[:alnum:]][\w-]*)(?: ([^\s]+))?(?:\s{2,}|$)`)
-	helpSubRE  = regexp.MustCompile(`^\s+([[:alnum:]][\w-]*)(?:\s{2,}|$)`)
+	// A command name as long as cobra's padding (11: checkpoints) is
+	// followed by one space only.
+	helpSubRE = regexp.MustCompile(`^\s+([[:alnum:]][\w-]*)(?:\s+|$)`)
 )
 
 // cliTree reads the command tree from the binary's own help: each

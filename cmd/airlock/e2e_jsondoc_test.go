@@ -290,6 +290,10 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		gc       = "airlock gc --json"
 		review   = "airlock review [ID] --json"
 		rebase   = "airlock rebase ID --json"
+		// checkpoints (checkpoint's object is its own section)
+		checkpoint  = "airlock checkpoint ID --json"
+		checkpoints = "airlock checkpoints ID --json"
+		rewind      = "airlock rewind ID N --json"
 	)
 
 	// A run pools its tree (its command ran contained), which the next
@@ -410,6 +414,12 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		t.Errorf("show t-rebase --json after the rebase: conflicts %v, want [f.txt]", sh["conflicts"])
 	}
 	wantCode(t, x.airlock("discard", "t-rebase", "--quiet"), 0)
+
+	// Checkpoints of t-open, and a rewind to the first (which takes one
+	// of its own first, marked auto).
+	want(checkpoint, 0, false, section("checkpoint"), "checkpoint", "t-open", "-m", "edits", "--json")
+	want(rewind, 0, false, section(rewind), "rewind", "t-open", "1", "--json")
+	want(checkpoints, 0, false, section(checkpoints), "checkpoints", "t-open", "--json")
 
 	// And a pooled tree for gc to report.
 	want(runJSON, 0, false, append(settle, section(runJSON)...), "run", "--workdir", x.base, "--backend", "copy", "--json", "--quiet", "--", "true")

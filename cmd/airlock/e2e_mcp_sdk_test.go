@@ -103,7 +103,7 @@ func TestE2EMCPTypeScriptSDK(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("the client's report %q: %v", out, err)
 	}
-	if want := []string{"commit", "diff", "discard", "list", "open", "run", "status"}; !slices.Equal(got.Tools, want) || len(got.WithoutOutputSchema) != 0 {
+	if want := []string{"checkpoint", "commit", "diff", "discard", "list", "open", "rewind", "run", "status"}; !slices.Equal(got.Tools, want) || len(got.WithoutOutputSchema) != 0 {
 		t.Errorf("tools %q (without an output schema: %q), want %q, each with one", got.Tools, got.WithoutOutputSchema, want)
 	}
 	if got.Open.Base != x.base || got.Open.Path == "" {

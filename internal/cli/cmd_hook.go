@@ -30,6 +30,8 @@ Claude Code events:
                     "commit") or park it
   pre-tool-use      deny a tool call that writes in the transaction's base
                     outside its staged workspace; leave every other alone
+  post-tool-use     checkpoint a worktree session's transaction after a
+                    tool call that wrote (airlock rewind ID N goes back)
 
 Codex events:
   stop              as for Claude; always answers a JSON object

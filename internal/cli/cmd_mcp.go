@@ -19,13 +19,14 @@ import (
 func newMCPCmd(io IO) *cobra.Command {
 	return &cobra.Command{
 		Use:   "mcp",
-		Short: "An MCP server on stdio: open, status, list, diff, run, commit, discard",
+		Short: "An MCP server on stdio: open, status, list, diff, run, commit, discard, checkpoint, rewind",
 		Long: `mcp serves airlock's transactions to an agent over the Model Context Protocol
 on stdin and stdout (newline-delimited JSON-RPC); diagnostics go to stderr.
-Its tools: open, status, list, diff, run, commit and discard. run runs a
-shell command in an open transaction's staged tree (at the project's path
-where it can, with a timeout and its output cut) and leaves the transaction
-open. A refused commit is a structured result (outcome "refused", refusal
+Its tools: open, status, list, diff, run, commit, discard, checkpoint and
+rewind. run runs a shell command in an open transaction's staged tree (at
+the project's path where it can, with a timeout and its output cut) and
+leaves the transaction open; checkpoint records that tree and rewind puts it
+back to a checkpoint. A refused commit is a structured result (outcome "refused", refusal
 kind, paths, reason). The commit tool's approve: true asks the user (MCP
 elicitation) before protected changes land; without a client that can ask,
 only the user's airlock review or airlock commit --approve lands them.

@@ -43,6 +43,12 @@ var examples = map[string]string{
   airlock land agent-1 agent-2 --json | jq -r '.transactions[] | "\(.tx) \(.result.outcome // .error)"'`,
 	"rebase": `  airlock rebase fix-123                # after a commit refused MergeConflict
   airlock rebase fix-123 --json | jq -r '.conflicts[]'`,
+	"checkpoint": `  airlock checkpoint fix-123 -m "tests pass"   # prints its number
+  airlock checkpoint fix-123 --json | jq .number`,
+	"checkpoints": `  airlock checkpoints fix-123
+  airlock checkpoints fix-123 --json | jq -r '.checkpoints[] | "\(.number) \(.message)"'`,
+	"rewind": `  airlock rewind fix-123 2               # the staged workspace as it was at checkpoint 2
+  airlock rewind fix-123 3               # undo that rewind: 3 is the checkpoint it took first`,
 	"review": `  airlock review                        # the newest open or refused transaction here
   airlock review 20260301-101500-ab12 --no-browser --timeout 30m`,
 	"recover": `  airlock recover                       # after a crash, in the base directory

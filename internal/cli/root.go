@@ -92,6 +92,10 @@ func newRoot(io IO) *cobra.Command {
 		newUndoCmd(io),
 		newLandCmd(io),
 		newRebaseCmd(io),
+		// Checkpoints inside a transaction (checkpoint, checkpoints, rewind).
+		newCheckpointCmd(io),
+		newCheckpointsCmd(io),
+		newRewindCmd(io),
 		newGCCmd(io),
 		newDoctorCmd(io),
 		newHookCmd(io),

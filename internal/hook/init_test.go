@@ -85,6 +85,18 @@ const claudeSettings = `{
           }
         ]
       }
+    ],
+    "PostToolUse": [
+      {
+        "matcher": "Write|Edit|MultiEdit|Bash",
+        "hooks": [
+          {
+            "type": "command",
+            "command": "airlock hook claude post-tool-use",
+            "timeout": 30
+          }
+        ]
+      }
     ]
   }
 }
@@ -191,7 +203,7 @@ func TestInit(t *testing.T) {
 	cases := []struct {
 		agent, file, want, events string
 	}{
-		{"claude", ".claude/settings.json", claudeSettings, "WorktreeCreate, WorktreeRemove, SessionStart, Stop, SubagentStop, SessionEnd, PreToolUse"},
+		{"claude", ".claude/settings.json", claudeSettings, "WorktreeCreate, WorktreeRemove, SessionStart, Stop, SubagentStop, SessionEnd, PreToolUse, PostToolUse"},
 		{"codex", ".codex/hooks.json", codexHooks, "SessionStart, Stop, SubagentStop, SessionEnd, PreToolUse"},
 		{"gemini", ".gemini/settings.json", geminiSettings, "SessionStart, AfterAgent, BeforeTool"},
 	}
@@ -233,7 +245,7 @@ func TestInitMerges(t *testing.T) {
 }`})
 	r := w.run(w.base, "", nil, w.bin, "init", "claude")
 	mustCode(t, r, 0)
-	if !strings.Contains(r.Stderr, "added airlock's WorktreeCreate, WorktreeRemove, Stop, SubagentStop, SessionEnd, PreToolUse hooks") {
+	if !strings.Contains(r.Stderr, "added airlock's WorktreeCreate, WorktreeRemove, Stop, SubagentStop, SessionEnd, PreToolUse, PostToolUse hooks") {
 		t.Errorf("an existing airlock SessionStart hook (by absolute path) must count as present\n%s", r)
 	}
 	got := testbin.ReadFile(t, filepath.Join(w.base, ".claude", "settings.json"))
@@ -288,7 +300,7 @@ func TestInitTimeouts(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
 		t.Fatalf("init --json: %v\n%s", err, r)
 	}
-	if added := fmt.Sprint(out["added"]); added != "[WorktreeCreate WorktreeRemove SessionStart Stop SubagentStop PreToolUse]" || fmt.Sprint(out["updated"]) != "[SessionEnd]" {
+	if added := fmt.Sprint(out["added"]); added != "[WorktreeCreate WorktreeRemove SessionStart Stop SubagentStop PreToolUse PostToolUse]" || fmt.Sprint(out["updated"]) != "[SessionEnd]" {
 		t.Errorf("init --json %v, want SessionEnd updated and the rest added", out)
 	}
 	var s struct {
@@ -366,5 +378,23 @@ func TestInitSnippetsRun(t *testing.T) {
 	mustCode(t, r, 0)
 	if out := decode(t, r); out["decision"] != "block" {
 		t.Errorf("Codex's Stop command: want a block\n%s", r)
+	}
+}
+
+// TestInitAddsPostToolUse: settings an older init wrote (every hook but
+// PostToolUse) get PostToolUse from a new init, and nothing else changes.
+func TestInitAddsPostToolUse(t *testing.T) {
+	i := strings.Index(claudeSettings, `,
+    "PostToolUse"`)
+	older := claudeSettings[:i] + "\n  }\n}\n"
+	w := newWorld(t, map[string]string{".claude/settings.json": older})
+	r := w.run(w.base, "", nil, w.bin, "init", "claude")
+	mustCode(t, r, 0)
+	path := filepath.Join(w.base, ".claude", "settings.json")
+	if r.Stderr != "airlock: added airlock's PostToolUse hooks to "+path+"\n" {
+		t.Errorf("init over an older init's settings\n%s", r)
+	}
+	if got := testbin.ReadFile(t, path); got != claudeSettings {
+		t.Errorf("settings:\n%s\nwant:\n%s", got, claudeSettings)
 	}
 }

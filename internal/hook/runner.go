@@ -28,7 +28,7 @@ var Agents = []Agent{Claude, Codex, Gemini}
 // Events lists the events airlock answers for each agent, by the names the
 // command line uses (`airlock hook AGENT EVENT`).
 var Events = map[Agent][]string{
-	Claude: {"worktree-create", "worktree-remove", "stop", "subagent-stop", "session-start", "session-end", "pre-tool-use"},
+	Claude: {"worktree-create", "worktree-remove", "stop", "subagent-stop", "session-start", "session-end", "pre-tool-use", "post-tool-use"},
 	Codex:  {"stop", "subagent-stop", "session-start", "session-end", "pre-tool-use"},
 	Gemini: {"after-agent", "session-start", "before-tool"},
 }
@@ -100,6 +100,8 @@ func (r *Runner) Run(ctx context.Context, agent Agent, event string, in io.Reade
 		return r.sessionEnd(ctx, input)
 	case "pre-tool-use", "before-tool":
 		return r.preToolUse(agent, input)
+	case "post-tool-use":
+		return r.postToolUse(ctx, input)
 	default: // stop, subagent-stop, after-agent
 		d := r.stop(ctx, input, event == "subagent-stop")
 		if err := r.answerStop(agent, d); err != nil {

@@ -45,6 +45,9 @@ var claudeHooks = []wanted{
 	{"SubagentStop", "airlock hook claude subagent-stop", "", 0},
 	{"SessionEnd", "airlock hook claude session-end", "", 60},
 	{"PreToolUse", "airlock hook claude pre-tool-use", "Write|Edit|MultiEdit|NotebookEdit|Bash", 30},
+	// A checkpoint after each call that may have written the workspace
+	// (posttooluse.go); it waits at most checkpointWait for the lock.
+	{"PostToolUse", "airlock hook claude post-tool-use", "Write|Edit|MultiEdit|Bash", 30},
 }
 
 // codexHooks are written to .codex/hooks.json. PreToolUse has no matcher:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 )
 
 // worktreeCreate opens a transaction over the project for Claude Code's
@@ -49,6 +50,12 @@ func (r *Runner) worktreeCreate(ctx context.Context, in *Input) error {
 	}
 	fmt.Fprintf(r.Err, "airlock: opened transaction %s over %s; Claude works in %s; nothing reaches the base before `airlock commit %s` (or `airlock review %s`)\n",
 		tx.ID(), tx.Base(), tx.Path(), tx.ID(), tx.ID())
+	// Checkpoint 1 is the workspace as it opened: the PostToolUse hook
+	// checkpoints after each step, and a rewind to before the first step
+	// needs this one. The session starts without it if it cannot be taken.
+	if _, err := tx.Checkpoint(ctx, airlock.CheckpointOptions{Message: "at open", Auto: airlock.CheckpointByHook}); err != nil {
+		fmt.Fprintf(r.Err, "airlock: no checkpoint of %s at open: %s\n", tx.ID(), commandline.Message(err))
+	}
 	_, err = fmt.Fprintln(r.Out, tx.Path())
 	return err
 }

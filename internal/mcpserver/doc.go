@@ -14,6 +14,8 @@
 //	run      {id, command, dir?, timeout_seconds?} → {exit_code, timed_out, stdout_cut, stderr_cut, dir, same_path, ...}; the output is the content
 //	commit   {id, approve?, validate?, expect_digest?} → {tx, outcome, refusal, refused_paths, reason, counts, merged, branch, validators, receipt_path, receipt_digest}
 //	discard  {id, drop_commits?}               → {tx, outcome, counts, branch, receipt_path, receipt_digest}
+//	checkpoint {id, message?}                  → {tx, number, time, message, counts, digest} (checkpoint.go)
+//	rewind   {id, number}                      → {tx, to, saved, paths}
 //
 // commit and discard return what a model acts on; the receipt itself,
 // mostly digests and inode numbers, is status's (with_receipt).

@@ -66,6 +66,7 @@ func New(store *airlock.Store) *mcp.Server {
 		Description: "Drop the transaction's change set and its staged copy; the base is not touched. The work in the staged path is lost, except git commits made there, which are kept in the project's repository on branch airlock/<id> unless drop_commits is true.",
 		Annotations: &mcp.ToolAnnotations{Title: "Discard the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &no},
 	}, worded(h.discard))
+	addCheckpointTools(s, h)
 	return s
 }
 

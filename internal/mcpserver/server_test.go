@@ -149,6 +149,9 @@ func TestToolsAnnotated(t *testing.T) {
 		"run":     {false, true, false, true},
 		"commit":  {false, true, true, true},
 		"discard": {false, true, true, false},
+		// checkpoint.go
+		"checkpoint": {false, false, false, false},
+		"rewind":     {false, true, true, false},
 	}
 	var names []string
 	for _, tool := range res.Tools {
@@ -175,7 +178,7 @@ func TestToolsAnnotated(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, []string{"commit", "diff", "discard", "list", "open", "run", "status"}) {
+	if !slices.Equal(names, []string{"checkpoint", "commit", "diff", "discard", "list", "open", "rewind", "run", "status"}) {
 		t.Errorf("tools %q", names)
 	}
 	if w.cs.InitializeResult().Instructions == "" {

@@ -37,7 +37,16 @@ type Record struct {
 	Entry manifest.Entry `json:"entry"`
 	TxID  string         `json:"tx"`
 	Time  time.Time      `json:"time"`
+	// Kind is "" for an original a commit replaced, KindCheckpoint for
+	// content a transaction's checkpoint recorded from its staged
+	// workspace: the same objects, deduplicated, but never an ancestor
+	// (Lookup skips it) and kept only while that transaction is open.
+	Kind string `json:"kind,omitempty"`
 }
+
+// KindCheckpoint marks a record whose bytes a checkpoint of transaction
+// TxID recorded; its Entry's stat facts are those of the staged file.
+const KindCheckpoint = "checkpoint"
 
 // Store is a base's store of originals.
 type Store struct {
@@ -150,49 +159,91 @@ func (s *Store) Open(d string) (*os.File, error) {
 // original of e.Path. src is moved into the store when it is on the same
 // file system, else copied; either way it is gone from src afterwards.
 func (s *Store) Add(txID string, e manifest.Entry, src string) error {
-	if !validDigest(e.Digest) {
-		return fmt.Errorf("originals: %s has no digest", e.Path)
+	return s.AddKind("", txID, e, src)
+}
+
+// AddKind is Add for a record of the given kind (KindCheckpoint).
+func (s *Store) AddKind(kind, txID string, e manifest.Entry, src string) error {
+	return s.AddAll(kind, txID, []manifest.Entry{e}, []string{src})
+}
+
+// AddAll is AddKind for many files at once (es[i]'s bytes at srcs[i]):
+// each object is made durable as Add makes it, and the index gets their
+// records in one append and one fsync.
+func (s *Store) AddAll(kind, txID string, es []manifest.Entry, srcs []string) error {
+	for _, e := range es {
+		if !validDigest(e.Digest) {
+			return fmt.Errorf("originals: %s has no digest", e.Path)
+		}
 	}
 	if err := s.ensure(); err != nil {
 		return err
 	}
+	now := time.Now().UTC()
+	recs := make([]Record, len(es))
+	moved := false
+	for i, e := range es {
+		m, err := s.put(e, srcs[i])
+		if err != nil {
+			return err
+		}
+		moved = moved || m
+		recs[i] = Record{Entry: e, TxID: txID, Time: now, Kind: kind}
+	}
+	// The new objects' names, durable before the index names them: one
+	// fsync of their directory for them all.
+	if moved {
+		if err := safefs.SyncDir(filepath.Join(s.dir, "objects")); err != nil {
+			return err
+		}
+	}
+	return s.appendIndex(recs...)
+}
+
+// put moves (or copies) the file src, whose bytes are durable, into the
+// store as the object of e.Digest, unless the store holds those bytes
+// already, and says whether it did: the caller fsyncs the objects'
+// directory then. src is gone afterwards.
+func (s *Store) put(e manifest.Entry, src string) (moved bool, err error) {
 	dst := s.ObjectPath(e.Digest)
-	_, err := os.Lstat(dst)
+	_, err = os.Lstat(dst)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.Rename(src, dst); err != nil {
 			if err := copyFile(src, dst); err != nil {
-				return err
+				return false, err
 			}
 		}
-		if err := safefs.SyncDir(filepath.Dir(dst)); err != nil {
-			return err
-		}
+		moved = true
 	case err == nil:
 		// The object may have been renamed in by a process killed before
 		// its directory fsync: once per store, make what is there durable
 		// before the index names it again.
 		if err := s.syncObjectsOnce(); err != nil {
-			return err
+			return false, err
 		}
 	default:
-		return fmt.Errorf("originals: %w", err)
+		return false, fmt.Errorf("originals: %w", err)
 	}
 	os.Remove(src)
-	return s.appendIndex(Record{Entry: e, TxID: txID, Time: time.Now().UTC()})
+	return moved, nil
 }
 
-func (s *Store) appendIndex(r Record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
+func (s *Store) appendIndex(rs ...Record) error {
+	var b []byte
+	for _, r := range rs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		b = append(append(b, line...), '\n')
 	}
 	f, created, err := openIndex(filepath.Join(s.dir, indexFile))
 	if err != nil {
 		return fmt.Errorf("originals index: %w", err)
 	}
 	defer f.Close()
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	if _, err := f.Write(b); err != nil {
 		return fmt.Errorf("originals index: %w", err)
 	}
 	if err := f.Sync(); err != nil {
@@ -206,7 +257,9 @@ func (s *Store) appendIndex(r Record) error {
 	}
 	s.mu.Lock()
 	if s.loaded {
-		s.byPath[r.Entry.Path] = append(s.byPath[r.Entry.Path], r)
+		for _, r := range rs {
+			s.byPath[r.Entry.Path] = append(s.byPath[r.Entry.Path], r)
+		}
 	}
 	s.mu.Unlock()
 	return nil
@@ -237,6 +290,9 @@ func (s *Store) Lookup(e manifest.Entry) (string, bool) {
 	defer s.mu.Unlock()
 	recs := s.byPath[e.Path]
 	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Kind != "" {
+			continue
+		}
 		r := recs[i].Entry
 		if manifest.SameStat(r, e) && s.Has(r.Digest) {
 			return r.Digest, true

@@ -129,7 +129,7 @@ func keptOriginals(b *state.Base, id string) int {
 	recs, _ := store.Records()
 	n := 0
 	for _, r := range recs {
-		if r.TxID == id {
+		if r.TxID == id && r.Kind == "" { // a checkpoint's records are no commit's
 			n++
 		}
 	}

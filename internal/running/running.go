@@ -295,3 +295,52 @@ func random() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// Running reports whether a command registered for what (a transaction
+// id, as Start was given) runs now: an entry naming it whose lock is held.
+// Start writes the name under the registry's lock, so a look under it
+// never reads an entry half written.
+func (r *Registry) Running(what string) (bool, error) {
+	ents, err := os.ReadDir(r.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	unlock, err := r.lock()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), cmdPrefix) {
+			continue
+		}
+		path := filepath.Join(r.dir, e.Name())
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		name, _, _ := strings.Cut(string(data), " pid ")
+		if name != what {
+			continue
+		}
+		f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return true, nil
+		}
+	}
+	return false, nil
+}

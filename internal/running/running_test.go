@@ -152,3 +152,34 @@ func TestFailsClosed(t *testing.T) {
 		t.Fatal("quiet since a mark, with a command running and a generation that cannot be read")
 	}
 }
+
+// TestRunningNamesItsTransaction: Running finds a command registered for
+// its transaction while it runs, not another transaction's, and not once
+// it is done or its airlock died (its entry's lock free).
+func TestRunningNamesItsTransaction(t *testing.T) {
+	r := New(filepath.Join(t.TempDir(), "running"))
+	if on, err := r.Running("t1"); err != nil || on {
+		t.Fatalf("an empty registry: %v %v", on, err)
+	}
+	e, err := r.Start("t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on, err := r.Running("t1"); err != nil || !on {
+		t.Errorf("t1 while its command runs: %v %v", on, err)
+	}
+	if on, err := r.Running("t2"); err != nil || on {
+		t.Errorf("t2 while t1's command runs: %v %v", on, err)
+	}
+	e.Done()
+	if on, err := r.Running("t1"); err != nil || on {
+		t.Errorf("t1 once its command is done: %v %v", on, err)
+	}
+	// An entry whose lock nobody holds: an airlock that died.
+	if err := os.WriteFile(filepath.Join(r.Dir(), "cmd-dead"), []byte("t1 pid 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := r.Running("t1"); err != nil || on {
+		t.Errorf("t1 with a dead airlock's entry: %v %v", on, err)
+	}
+}

@@ -1,0 +1,355 @@
+package airlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fault"
+	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/originals"
+	"github.com/airlockdev/airlock/internal/progress"
+	"github.com/airlockdev/airlock/internal/stage"
+)
+
+// Checkpoint is one recorded state of a transaction's staged workspace:
+// its change set against the base at open, every file's bytes kept in
+// the base's content store, so that Rewind can put the workspace back
+// exactly as it was.
+type Checkpoint struct {
+	Number  int
+	Time    time.Time
+	Message string
+	// Auto says what took it when nothing asked for it by name:
+	// CheckpointByHook, CheckpointByRewind; "" when asked for.
+	Auto CheckpointAuto
+	// Added, Modified and Deleted count the change set as ChangeSet.Counts.
+	Added, Modified, Deleted int
+	// Digest is the change set's digest (as show's diff_digest): two
+	// checkpoints with the same digest hold the same staged workspace.
+	Digest string
+	// Unchanged says CheckpointOptions.IfChanged found the workspace as
+	// this checkpoint, the last one, recorded it: nothing new was taken.
+	Unchanged bool
+}
+
+// CheckpointAuto says what took a checkpoint on its own.
+type CheckpointAuto string
+
+const (
+	CheckpointByHook   CheckpointAuto = "hook"   // an agent's hook, after a tool call
+	CheckpointByRewind CheckpointAuto = "rewind" // a rewind, of the state it replaced
+)
+
+// CheckpointOptions say how Tx.Checkpoint records one.
+type CheckpointOptions struct {
+	Message string
+	Auto    CheckpointAuto
+	// IfChanged takes none when the workspace is as the last checkpoint
+	// recorded it (a hook after a tool call that wrote nothing), and
+	// returns that one, Unchanged.
+	IfChanged bool
+}
+
+// CommandRunningError is the refusal of a checkpoint or rewind while a
+// command runs in the transaction's staged workspace (`airlock run`'s
+// COMMAND, or Exec's): it could be writing what would be recorded or
+// replaced. Nothing was recorded or changed.
+type CommandRunningError struct {
+	Tx string
+	Op string // "checkpoint" or "rewind"
+}
+
+func (e *CommandRunningError) Error() string {
+	return fmt.Sprintf("transaction %s has a command running in its staged workspace (airlock run, or the MCP run tool): nothing was %s; %s once the command has ended",
+		e.Tx, map[string]string{"checkpoint": "recorded", "rewind": "rewound"}[e.Op], e.Op)
+}
+
+// checkpointRecord is a checkpoint as its state file keeps it.
+type checkpointRecord struct {
+	Number  int            `json:"number"`
+	Time    time.Time      `json:"time"`
+	Message string         `json:"message,omitempty"`
+	Auto    CheckpointAuto `json:"auto,omitempty"`
+	// WalkNs is when the walk that measured the staged tree began: a
+	// file whose ctime lies a clock window before it, and whose stat
+	// facts a later walk finds the same, still holds the bytes recorded.
+	WalkNs int64 `json:"walk_ns"`
+	// BaseRecord stamps the transaction's record of the base the change
+	// set is against: a rebase rewrites it, and a checkpoint from before
+	// one is against another base.
+	BaseRecord manifest.Entry `json:"base_record"`
+	Set        *changeset.Set `json:"set"`
+}
+
+func (r *checkpointRecord) public() Checkpoint {
+	a, m, d := r.Set.Counts()
+	return Checkpoint{Number: r.Number, Time: r.Time, Message: r.Message, Auto: r.Auto, Added: a, Modified: m, Deleted: d, Digest: r.Set.Digest()}
+}
+
+const (
+	checkpointPrefix     = "checkpoint-"
+	checkpointSuffix     = ".json"
+	checkpointObjectsDir = "checkpoint-objects"
+	eventRewound         = "rewound"
+)
+
+func checkpointFile(n int) string { return checkpointPrefix + strconv.Itoa(n) + checkpointSuffix }
+
+// checkpointNumbers lists the numbers of the transaction's checkpoints,
+// in order.
+func (t *Tx) checkpointNumbers() ([]int, error) {
+	ents, err := os.ReadDir(t.st.Dir())
+	if err != nil {
+		return nil, fmt.Errorf("transaction %s: list its checkpoints: %w", t.ID(), err)
+	}
+	var ns []int
+	for _, e := range ents {
+		s, ok := strings.CutPrefix(e.Name(), checkpointPrefix)
+		if !ok {
+			continue
+		}
+		s, ok = strings.CutSuffix(s, checkpointSuffix)
+		if n, err := strconv.Atoi(s); ok && err == nil && n > 0 && checkpointFile(n) == e.Name() {
+			ns = append(ns, n)
+		}
+	}
+	slices.Sort(ns)
+	return ns, nil
+}
+
+func (t *Tx) loadCheckpoint(n int) (*checkpointRecord, error) {
+	var r checkpointRecord
+	if err := t.st.Read(checkpointFile(n), &r); err != nil {
+		return nil, err
+	}
+	if r.Number != n || r.Set == nil {
+		return nil, fmt.Errorf("transaction %s: checkpoint %d's record %s is not checkpoint %d's", t.ID(), n, t.st.Path(checkpointFile(n)), n)
+	}
+	return &r, nil
+}
+
+// Checkpoints lists the transaction's checkpoints, oldest first.
+func (t *Tx) Checkpoints() (_ []Checkpoint, err error) {
+	defer exported(&err)
+	ns, err := t.checkpointNumbers()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Checkpoint, 0, len(ns))
+	for _, n := range ns {
+		r, err := t.loadCheckpoint(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.public())
+	}
+	return out, nil
+}
+
+// workLock takes the transaction's lock for a checkpoint or rewind, and
+// checks that nothing runs in the staged workspace and that it is open to
+// work in.
+func (t *Tx) workLock(ctx context.Context, op string) (func(), error) {
+	unlock, err := t.settleLock(ctx)
+	var busy *BusyError
+	if errors.As(err, &busy) && busy.Exec {
+		return nil, &CommandRunningError{Tx: t.ID(), Op: op}
+	}
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			unlock()
+		}
+	}()
+	if running, err := t.store.commands().Running(t.ID()); err != nil {
+		return nil, fmt.Errorf("%s %s: tell whether a command runs in it: %w", op, t.ID(), err)
+	} else if running {
+		return nil, &CommandRunningError{Tx: t.ID(), Op: op}
+	}
+	st, err := t.Status()
+	if err != nil {
+		return nil, err
+	}
+	switch st {
+	case StatusOpen, StatusRefused:
+	case StatusInterrupted:
+		return nil, interrupted(t.Base(), t.ID())
+	default:
+		return nil, &NotOpenError{Tx: t.ID(), Status: st}
+	}
+	if b, err := stage.Get(t.rec.Backend); err == nil {
+		if _, ok := b.(stage.Differ); ok {
+			return nil, fmt.Errorf("%s %s: its staged workspace (backend %s) reads through to the live base, whose changes a rewind could not tell from the transaction's; use the copy, reflink or worktree backend", op, t.ID(), t.rec.Backend)
+		}
+	}
+	ok = true
+	return unlock, nil
+}
+
+// Checkpoint records the staged workspace as it is now and returns the
+// new checkpoint. It holds the transaction's lock, and refuses
+// (*CommandRunningError) while a command runs in the workspace. A file
+// that changes while it is recorded fails the checkpoint, which records
+// nothing: some process airlock did not start is still writing.
+func (t *Tx) Checkpoint(ctx context.Context, o CheckpointOptions) (_ *Checkpoint, err error) {
+	defer exported(&err)
+	unlock, err := t.workLock(ctx, "checkpoint")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	r, err := t.checkpoint(ctx, o)
+	if err != nil && err != errUnchanged {
+		return nil, err
+	}
+	c := r.public()
+	c.Unchanged = err == errUnchanged
+	return &c, nil
+}
+
+// baseRecordStamp measures the transaction's record of the base: a
+// rebase replaces the file, which gives it another inode. Its ctime is
+// left out: open may link the file to a pooled copy, whose links coming
+// and going move the ctime of both names.
+func (t *Tx) baseRecordStamp() (manifest.Entry, error) {
+	e, err := manifest.Lstat(t.st.Path(baseManifestFile))
+	if err != nil {
+		return e, fmt.Errorf("transaction %s: its record of the base: %w", t.ID(), err)
+	}
+	return manifest.Entry{Kind: e.Kind, Size: e.Size, MtimeNs: e.MtimeNs, Ino: e.Ino, Dev: e.Dev}, nil
+}
+
+// errUnchanged is checkpoint's word for IfChanged's "nothing new": it
+// returns the last checkpoint with it.
+var errUnchanged = errors.New("the staged workspace is as the last checkpoint recorded it")
+
+// checkpoint records one; the caller holds the lock (workLock).
+//
+// Its cost is what changed since the last checkpoint: the change set is
+// measured as diff measures it, a file whose stat facts the last
+// checkpoint proved is not read again, and the others are read once each
+// (as a commit freezes them: the very file measured, refused if it
+// changes meanwhile) into the base's content store, where bytes it holds
+// already are not stored twice.
+func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRecord, error) {
+	ns, err := t.checkpointNumbers()
+	if err != nil {
+		return nil, err
+	}
+	var prev *checkpointRecord
+	if len(ns) > 0 {
+		if prev, err = t.loadCheckpoint(ns[len(ns)-1]); err != nil {
+			return nil, err
+		}
+	}
+	stamp, err := t.baseRecordStamp()
+	if err != nil {
+		return nil, err
+	}
+	walkNs := time.Now().UnixNano()
+	set, err := t.diff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A test writes the staged tree here: the freeze must refuse a file
+	// that is no longer the one measured.
+	fault.Point("checkpoint-measured")
+	orig, err := t.originals()
+	if err != nil {
+		return nil, err
+	}
+	// What the last checkpoint proved: its files' stat facts and digests.
+	proved := map[string]manifest.Entry{}
+	if prev != nil && manifest.SameStat(prev.BaseRecord, stamp) {
+		_, clock := t.store.clocks(t.Path())
+		for _, c := range prev.Set.Changes {
+			if c.Result.Kind == manifest.KindFile && c.Result.Digest != "" && clock.Proves(c.Result.CtimeNs, prev.WalkNs) {
+				proved[c.Path] = c.Result
+			}
+		}
+	}
+	fresh := &changeset.Set{}
+	var freshAt []int
+	for i, c := range set.Changes {
+		if c.Result.Kind != manifest.KindFile {
+			continue
+		}
+		if p, ok := proved[c.Path]; ok && manifest.SameStat(p, c.Result) && orig.Has(p.Digest) {
+			set.Changes[i].Result.Digest = p.Digest
+			continue
+		}
+		fresh.Changes = append(fresh.Changes, c)
+		freshAt = append(freshAt, i)
+	}
+	if len(fresh.Changes) > 0 {
+		if err := t.keepCheckpointed(ctx, orig, fresh); err != nil {
+			return nil, err
+		}
+		for k, i := range freshAt {
+			set.Changes[i].Result.Digest = fresh.Changes[k].Result.Digest
+		}
+	}
+	if o.IfChanged && prev != nil && manifest.SameStat(prev.BaseRecord, stamp) && prev.Set.Digest() == set.Digest() {
+		return prev, errUnchanged
+	}
+	n := 1
+	if len(ns) > 0 {
+		n = ns[len(ns)-1] + 1
+	}
+	r := &checkpointRecord{Number: n, Time: time.Now().UTC(), Message: o.Message, Auto: o.Auto, WalkNs: walkNs, BaseRecord: stamp, Set: set}
+	if err := t.st.WriteOnce(checkpointFile(n), r); err != nil {
+		return nil, fmt.Errorf("checkpoint %s: record checkpoint %d: %w", t.ID(), n, err)
+	}
+	return r, nil
+}
+
+// keepCheckpointed freezes the files of set from the staged workspace
+// and keeps their bytes in the base's content store, each recorded as
+// this transaction's checkpoint content (kept while it is open). It holds
+// the base's lock while it adds them: gc prunes the store under it.
+func (t *Tx) keepCheckpointed(ctx context.Context, orig *originals.Store, set *changeset.Set) error {
+	objects := t.st.Path(checkpointObjectsDir)
+	// What a checkpoint killed midway left: nothing names it.
+	if err := os.RemoveAll(objects); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", t.ID(), err)
+	}
+	defer os.RemoveAll(objects)
+	// Freeze's progress says "committing": no meter, rather than a wrong
+	// word on the terminal.
+	if err := changeset.Freeze(progress.With(ctx, nil), set, t.Path(), objects); err != nil {
+		var sc *changeset.StagedChangedError
+		if errors.As(err, &sc) {
+			return fmt.Errorf("checkpoint %s: %s changed while checkpointing (a process is still writing in the staged workspace): nothing was recorded; checkpoint again once it has stopped: %w", t.ID(), sc.Path, err)
+		}
+		return fmt.Errorf("checkpoint %s: %w", t.ID(), err)
+	}
+	sb, err := t.stateBase()
+	if err != nil {
+		return err
+	}
+	unlock, err := sb.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	es := make([]manifest.Entry, len(set.Changes))
+	srcs := make([]string, len(set.Changes))
+	for i, c := range set.Changes {
+		es[i], srcs[i] = c.Result, changeset.ObjectPath(objects, c.Result.Digest)
+		es[i].Path = c.Path
+	}
+	if err := orig.AddAll(originals.KindCheckpoint, t.ID(), es, srcs); err != nil {
+		return fmt.Errorf("checkpoint %s: keep its files' bytes in %s: %w", t.ID(), orig.Dir(), err)
+	}
+	return nil
+}
