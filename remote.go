@@ -41,6 +41,8 @@ type RemoteOptions struct {
 	// push before the landing refuses RemoteMoved; 0 means
 	// DefaultRemoteAttempts.
 	Attempts int
+	// Limits bound each git call against the remote.
+	Limits RemoteLimits
 	CommitOptions
 }
 
@@ -141,6 +143,7 @@ func (t *Tx) landRemote(ctx context.Context, o RemoteOptions) (*RemoteLanded, er
 	if rl.l, err = t.openLanding(ctx, o.Remote, ref); err != nil {
 		return nil, err
 	}
+	rl.l.Bounds = o.Limits.bounds()
 
 	// The one preflight every settle makes (see preflight); then what
 	// the remote adds: boundaries here, and, against each head fetched,
@@ -228,6 +231,9 @@ func (t *Tx) landedAlready(ref string) (*RemoteLanded, bool, error) {
 func (t *Tx) landOnce(ctx context.Context, rl *remoteLanding) (bool, *Refusal, error) {
 	l, set, out := rl.l, rl.set, rl.out
 	head, notes, err := l.FetchHeads(ctx)
+	if r := timeoutRefusal(err); r != nil {
+		return false, r, nil
+	}
 	if err != nil {
 		return false, nil, err
 	}
@@ -277,17 +283,21 @@ func (t *Tx) landOnce(ctx context.Context, rl *remoteLanding) (bool, *Refusal, e
 		return false, nil, err
 	}
 	fault.Point("land-remote:built")
-	moved, err := l.PushAtomic(ctx, head, notes, commit, noteCommit)
+	pushed, err := l.PushAtomic(ctx, head, notes, commit, noteCommit)
 	if err != nil {
-		return false, nil, err
+		r, err := t.pushFailed(err)
+		return false, r, err
 	}
-	if moved {
+	if pushed == landing.PushMoved {
 		t.event("remote_moved", map[string]any{"attempt": out.Attempts, "branch": l.Ref})
 		return false, nil, nil
 	}
 	fault.Point("land-remote:pushed")
 	out.Commit = commit
 	out.Result, rl.err = t.recordLanded(ctx, rc, data, set, rl.sc)
+	if out.Result != nil && pushed == landing.PushConfirmed {
+		out.Result.Warnings = append(out.Result.Warnings, fmt.Sprintf("git did not hear %s's answer to the push, but %s and %s there are at the values pushed: it landed", l.Remote, l.Ref, landing.NotesRef))
+	}
 	if out.Result != nil && len(cand.ignored) > 0 {
 		out.Result.Warnings = append(out.Result.Warnings, fmt.Sprintf("not landed, as git ignores them in %s and %s does not track them: %s", t.Base(), l.Ref, strings.Join(cand.ignored, ", ")))
 	}

@@ -20,7 +20,10 @@ type Repo struct {
 	dir    string   // git -C dir: discovered from a directory in a work tree
 	gitDir string   // git --git-dir=gitDir: the repository itself, no work tree
 	index  string   // GIT_INDEX_FILE, named by airlock itself (WithIndex)
-	env    []string // set after the hardened environment (Ignored)
+	env    []string // set after the hardened environment (Ignored, WithEnv)
+	// tethered: in a process group that ends with the context and with
+	// airlock (Tethered).
+	tethered bool
 }
 
 // In names the repository that holds dir, found as git finds it for a user
@@ -78,7 +81,7 @@ func (r Repo) run(ctx context.Context, stdin []byte, args []string) ([]byte, err
 	case r.gitDir != "":
 		argv = append(argv, "--git-dir="+r.gitDir)
 	}
-	cmd := exec.CommandContext(ctx, "git", append(argv, args...)...)
+	cmd := r.command(ctx, append(argv, args...))
 	cmd.Env = environ(os.Environ())
 	if r.index != "" {
 		cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+r.index)
@@ -90,7 +93,7 @@ func (r Repo) run(ctx context.Context, stdin []byte, args []string) ([]byte, err
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := runPinned(cmd, r.tethered)
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() && ctx.Err() == nil {
 		// git finished and said what it had to; a child it left
 		// behind holding the pipe is not its failure.
