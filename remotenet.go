@@ -91,5 +91,5 @@ func (t *Tx) pushFailed(err error) (*Refusal, error) {
 	case pe.TimedOut:
 		return refuse(RemoteTimeout, nil, "%v; the transaction is kept: land it again once the remote answers", err), nil
 	}
-	return nil, fmt.Errorf("%w; transaction %s is kept", err, t.ID())
+	return nil, fmt.Errorf("%w; transaction %s is kept: land it again", err, t.ID())
 }

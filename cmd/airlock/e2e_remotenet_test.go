@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -279,5 +281,265 @@ func TestE2ERemoteKilledLeavesNoGit(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// cutMode is where a pushProxy cuts a push's client off.
+type cutMode int
+
+const (
+	// cutAfterAccepted forwards the push whole and cuts the client at
+	// the server's first byte after it: its report, which receive-pack
+	// sends once the refs have moved. The push landed; the client
+	// never hears so.
+	cutAfterAccepted cutMode = iota
+	// cutBeforeCommands cuts the client as it sends its commands,
+	// forwarding none: the push reached nothing.
+	cutBeforeCommands
+	// holdCommands takes the client's commands and pack and forwards
+	// none, holding the connection open: the server never answers.
+	holdCommands
+)
+
+// pushProxy forwards TCP to a git daemon, both ways, and cuts the first
+// push (a git-receive-pack connection) that passes it, as mode says.
+// Fetches and ls-remote pass untouched; with down, after the cut it
+// accepts no connection at all (the remote unreachable).
+type pushProxy struct {
+	addr string
+	cut  chan struct{} // closed at the cut
+}
+
+func startPushProxy(t *testing.T, target string, mode cutMode, down bool) *pushProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pushProxy{addr: l.Addr().String(), cut: make(chan struct{})}
+	var once sync.Once
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.serve(c, target, mode, func() {
+					once.Do(func() {
+						close(p.cut)
+						if down {
+							l.Close()
+						}
+					})
+				})
+			}()
+		}
+	}()
+	return p
+}
+
+// serve forwards one connection. The client's first pkt-line names the
+// service; in a push the server speaks first (its refs), then the client
+// (commands and pack), then the server (its report).
+func (p *pushProxy) serve(c net.Conn, target string, mode cutMode, cutNow func()) {
+	defer c.Close()
+	s, err := net.Dial("tcp", target)
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	hdr := make([]byte, 4)
+	if _, err := io.ReadFull(c, hdr); err != nil {
+		return
+	}
+	n, err := strconv.ParseUint(string(hdr), 16, 16)
+	if err != nil || n < 4 {
+		return
+	}
+	req := make([]byte, n-4)
+	if _, err := io.ReadFull(c, req); err != nil {
+		return
+	}
+	if _, err := s.Write(append(hdr, req...)); err != nil {
+		return
+	}
+	select {
+	case <-p.cut:
+		// One push is cut; the rest pass.
+		req = nil
+	default:
+	}
+	push := bytes.HasPrefix(req, []byte("git-receive-pack "))
+	var serverSpoke, clientSent atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := s.Read(buf)
+			if n > 0 {
+				if push && clientSent.Load() && mode == cutAfterAccepted {
+					cutNow()
+					c.Close()
+					return
+				}
+				serverSpoke.Store(true)
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+			if err != nil {
+				c.Close()
+				return
+			}
+		}
+	}()
+	// The client's side: what it sends once the server has spoken is
+	// its commands and pack.
+	buf := make([]byte, 32<<10)
+	forward := true
+	for {
+		n, err := c.Read(buf)
+		if n > 0 && push && serverSpoke.Load() && !clientSent.Load() {
+			clientSent.Store(true)
+			if mode != cutAfterAccepted {
+				cutNow()
+				forward = false
+				if mode == cutBeforeCommands {
+					break
+				}
+			}
+		}
+		if n > 0 && forward {
+			if _, err := s.Write(buf[:n]); err != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if mode != cutAfterAccepted && push {
+		s.Close()
+	}
+	<-done
+}
+
+// TestE2ERemotePushConnectionDropped: the connection drops during the
+// push. Before saying anything, airlock asks the remote: both refs at the
+// values pushed is a landing (reported and recorded as one, receipt and
+// all); both as fetched is a failure that says nothing landed and gives
+// no permission advice; a remote that cannot be asked is "unknown", the
+// transaction kept, with what to run to find out — and landing it again
+// finds it there.
+func TestE2ERemotePushConnectionDropped(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		mode   cutMode
+		down   bool
+		landed bool // the push reached the server's refs
+	}{
+		{"report lost", cutAfterAccepted, false, true},
+		{"nothing reached", cutBeforeCommands, false, false},
+		{"unknown", cutAfterAccepted, true, true},
+		{"push timed out", holdCommands, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := startDaemon(t)
+			srv.seed(t, "p.git", map[string]string{"a.txt": "a\n"})
+			bare := filepath.Join(srv.root, "p.git")
+			// No keepalive while the server works on the pack: its first
+			// byte after the pack is its report.
+			gitIn(t, bare, "config", "receive.keepAlive", "0")
+			before := gitIn(t, bare, "rev-parse", "main")
+			daemon := strings.TrimPrefix(strings.TrimSuffix(srv.url("p.git"), "/p.git"), "git://")
+			proxy := startPushProxy(t, daemon, tt.mode, tt.down)
+			hst := newRemoteHost(t, srv.url("p.git"))
+			gitIn(t, hst.clone, "remote", "add", "cut", "git://"+proxy.addr+"/p.git")
+			id := hst.open(map[string]string{"a.txt": "b\n"})
+			r := hst.run(nil, "land", "-q", "--remote", "cut", "--branch", "main", "--remote-timeout", "5s", id)
+			t.Logf("the land whose push was cut: %s", r)
+			select {
+			case <-proxy.cut:
+			default:
+				t.Fatalf("the proxy never cut the push: the scenario did not happen\n%s", r)
+			}
+			head := gitIn(t, bare, "rev-parse", "main")
+			if got := len(landed(t, bare, "main")[id]); tt.landed != (got == 1) || got > 1 {
+				t.Fatalf("%s on the server %d times, want landed=%v\n%s", id, got, tt.landed, r)
+			}
+			var info struct{ Status string }
+			show := func() string {
+				s := hst.run(nil, "show", id, "--json")
+				info.Status = ""
+				json.Unmarshal([]byte(s.Stdout), &info)
+				return info.Status
+			}
+			switch tt.name {
+			case "report lost":
+				if r.Code != 0 || !strings.Contains(r.Stdout, "landed   "+id+"  "+head) || !strings.Contains(r.Stderr, "did not hear") {
+					t.Fatalf("a push whose report was lost: want landed %s with a warning that says so\n%s", head, r)
+				}
+				if st := show(); st != "committed" {
+					t.Errorf("%s is %q, want committed", id, st)
+				}
+				if v := hst.run(nil, "receipt", "verify", id); v.Code != 0 {
+					t.Errorf("the local receipt does not verify:\n%s", v)
+				}
+				if v := hst.run(nil, "receipt", "verify", "--remote", "origin", "--branch", "main"); v.Code != 0 || !strings.Contains(v.Stdout, "receipts=1") {
+					t.Errorf("the receipt on the branch does not verify:\n%s", v)
+				}
+				return
+			case "nothing reached":
+				if head != before {
+					t.Fatalf("main moved to %s", head)
+				}
+				if r.Code != 125 || !strings.Contains(r.Stdout, "failed   "+id) || !strings.Contains(r.Stdout, "nothing landed") || !strings.Contains(r.Stdout, "is kept") {
+					t.Fatalf("a push that reached nothing: want failed, saying nothing landed and the transaction is kept\n%s", r)
+				}
+				if strings.Contains(r.Stdout+r.Stderr, "allowed here") || strings.Contains(r.Stdout+r.Stderr, "credentials") {
+					t.Errorf("a dropped connection is no matter of permission, but the message advises on it\n%s", r)
+				}
+				if st := show(); st != "open" {
+					t.Errorf("%s is %q, want open (kept)", id, st)
+				}
+				if r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id); r.Code != 0 || !strings.Contains(r.Stdout, "landed   "+id) {
+					t.Errorf("the kept transaction, landed again:\n%s", r)
+				}
+			case "push timed out":
+				if head != before {
+					t.Fatalf("main moved to %s", head)
+				}
+				if r.Code != 75 || !strings.Contains(r.Stdout, "refused (RemoteTimeout)") || !strings.Contains(r.Stdout, "timed out") || !strings.Contains(r.Stdout, "nothing landed") || !strings.Contains(r.Stdout, "is kept") {
+					t.Fatalf("a push the server never answered, the remote unchanged after: want RemoteTimeout, nothing landed, the transaction kept\n%s", r)
+				}
+				if st := show(); st != "refused" {
+					t.Errorf("%s is %q, want refused (kept)", id, st)
+				}
+			case "unknown":
+				if r.Code != 125 || !strings.Contains(r.Stdout, "failed   "+id) || !strings.Contains(r.Stdout, "unknown") ||
+					!strings.Contains(r.Stdout, "is kept") || !strings.Contains(r.Stdout, "`airlock log --remote cut --branch main`") {
+					t.Fatalf("a push whose outcome cannot be learnt: want it called unknown, the transaction kept, and how to find out\n%s", r)
+				}
+				if strings.Contains(r.Stdout+r.Stderr, "allowed here") {
+					t.Errorf("a dropped connection is no matter of permission, but the message advises on it\n%s", r)
+				}
+				if st := show(); st != "open" {
+					t.Errorf("%s is %q, want open (kept)", id, st)
+				}
+				if r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id); r.Code != 0 || !strings.Contains(r.Stdout, "already  "+id+"  "+head) {
+					t.Errorf("landed again where it had landed: want already %s\n%s", head, r)
+				}
+				if st := show(); st != "committed" {
+					t.Errorf("%s is %q after landing again, want committed", id, st)
+				}
+			}
+		})
 	}
 }
