@@ -543,3 +543,52 @@ func TestE2ERemotePushConnectionDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestE2ERemoteSSHOptionsLeaveTheUsersCommand: git's ssh gets airlock's
+// bounds (ConnectTimeout, ServerAliveInterval, ServerAliveCountMax, from
+// the variables) unless the user chose the ssh command
+// (GIT_SSH_COMMAND, core.sshCommand in the configuration git reads):
+// that one runs as the user wrote it. An ssh that records its arguments
+// and fails stands in for ssh.
+func TestE2ERemoteSSHOptionsLeaveTheUsersCommand(t *testing.T) {
+	testbin.Require(t, "git", "the scenario fetches with git")
+	bin := t.TempDir()
+	rec := filepath.Join(t.TempDir(), "argv")
+	fake := "#!/bin/sh\necho \"$0 $*\" >> " + rec + "\nexit 255\n"
+	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "user-ssh"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hst, _ := silentHost(t, "ssh://127.0.0.1:9/r.git")
+	path := "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")
+	for _, c := range []struct {
+		name   string
+		env    []string
+		config string // core.sshCommand in the user's git config, if any
+		want   string // how the recorded line starts
+		bounds bool
+	}{
+		{"airlock's", []string{path, "AIRLOCK_REMOTE_CONNECT_TIMEOUT=7s", "AIRLOCK_REMOTE_LOW_SPEED_TIME=90s"}, "", filepath.Join(bin, "ssh"), true},
+		{"GIT_SSH_COMMAND", []string{path, "GIT_SSH_COMMAND=user-ssh -o User=me"}, "", filepath.Join(bin, "user-ssh") + " -o User=me", false},
+		{"core.sshCommand", []string{path}, "user-ssh -o User=cfg", filepath.Join(bin, "user-ssh") + " -o User=cfg", false},
+	} {
+		os.Remove(rec)
+		env := c.env
+		if c.config != "" {
+			global := filepath.Join(t.TempDir(), "gitconfig")
+			testbin.WriteFiles(t, filepath.Dir(global), map[string]string{"gitconfig": "[core]\n\tsshCommand = " + c.config + "\n"})
+			env = append(env, "GIT_CONFIG_GLOBAL="+global)
+		}
+		r := hst.run(env, "log", "--remote", "origin", "--branch", "main")
+		if r.Code != 125 {
+			t.Errorf("%s: an ssh that fails: want exit 125\n%s", c.name, r)
+		}
+		got := strings.TrimSpace(testbin.ReadFile(t, rec))
+		bounds := strings.Contains(got, "ConnectTimeout=7") && strings.Contains(got, "ServerAliveInterval=30") && strings.Contains(got, "ServerAliveCountMax=3")
+		if !strings.HasPrefix(got, c.want) || bounds != c.bounds || (!c.bounds && strings.Contains(got, "ConnectTimeout")) {
+			t.Errorf("%s: ssh ran as %q; want it to start %q, with airlock's bounds %v", c.name, got, c.want, c.bounds)
+		}
+	}
+}

@@ -95,18 +95,15 @@ func (l *Repo) remote(ctx context.Context) (git.Repo, context.Context, context.C
 }
 
 // userSSH reports whether the user chose how git runs ssh
-// (GIT_SSH_COMMAND, GIT_SSH, or core.sshCommand in the configuration the
-// base's repository sees): that command is theirs, and airlock adds no
-// options to it; the deadline still bounds it.
+// (GIT_SSH_COMMAND, GIT_SSH, or core.sshCommand as git in the landing's
+// repository reads its configuration): that command is theirs, and
+// airlock adds no options to it; the deadline still bounds it. Where git
+// is made to read the clone's configuration too, this must read the same.
 func (l *Repo) userSSH(ctx context.Context) bool {
 	if os.Getenv("GIT_SSH_COMMAND") != "" || os.Getenv("GIT_SSH") != "" {
 		return true
 	}
-	in := git.Repo{}
-	if l.from != "" {
-		in = git.In(l.from)
-	}
-	out, err := in.Run(ctx, "config", "core.sshCommand")
+	out, err := l.Git.Run(ctx, "config", "core.sshCommand")
 	return err == nil && strings.TrimSpace(string(out)) != ""
 }
 

@@ -57,7 +57,6 @@ type Repo struct {
 	Bounds Bounds
 	fetch  string // URL to fetch from
 	push   string // URL to push to
-	from   string // a directory in the base's repository, "" when none
 }
 
 // Open resolves remote against the repository holding from ("" when there
@@ -72,7 +71,7 @@ func Open(ctx context.Context, dir, from, baseDir, remote, ref string) (*Repo, e
 	if err := initPrivate(ctx, dir, from); err != nil {
 		return nil, err
 	}
-	return &Repo{Git: git.At(dir), Dir: dir, Remote: Redact(remote), fetch: fetchURL, push: pushURL, from: from, Ref: ref, BaseDir: baseDir}, nil
+	return &Repo{Git: git.At(dir), Dir: dir, Remote: Redact(remote), fetch: fetchURL, push: pushURL, Ref: ref, BaseDir: baseDir}, nil
 }
 
 // CatBlob reads a blob.
