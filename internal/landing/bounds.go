@@ -103,8 +103,14 @@ func (l *Repo) userSSH(ctx context.Context) bool {
 	if os.Getenv("GIT_SSH_COMMAND") != "" || os.Getenv("GIT_SSH") != "" {
 		return true
 	}
-	out, err := l.Git.Run(ctx, "config", "core.sshCommand")
-	return err == nil && strings.TrimSpace(string(out)) != ""
+	// Once a landing: its configuration does not change under it, and
+	// each look is a git process.
+	if l.sshChosen == nil {
+		out, err := l.Git.Run(ctx, "config", "core.sshCommand")
+		chosen := err == nil && strings.TrimSpace(string(out)) != ""
+		l.sshChosen = &chosen
+	}
+	return *l.sshChosen
 }
 
 // deadlineError is the cause of a git call's context ending at its

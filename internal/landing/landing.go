@@ -57,6 +57,9 @@ type Repo struct {
 	Bounds Bounds
 	fetch  string // URL to fetch from
 	push   string // URL to push to
+	// sshChosen: whether the user chose the ssh command (userSSH), once
+	// looked up.
+	sshChosen *bool
 }
 
 // Open resolves remote against the repository holding from ("" when there
