@@ -592,3 +592,28 @@ func TestE2ERemoteSSHOptionsLeaveTheUsersCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ERemotePushRefusedByServerAdvises: where the server itself
+// refused the push (a pre-receive hook), the remote still holds what was
+// fetched: the failure says nothing landed, quotes the server's refusal,
+// and advises on what may push there — the one case where that advice
+// fits.
+func TestE2ERemotePushRefusedByServerAdvises(t *testing.T) {
+	srv := startDaemon(t)
+	srv.seed(t, "h.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "h.git")
+	testbin.WriteFiles(t, filepath.Join(bare, "hooks"), map[string]string{"pre-receive": "#!/bin/sh\necho 'no landings today' >&2\nexit 1\n"})
+	if err := os.Chmod(filepath.Join(bare, "hooks", "pre-receive"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := gitIn(t, bare, "rev-parse", "main")
+	hst := newRemoteHost(t, srv.url("h.git"))
+	id := hst.open(map[string]string{"a.txt": "b\n"})
+	r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id)
+	if r.Code != 125 || !strings.Contains(r.Stdout, "pre-receive hook declined") || !strings.Contains(r.Stdout, "nothing landed") || !strings.Contains(r.Stdout, "allowed here") {
+		t.Errorf("a push the server's hook refused: want exit 125 quoting the refusal, saying nothing landed, with the advice\n%s", r)
+	}
+	if h := gitIn(t, bare, "rev-parse", "main"); h != before {
+		t.Errorf("main moved to %s", h)
+	}
+}
