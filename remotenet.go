@@ -39,8 +39,21 @@ var DefaultRemoteLimits = RemoteLimits{
 	Timeout:       landing.DefaultBounds.Deadline,
 }
 
+// bounds is m with each zero field DefaultRemoteLimits', in the landing's
+// terms.
 func (m RemoteLimits) bounds() landing.Bounds {
-	return landing.Bounds{Connect: m.Connect, LowSpeedLimit: m.LowSpeedLimit, LowSpeedTime: m.LowSpeedTime, Deadline: m.Timeout}
+	d := DefaultRemoteLimits
+	pick := func(v, def time.Duration) time.Duration {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	b := landing.Bounds{Connect: pick(m.Connect, d.Connect), LowSpeedLimit: m.LowSpeedLimit, LowSpeedTime: pick(m.LowSpeedTime, d.LowSpeedTime), Deadline: pick(m.Timeout, d.Timeout)}
+	if b.LowSpeedLimit <= 0 {
+		b.LowSpeedLimit = d.LowSpeedLimit
+	}
+	return b
 }
 
 // RemoteTimeoutError: a remote did not answer within the RemoteLimits
