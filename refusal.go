@@ -37,6 +37,11 @@ const (
 	// attempt, up to its bound; each attempt fetched, merged and validated
 	// afresh, and nothing was pushed.
 	RemoteMoved RefusalKind = "RemoteMoved"
+	// RemoteTimeout: a landing into a git remote found the remote silent
+	// past its RemoteLimits (the fetch, or a push after which the remote
+	// still held the heads fetched): nothing landed. Not the change's
+	// fault: land it again once the remote answers.
+	RemoteTimeout RefusalKind = "RemoteTimeout"
 	// Conflicted: a rebase (Tx.Rebase) left conflict markers in paths
 	// both sides changed, and what the commit would land still holds a
 	// marker line in one of them: resolve them in the staged workspace.

@@ -48,6 +48,8 @@ type RemoteOptions struct {
 	// number in [0, 1) per call; nil means math/rand. A test gives a
 	// fixed one to know each wait.
 	Jitter func() float64
+	// Limits bound each git call against the remote.
+	Limits RemoteLimits
 	CommitOptions
 }
 
@@ -189,6 +191,7 @@ func (t *Tx) prepareRemote(ctx context.Context, o RemoteOptions, ref string) (*r
 	if rl.l, err = t.openLanding(ctx, o.Remote, ref); err != nil {
 		return nil, nil, err
 	}
+	rl.l.Bounds = o.Limits.bounds()
 
 	// The one preflight every settle makes (see preflight); then what
 	// the remote adds: boundaries here, and, against each head fetched,
@@ -297,6 +300,9 @@ func (t *Tx) landedAlready(ref string) (*RemoteLanded, bool, error) {
 func (t *Tx) landOnce(ctx context.Context, rl *remoteLanding) (bool, *Refusal, error) {
 	l, set, out := rl.l, rl.set, rl.out
 	head, notes, err := l.FetchHeads(ctx)
+	if r := timeoutRefusal(err); r != nil {
+		return false, r, nil
+	}
 	if err != nil {
 		return false, nil, err
 	}
@@ -346,19 +352,29 @@ func (t *Tx) landOnce(ctx context.Context, rl *remoteLanding) (bool, *Refusal, e
 		return false, nil, err
 	}
 	fault.Point("land-remote:built")
-	moved, err := l.PushAtomic(ctx, head, notes, commit, noteCommit)
+	pushed, err := l.PushAtomic(ctx, head, notes, commit, noteCommit)
 	if err != nil {
-		return false, nil, err
+		r, err := t.pushFailed(err)
+		return false, r, err
 	}
-	if moved {
+	if pushed == landing.PushMoved {
 		t.event("remote_moved", map[string]any{"attempt": out.Attempts, "branch": l.Ref})
 		return false, nil, nil
 	}
 	fault.Point("land-remote:pushed")
 	out.Commit = commit
 	out.Result, rl.err = t.recordLanded(ctx, rc, data, set, rl.sc)
+	warnConfirmed(out.Result, l, pushed)
 	t.warnIgnored(out.Result, l, cand)
 	return true, nil, nil
+}
+
+// warnConfirmed says, on a landing's result, that git never heard the
+// server's answer to the push that landed it.
+func warnConfirmed(res *Result, l *landing.Repo, pushed landing.Pushed) {
+	if res != nil && pushed == landing.PushConfirmed {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("git did not hear %s's answer to the push, but %s and %s there are at the values pushed: it landed", l.Remote, l.Ref, landing.NotesRef))
+	}
 }
 
 // warnIgnored says, on a landing's result, which changed paths it left

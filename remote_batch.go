@@ -235,6 +235,12 @@ func (b *batch) round(ctx context.Context, queue []*batchMember) ([]*batchMember
 		m.rl.sc.validated, m.rl.sc.batchTree = nil, ""
 	}
 	head, notes, err := b.l.FetchHeads(ctx)
+	if r := timeoutRefusal(err); r != nil {
+		for _, m := range b.pending(queue) {
+			b.settle(ctx, m, r)
+		}
+		return nil, false
+	}
 	if err != nil {
 		b.failAll(queue, err)
 		return nil, false
@@ -248,7 +254,16 @@ func (b *batch) round(ctx context.Context, queue []*batchMember) ([]*batchMember
 	if len(accepted) > 0 {
 		moved, err := b.push(ctx, head, notes, accepted)
 		if err != nil {
-			b.failAll(queue, err)
+			// A push that timed out with nothing landed refuses
+			// RemoteTimeout, each kept; one whose outcome is unknown
+			// says how to find out (pushFailed).
+			for _, m := range b.pending(queue) {
+				if r, err := m.t.pushFailed(err); r != nil {
+					b.settle(ctx, m, r)
+				} else {
+					b.end(m.i, m.t, m.rl.out, err)
+				}
+			}
 			return nil, false
 		}
 		if moved {
@@ -405,14 +420,15 @@ func (b *batch) push(ctx context.Context, head, notes string, accepted []*batchM
 		return false, err
 	}
 	fault.Point("land-remote:built")
-	moved, err := b.l.PushAtomic(ctx, head, notes, parent, noteCommit)
-	if err != nil || moved {
-		return moved, err
+	pushed, err := b.l.PushAtomic(ctx, head, notes, parent, noteCommit)
+	if err != nil || pushed == landing.PushMoved {
+		return pushed == landing.PushMoved, err
 	}
 	fault.Point("land-remote:pushed")
 	for i, m := range accepted {
 		m.rl.out.Commit = commits[i]
 		res, err := m.t.recordLanded(ctx, rcs[i], data[i], m.rl.set, m.rl.sc)
+		warnConfirmed(res, b.l, pushed)
 		m.t.warnIgnored(res, b.l, m.cand)
 		m.rl.out.Result = res
 		b.end(m.i, m.t, m.rl.out, err)

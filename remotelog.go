@@ -17,6 +17,9 @@ type RemoteLogOptions struct {
 	Dir    string
 	Remote string
 	Branch string
+	// Limits bound each git call against the remote; a remote that
+	// times out is a *RemoteTimeoutError.
+	Limits RemoteLimits
 }
 
 // RemoteEntry is one landed commit and its receipt.
@@ -71,9 +74,10 @@ func (s *Store) RemoteLog(ctx context.Context, o RemoteLogOptions) (_ *RemoteLog
 	if err != nil {
 		return nil, err
 	}
+	l.Bounds = o.Limits.bounds()
 	head, notes, err := l.FetchHeads(ctx)
 	if err != nil {
-		return nil, err
+		return nil, remoteTimeout(err)
 	}
 	out := &RemoteLog{Remote: l.Remote, Branch: ref, Head: head}
 	chain, err := l.WalkChain(ctx, head, notes)

@@ -23,6 +23,7 @@ type landOptions struct {
 	out            output
 	retries        int
 	retriesSet     bool // --retries was given: it belongs to --remote
+	limits         remoteLimitFlags
 }
 
 func newLandCmd(io IO) *cobra.Command {
@@ -65,6 +66,7 @@ refuses it ValidationFailed (kept), and lands the rest, each validated.`,
 	c.Flags().StringVar(&o.remote, "remote", "", "land into a git remote: a remote of the base's repository or a URL (with --branch)")
 	c.Flags().StringVar(&o.branch, "branch", "", "the remote branch to land into (with --remote)")
 	c.Flags().IntVar(&o.retries, "retries", airlock.DefaultRemoteAttempts-1, "with --remote: how many times to fetch, merge, validate and push again when another host pushed first")
+	o.limits.register(c)
 	return c
 }
 
@@ -78,12 +80,16 @@ func runLand(ctx context.Context, io IO, o landOptions) error {
 	if o.retries < 0 {
 		return fmt.Errorf("--retries %d: give 0 or more", o.retries)
 	}
+	limits, err := o.limits.limits(o.remote)
+	if err != nil {
+		return err
+	}
 	st, err := store()
 	if err != nil {
 		return err
 	}
 	if o.remote != "" {
-		return landRemote(ctx, io, st, o.ids, airlock.RemoteOptions{Remote: o.remote, Branch: o.branch, Attempts: o.retries + 1,
+		return landRemote(ctx, io, st, o.ids, airlock.RemoteOptions{Remote: o.remote, Branch: o.branch, Attempts: o.retries + 1, Limits: limits,
 			CommitOptions: airlock.CommitOptions{Validate: o.validate, Approve: o.approve}}, o.out, o.json)
 	}
 	var results []airlock.RemoteLanded

@@ -17,6 +17,7 @@ import (
 type logOptions struct {
 	workdir, remote, branch string
 	json                    bool
+	limits                  remoteLimitFlags
 }
 
 func newLogCmd(io IO) *cobra.Command {
@@ -39,6 +40,7 @@ removed its state)". --json has every receipt whole.`,
 	c.Flags().BoolVar(&o.json, "json", false, "print the chain as JSON")
 	c.Flags().StringVar(&o.remote, "remote", "", "list what was landed into a git remote: a remote name or a URL (with --branch)")
 	c.Flags().StringVar(&o.branch, "branch", "", "the remote branch whose landings to list (with --remote)")
+	o.limits.register(c)
 	return c
 }
 
@@ -46,12 +48,16 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 	if (o.remote == "") != (o.branch == "") {
 		return errors.New("--remote and --branch go together: name the remote and the branch whose landings to list")
 	}
+	limits, err := o.limits.limits(o.remote)
+	if err != nil {
+		return err
+	}
 	st, err := store()
 	if err != nil {
 		return err
 	}
 	if o.remote != "" {
-		return remoteLog(ctx, io, st, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch}, o.json)
+		return remoteLog(ctx, io, st, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch, Limits: limits}, o.json)
 	}
 	lg, err := st.Log(o.workdir)
 	if err != nil {

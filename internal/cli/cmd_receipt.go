@@ -21,6 +21,7 @@ type verifyOptions struct {
 	receipt                 string // FILE|ID; "" with remote
 	remote, branch, workdir string
 	json                    bool
+	limits                  remoteLimitFlags
 }
 
 func newReceiptCmd(io IO) *cobra.Command {
@@ -63,17 +64,22 @@ before it.`,
 	verify.Flags().StringVar(&o.branch, "branch", "", "the remote branch whose receipts to verify (with --remote)")
 	verify.Flags().StringVar(&o.workdir, "workdir", "", "with --remote: the repository whose remotes REMOTE may name (default: the current directory)")
 	verify.Flags().BoolVar(&o.json, "json", false, "print {path, valid, receipt} as JSON ({path, valid, error} when invalid)")
+	o.limits.register(verify)
 	c.AddCommand(verify)
 	return c
 }
 
 func runReceiptVerify(ctx context.Context, io IO, o verifyOptions) error {
+	limits, err := o.limits.limits(o.remote)
+	if err != nil {
+		return err
+	}
 	if o.remote != "" {
 		st, err := store()
 		if err != nil {
 			return err
 		}
-		lg, err := st.RemoteLog(ctx, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch})
+		lg, err := st.RemoteLog(ctx, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch, Limits: limits})
 		if err != nil {
 			return err
 		}

@@ -35,6 +35,12 @@ func ExitCode(err error) int {
 	if errors.As(err, &r) {
 		return exitRefused
 	}
+	var rt *airlock.RemoteTimeoutError
+	if errors.As(err, &rt) {
+		// As a refusal: nothing changed, and trying again as it is may
+		// succeed (75 is EX_TEMPFAIL).
+		return exitRefused
+	}
 	var irq *airlock.InterruptedError
 	if errors.As(err, &irq) {
 		// As a shell reports a command a signal ended.

@@ -164,6 +164,8 @@ func refusalWords(k airlock.RefusalKind) string {
 		return "conflict markers remain"
 	case airlock.RemoteMoved:
 		return "the remote branch kept moving"
+	case airlock.RemoteTimeout:
+		return "the remote did not answer"
 	}
 	return string(k)
 }

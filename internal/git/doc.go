@@ -18,6 +18,9 @@
 //   - git runs as long as its context allows and no longer: when the context
 //     ends git is killed, and its pipes are abandoned shortly after even if
 //     a child of git still holds them.
+//     A command against a remote runs [Repo.Tethered]: in a process group
+//     of its own, killed whole when the context ends, and when airlock
+//     ends, even by SIGKILL, so that no remote helper or ssh outlives it.
 //   - A failure is an [*Error] naming the command, the repository and what
 //     git said on stderr, in English (LC_ALL=C), so that callers may match it.
 //

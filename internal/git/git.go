@@ -22,6 +22,9 @@ type Repo struct {
 	index  string   // GIT_INDEX_FILE, named by airlock itself (WithIndex)
 	env    []string // set after the hardened environment (Ignored, WithEnv)
 	cwd    string   // the working directory git starts in (WithCwd)
+	// tethered: in a process group that ends with the context and with
+	// airlock (Tethered).
+	tethered bool
 }
 
 // In names the repository that holds dir, found as git finds it for a user
@@ -79,7 +82,7 @@ func (r Repo) run(ctx context.Context, stdin []byte, args []string) ([]byte, err
 	case r.gitDir != "":
 		argv = append(argv, "--git-dir="+r.gitDir)
 	}
-	cmd := exec.CommandContext(ctx, "git", append(argv, args...)...)
+	cmd := r.command(ctx, append(argv, args...))
 	cmd.Env = environ(os.Environ())
 	if r.index != "" {
 		cmd.Env = append(cmd.Env, "GIT_INDEX_FILE="+r.index)
@@ -92,7 +95,7 @@ func (r Repo) run(ctx context.Context, stdin []byte, args []string) ([]byte, err
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := runPinned(cmd, r.tethered)
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState.Success() && ctx.Err() == nil {
 		// git finished and said what it had to; a child it left
 		// behind holding the pipe is not its failure.

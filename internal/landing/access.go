@@ -232,8 +232,8 @@ func resolveAccess(ctx context.Context, dir, from, remote string) (*access, erro
 		}
 	}
 	// git's order: GIT_SSH_COMMAND, then core.sshCommand, then GIT_SSH.
+	// The ssh command itself, with the bounds, is set per call (remote).
 	if os.Getenv("GIT_SSH_COMMAND") == "" && ssh == "" && os.Getenv("GIT_SSH") == "" {
-		kv = append(kv, "core.sshCommand", batchSSH)
 		a.batch = true
 	}
 	a.env = append(a.env, git.ConfigEnv(kv...)...)

@@ -52,7 +52,10 @@ type Repo struct {
 	Remote  string // as the caller named it, for messages (masked: see Redact)
 	Ref     string // refs/heads/<branch>
 	BaseDir string // the base, for messages
-	access  *access
+	// Bounds limit each git call against the remote (zero: the
+	// defaults); set them before the first.
+	Bounds Bounds
+	access *access
 }
 
 // Open resolves remote against the repository holding from ("" when there
@@ -206,13 +209,19 @@ func gitSaid(err error) string {
 }
 
 // FetchHeads fetches the branch and the receipt notes and returns their
-// heads (notes "" when the remote has none yet).
+// heads (notes "" when the remote has none yet). A fetch that timed out is
+// a *TimeoutError.
 func (l *Repo) FetchHeads(ctx context.Context) (string, string, error) {
+	r, rctx, cancel := l.remote(ctx)
+	defer cancel()
 	// The glob fetches no notes ref where the remote has none, and
 	// --prune drops one the remote deleted.
-	_, err := l.remoteGit().Run(ctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--", l.access.name,
+	_, err := r.Run(rctx, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--prune", "--", l.access.name,
 		"+"+l.Ref+":"+fetchedHead, "+refs/notes/*:refs/notes/fetched/*")
 	if err != nil {
+		if te := l.timedOut(rctx, "fetch", err); te != nil {
+			return "", "", te
+		}
 		msg := l.mask(gitSaid(err))
 		if strings.Contains(msg, "couldn't find remote ref") {
 			return "", "", fmt.Errorf("%s has no branch %s: create it once with git (git push %s <commit>:%s)", l.Remote, l.Ref, l.Remote, l.Ref)
@@ -421,60 +430,4 @@ func (l *Repo) AddNote(ctx context.Context, notes, commit string, data []byte) (
 		return "", fmt.Errorf("add the receipt note to %s: %w", commit, err)
 	}
 	return l.resolve(ctx, newNotes)
-}
-
-// PushAtomic pushes the landed commit and the notes commit in one atomic
-// push whose leases are the heads the landing fetched. It reports moved
-// when the push was refused and the remote's heads are no longer those:
-// another pusher won, and the landing starts over. A push refused while
-// the heads are unchanged failed for another reason (permissions, a
-// server hook, branch protection), which is an error.
-func (l *Repo) PushAtomic(ctx context.Context, head, notes, commit, noteCommit string) (bool, error) {
-	out, err := l.remoteGit().Run(ctx, "push", "--atomic", "--porcelain", "--quiet",
-		"--force-with-lease="+l.Ref+":"+head, "--force-with-lease="+NotesRef+":"+notes,
-		"--", l.access.name, commit+":"+l.Ref, noteCommit+":"+NotesRef)
-	if err == nil {
-		return false, nil
-	}
-	nowHead, nowNotes, lerr := l.remoteHeads(ctx)
-	if lerr == nil && (nowHead != head || nowNotes != notes) {
-		return true, nil
-	}
-	var refused []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "!") {
-			refused = append(refused, strings.Join(strings.Fields(line)[1:], " "))
-		}
-	}
-	detail := gitSaid(err)
-	if len(refused) > 0 {
-		detail = strings.Join(refused, "; ") + "; " + detail
-	}
-	detail = l.mask(detail)
-	if advice := l.access.sshAdvice(detail); advice != "" {
-		return false, fmt.Errorf("push %s and %s to %s: %s; %s", l.Ref, NotesRef, l.Remote, detail, advice)
-	}
-	return false, fmt.Errorf("push %s and %s to %s: %s; airlock's push is a plain git push: check that `git push %s` is allowed here (credentials, branch protection, the right to push %s)", l.Ref, NotesRef, l.Remote, detail, l.Remote, NotesRef)
-}
-
-// remoteHeads asks the remote for its branch and notes heads.
-func (l *Repo) remoteHeads(ctx context.Context) (string, string, error) {
-	b, err := l.remoteGit().Run(ctx, "ls-remote", "--", pushRemote, l.Ref, NotesRef)
-	if err != nil {
-		return "", "", err
-	}
-	var head, notes string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		switch f[1] {
-		case l.Ref:
-			head = f[0]
-		case NotesRef:
-			notes = f[0]
-		}
-	}
-	return head, notes, nil
 }

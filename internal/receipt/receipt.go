@@ -34,6 +34,7 @@ var RefusalKinds = []string{
 	"ReviewStale",
 	"RemoteMoved",
 	"Conflicted",
+	"RemoteTimeout",
 }
 
 // Receipt is the record of one settled transaction. Its JSON form (see the
