@@ -29,7 +29,7 @@ func TestSSHOptionsFollowTheBounds(t *testing.T) {
 // their own bound ends them is a timeout, as is a call whose deadline
 // passed; a refusal or a missing repository is not.
 func TestTimedOutKnowsTheTransportsWords(t *testing.T) {
-	l := &Repo{Remote: "origin"}
+	l := &Repo{Remote: "origin", access: &access{}}
 	gitErr := func(stderr string) error { return &git.Error{Stderr: stderr, Err: errors.New("exit status 128")} }
 	for _, tt := range []struct {
 		stderr string
