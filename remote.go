@@ -483,8 +483,21 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing.Repo, w *workspace, 
 		return nil, nil, fmt.Errorf("write the candidate tree: %w", err)
 	}
 	cand.tree = strings.TrimSpace(string(tree))
-	cand.beforeDigest = landing.EntriesGitDigest(paths, cand.before)
-	cand.afterDigest = landing.EntriesGitDigest(paths, cand.after)
+	// Over the paths the landing changed only, which is what `git
+	// diff-tree` of the landed commit against its parent lists: so anyone
+	// can bind the commit's tree to its receipt (landing.TreeBinding). A
+	// path the head already held as the result would count on both sides
+	// and be invisible to diff-tree.
+	var changed []string
+	var before, after []landing.TreeEntry
+	for i := range cand.before {
+		if i < len(cand.after) && cand.before[i] != cand.after[i] {
+			changed = append(changed, paths[i])
+			before, after = append(before, cand.before[i]), append(after, cand.after[i])
+		}
+	}
+	cand.beforeDigest = landing.EntriesGitDigest(changed, before)
+	cand.afterDigest = landing.EntriesGitDigest(changed, after)
 	return cand, nil, nil
 }
 
