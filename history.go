@@ -11,6 +11,7 @@ import (
 	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/project"
+	"github.com/airlockdev/airlock/internal/state"
 )
 
 // Log is what was committed to a base, newest first.
@@ -24,6 +25,45 @@ type Log struct {
 	// undone: gc removed their transaction's state (the journal of what
 	// it applied), or its record of what it applied is gone.
 	UndoGone []string
+	// Signers maps the digest of each signed entry to who signed it, as
+	// CheckSignatures found it; an entry not in it is unsigned.
+	Signers map[string]string
+}
+
+// CheckSignatures checks the signature of every signed receipt in lg
+// against the allowed signers file (allowedSigners, else
+// gpg.ssh.allowedSignersFile as git reads it in the base), filling in
+// lg.Signers. At the first that does not check, lg breaks there: Broken
+// says whose it is and why, and the entries stop before it.
+func (s *Store) CheckSignatures(ctx context.Context, lg *Log, allowedSigners string) (err error) {
+	defer exported(&err)
+	lg.Signers = map[string]string{}
+	var b *state.Base
+	for i, rc := range lg.Entries {
+		if rc.Signature == "" {
+			continue
+		}
+		if b == nil {
+			if b, err = s.st().Base(lg.Base); err != nil {
+				return err
+			}
+		}
+		data, err := b.ReadReceipt(rc.Digest)
+		if err != nil {
+			return err
+		}
+		sc, err := CheckSignature(ctx, data, lg.Base, allowedSigners)
+		if err != nil {
+			return err
+		}
+		if sc.Err != nil {
+			lg.Broken = fmt.Sprintf("the receipt of transaction %s (%s) is not signed by an allowed signer: %v", rc.TxID, rc.Digest, sc.Err)
+			lg.Entries = lg.Entries[:i]
+			return nil
+		}
+		lg.Signers[rc.Digest] = sc.Signer
+	}
+	return nil
 }
 
 // Log walks the base's receipt chain from its newest commit back,

@@ -610,7 +610,9 @@ func (t *Tx) landedReceipt(ctx context.Context, l *landing.Repo, commit, head, n
 	}
 	rc := t.newReceipt(Committed, set, sc, cand.beforeDigest, cand.afterDigest, prev)
 	rc.LandedBranch, rc.LandedCommit = l.Ref, commit
-	data, err := rc.Seal()
+	// Signed here, before the push: a key that cannot sign refuses the
+	// landing with nothing pushed.
+	data, err := t.sealReceipt(ctx, rc)
 	if err != nil {
 		return nil, nil, err
 	}

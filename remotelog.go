@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/landing"
+	"github.com/airlockdev/airlock/internal/sshsig"
 )
 
 // RemoteLogOptions name the branch whose landings RemoteLog lists.
@@ -17,12 +18,25 @@ type RemoteLogOptions struct {
 	Dir    string
 	Remote string
 	Branch string
+	// AllowedSigners is the allowed signers file signed receipts are
+	// checked against; "" means gpg.ssh.allowedSignersFile as git reads
+	// it in Dir.
+	AllowedSigners string
 }
 
 // RemoteEntry is one landed commit and its receipt.
 type RemoteEntry struct {
 	Commit  string
 	Receipt *Receipt
+	// Signer names who signed the receipt, checked against the allowed
+	// signers ("" when it is unsigned).
+	Signer string
+}
+
+// UnreceiptedCommit is a commit on the branch's first-parent history,
+// newer than its oldest landing, that no landing made.
+type UnreceiptedCommit struct {
+	Commit, Subject string
 }
 
 // RemoteLog is what was landed into a remote branch, newest first, read
@@ -37,6 +51,21 @@ type RemoteLog struct {
 	// Broken, when set, says where the chain could not be verified: the
 	// entries stop there.
 	Broken string
+	// Unreceipted are the commits between (and after) the landings that
+	// carry no receipt, newest first: not an error (a person's merge is
+	// normal), but no receipt vouches for them.
+	Unreceipted []UnreceiptedCommit
+}
+
+// Unsigned are the entries whose receipts carry no signature.
+func (lg *RemoteLog) Unsigned() []RemoteEntry {
+	var out []RemoteEntry
+	for _, e := range lg.Entries {
+		if e.Signer == "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // RemoteLog fetches a remote branch and its receipt notes into a scratch
@@ -80,9 +109,34 @@ func (s *Store) RemoteLog(ctx context.Context, o RemoteLogOptions) (_ *RemoteLog
 	if err != nil {
 		return out, err
 	}
-	for _, e := range chain.Entries {
-		out.Entries = append(out.Entries, RemoteEntry{Commit: e.Commit, Receipt: publicReceipt(e.Receipt)})
-	}
 	out.Broken = chain.Broken
+	for _, u := range chain.Unreceipted {
+		out.Unreceipted = append(out.Unreceipted, UnreceiptedCommit{Commit: u.Commit, Subject: u.Subject})
+	}
+	var cfg *sshsig.Config
+	for _, e := range chain.Entries {
+		signer := ""
+		if e.Receipt.Signature != "" {
+			if cfg == nil {
+				c, err := signatureConfig(ctx, dir, o.AllowedSigners)
+				if err != nil {
+					return out, err
+				}
+				cfg = &c
+			}
+			sc, err := checkSignature(ctx, *cfg, e.Data, e.Receipt)
+			if err != nil {
+				return out, err
+			}
+			if sc.Err != nil {
+				// The entries stop at a receipt whose signature does not
+				// check, as at any other break.
+				out.Broken = fmt.Sprintf("the receipt of commit %s (transaction %s) is not signed by an allowed signer: %v", e.Commit, e.Receipt.TxID, sc.Err)
+				break
+			}
+			signer = sc.Signer
+		}
+		out.Entries = append(out.Entries, RemoteEntry{Commit: e.Commit, Receipt: publicReceipt(e.Receipt), Signer: signer})
+	}
 	return out, nil
 }

@@ -201,7 +201,7 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement,
 		rc.Refusal = string(r.Kind)
 		rc.RefusedPaths = append(rc.RefusedPaths, r.Paths...)
 	}
-	data, err := rc.Seal()
+	data, err := t.sealReceipt(context.Background(), rc)
 	if err != nil {
 		return nil, err
 	}
