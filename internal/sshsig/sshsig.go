@@ -46,55 +46,34 @@ type Config struct {
 // repository the last two). Only gpg.format=ssh signs: git's openpgp and
 // x509 formats are not SSH signatures.
 func ConfigOf(ctx context.Context, dir string) (Config, error) {
-	get := func(key string, path bool) (string, error) {
-		args := []string{"config"}
-		if path {
-			args = append(args, "--type=path")
-		}
-		out, err := git.In(dir).Run(ctx, append(args, "--get", key)...)
-		var ge *git.Error
-		var ee *exec.ExitError
-		if errors.As(err, &ge) && errors.As(err, &ee) && ee.ExitCode() == 1 && ge.Stderr == "" {
-			return "", nil // unset
-		}
-		if err != nil {
-			return "", fmt.Errorf("read %s from the git config of %s: %w", key, dir, err)
-		}
-		return strings.TrimSpace(string(out)), nil
+	// One git for every key (a receipt is sealed per settle): the values
+	// as paths, which expands a leading ~ as git's interpolate_path and
+	// leaves every other value as it is (the format, a key:: literal).
+	out, err := git.In(dir).Run(ctx, "config", "-z", "--type=path", "--get-regexp",
+		`^(gpg\.format|gpg\.ssh\.program|gpg\.ssh\.allowedsignersfile|gpg\.ssh\.revocationfile|user\.signingkey)$`)
+	var ge *git.Error
+	var ee *exec.ExitError
+	if errors.As(err, &ge) && errors.As(err, &ee) && ee.ExitCode() == 1 && ge.Stderr == "" {
+		out, err = nil, nil // none set
 	}
-	var c Config
-	var err error
-	format, err := get("gpg.format", false)
 	if err != nil {
-		return c, err
+		return Config{}, fmt.Errorf("read the SSH signing configuration from the git config of %s: %w", dir, err)
 	}
-	if c.Program, err = get("gpg.ssh.program", true); err != nil {
-		return c, err
+	// Each entry is "key\nvalue"; a key set twice takes its last value,
+	// as git does for a single-valued key.
+	vals := map[string]string{}
+	for _, e := range strings.Split(string(out), "\x00") {
+		if k, v, ok := strings.Cut(e, "\n"); ok {
+			vals[k] = v
+		}
 	}
+	c := Config{Program: vals["gpg.ssh.program"], AllowedSigners: vals["gpg.ssh.allowedsignersfile"], Revocations: vals["gpg.ssh.revocationfile"]}
 	if c.Program == "" {
 		c.Program = defaultProgram
 	}
-	if c.AllowedSigners, err = get("gpg.ssh.allowedSignersFile", true); err != nil {
-		return c, err
-	}
-	if c.Revocations, err = get("gpg.ssh.revocationFile", true); err != nil {
-		return c, err
-	}
-	if format != "ssh" {
-		return c, nil
-	}
-	key, err := get("user.signingkey", false)
-	if err != nil || key == "" {
-		return c, err
-	}
-	c.Source = "user.signingkey in the git config of " + dir
-	if isLiteral(key) {
-		c.Key = key
-		return c, nil
-	}
-	// As git's interpolate_path: ~ and ~user, relative paths as given.
-	if c.Key, err = get("user.signingkey", true); err != nil {
-		return c, err
+	if vals["gpg.format"] == "ssh" && vals["user.signingkey"] != "" {
+		c.Key = vals["user.signingkey"]
+		c.Source = "user.signingkey in the git config of " + dir
 	}
 	return c, nil
 }
