@@ -178,8 +178,37 @@ func (c Config) Verify(ctx context.Context, data []byte, sig string) (Signer, er
 	if err := os.WriteFile(sigFile, []byte(sig), 0o600); err != nil {
 		return Signer{}, fmt.Errorf("check a signature: %w", err)
 	}
-	// The key, whatever the allowed signers say: a signature that is not
-	// sound over the data names no one.
+	// The common case in two ssh-keygen runs: the principals the allowed
+	// signers list for the signature's key, then verify as one of them.
+	var reasons []string
+	if c.AllowedSigners != "" {
+		if _, err := os.Stat(c.AllowedSigners); err != nil {
+			return Signer{}, fmt.Errorf("read the allowed signers file: %w", err)
+		}
+		out, stderr, err := c.run(ctx, nil, "-Y", "find-principals", "-f", c.AllowedSigners, "-s", sigFile)
+		if err != nil && !isExit(err) {
+			return Signer{}, fmt.Errorf("look the signer up in %s with %s: %s", c.AllowedSigners, c.Program, said(err, stderr))
+		}
+		for _, p := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if err != nil || p == "" {
+				break
+			}
+			args := []string{"-Y", "verify", "-f", c.AllowedSigners, "-I", p, "-n", Namespace, "-s", sigFile}
+			if c.Revocations != "" {
+				args = append(args, "-r", c.Revocations)
+			}
+			good, stderr, verr := c.run(ctx, data, args...)
+			if verr == nil {
+				return Signer{Principal: p, Fingerprint: fingerprint(string(good))}, nil
+			}
+			if !isExit(verr) {
+				return Signer{}, fmt.Errorf("check the signature with %s: %s", c.Program, said(verr, stderr))
+			}
+			reasons = append(reasons, p+": "+said(verr, stderr))
+		}
+	}
+	// No allowed signer's: say whose key it is, and whether the signature
+	// is sound at all (one that is not names no one).
 	out, stderr, err := c.run(ctx, data, "-Y", "check-novalidate", "-n", Namespace, "-s", sigFile)
 	if err != nil {
 		if isExit(err) {
@@ -188,37 +217,11 @@ func (c Config) Verify(ctx context.Context, data []byte, sig string) (Signer, er
 		return Signer{}, fmt.Errorf("check a signature with %s: %s", c.Program, said(err, stderr))
 	}
 	who := Signer{Fingerprint: fingerprint(string(out))}
-	if c.AllowedSigners == "" {
+	switch {
+	case c.AllowedSigners == "":
 		return who, &NoAllowedSignersError{Signer: who}
-	}
-	if _, err := os.Stat(c.AllowedSigners); err != nil {
-		return who, fmt.Errorf("read the allowed signers file: %w", err)
-	}
-	out, stderr, err = c.run(ctx, nil, "-Y", "find-principals", "-f", c.AllowedSigners, "-s", sigFile)
-	if err != nil {
-		if isExit(err) {
-			return who, &BadSignatureError{Signer: who, Reason: "that key is not listed in " + c.AllowedSigners}
-		}
-		return who, fmt.Errorf("look the signer up in %s with %s: %s", c.AllowedSigners, c.Program, said(err, stderr))
-	}
-	var reasons []string
-	for _, p := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if p == "" {
-			continue
-		}
-		args := []string{"-Y", "verify", "-f", c.AllowedSigners, "-I", p, "-n", Namespace, "-s", sigFile}
-		if c.Revocations != "" {
-			args = append(args, "-r", c.Revocations)
-		}
-		_, stderr, err := c.run(ctx, data, args...)
-		if err == nil {
-			who.Principal = p
-			return who, nil
-		}
-		if !isExit(err) {
-			return who, fmt.Errorf("check the signature with %s: %s", c.Program, said(err, stderr))
-		}
-		reasons = append(reasons, p+": "+said(err, stderr))
+	case len(reasons) == 0:
+		return who, &BadSignatureError{Signer: who, Reason: "that key is not listed in " + c.AllowedSigners}
 	}
 	return who, &BadSignatureError{Signer: who, Reason: fmt.Sprintf("%s does not accept it for namespace %s (%s)", c.AllowedSigners, Namespace, strings.Join(reasons, "; "))}
 }
