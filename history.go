@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/config"
 	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/project"
-	"github.com/airlockdev/airlock/internal/state"
+	"github.com/airlockdev/airlock/internal/receipt"
 )
 
 // Log is what was committed to a base, newest first.
@@ -38,30 +39,38 @@ type Log struct {
 func (s *Store) CheckSignatures(ctx context.Context, lg *Log, allowedSigners string) (err error) {
 	defer exported(&err)
 	lg.Signers = map[string]string{}
-	var b *state.Base
+	if !slices.ContainsFunc(lg.Entries, func(rc *Receipt) bool { return rc.Signature != "" }) {
+		return nil
+	}
+	b, err := s.st().Base(lg.Base)
+	if err != nil {
+		return err
+	}
+	rs := make([]signedReceipt, len(lg.Entries))
 	for i, rc := range lg.Entries {
-		if rc.Signature == "" {
-			continue
-		}
-		if b == nil {
-			if b, err = s.st().Base(lg.Base); err != nil {
+		rs[i].rc = (*receipt.Receipt)(rc)
+		if rc.Signature != "" {
+			if rs[i].data, err = b.ReadReceipt(rc.Digest); err != nil {
 				return err
 			}
 		}
-		data, err := b.ReadReceipt(rc.Digest)
-		if err != nil {
-			return err
-		}
-		sc, err := CheckSignature(ctx, data, lg.Base, allowedSigners)
-		if err != nil {
-			return err
-		}
-		if sc.Err != nil {
+	}
+	cfg, err := signatureConfig(ctx, lg.Base, allowedSigners)
+	if err != nil {
+		return err
+	}
+	checks, err := checkSignatures(ctx, cfg, rs)
+	if err != nil {
+		return err
+	}
+	for i, rc := range lg.Entries {
+		if sc := checks[i]; sc.Err != nil {
 			lg.Broken = fmt.Sprintf("the receipt of transaction %s (%s) is not signed by an allowed signer: %v", rc.TxID, rc.Digest, sc.Err)
 			lg.Entries = lg.Entries[:i]
 			return nil
+		} else if sc.Signed {
+			lg.Signers[rc.Digest] = sc.Signer
 		}
-		lg.Signers[rc.Digest] = sc.Signer
 	}
 	return nil
 }

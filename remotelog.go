@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/landing"
-	"github.com/airlockdev/airlock/internal/sshsig"
 )
 
 // RemoteLogOptions name the branch whose landings RemoteLog lists.
@@ -113,30 +113,32 @@ func (s *Store) RemoteLog(ctx context.Context, o RemoteLogOptions) (_ *RemoteLog
 	for _, u := range chain.Unreceipted {
 		out.Unreceipted = append(out.Unreceipted, UnreceiptedCommit{Commit: u.Commit, Subject: u.Subject})
 	}
-	var cfg *sshsig.Config
+	var rs []signedReceipt
 	for _, e := range chain.Entries {
-		signer := ""
-		if e.Receipt.Signature != "" {
-			if cfg == nil {
-				c, err := signatureConfig(ctx, dir, o.AllowedSigners)
-				if err != nil {
-					return out, err
-				}
-				cfg = &c
-			}
-			sc, err := checkSignature(ctx, *cfg, e.Data, e.Receipt)
-			if err != nil {
-				return out, err
-			}
-			if sc.Err != nil {
-				// The entries stop at a receipt whose signature does not
-				// check, as at any other break.
-				out.Broken = fmt.Sprintf("the receipt of commit %s (transaction %s) is not signed by an allowed signer: %v", e.Commit, e.Receipt.TxID, sc.Err)
-				break
-			}
-			signer = sc.Signer
+		rs = append(rs, signedReceipt{data: e.Data, rc: e.Receipt})
+	}
+	var checks []SignatureCheck
+	if slices.ContainsFunc(rs, func(r signedReceipt) bool { return r.rc.Signature != "" }) {
+		cfg, err := signatureConfig(ctx, dir, o.AllowedSigners)
+		if err != nil {
+			return out, err
 		}
-		out.Entries = append(out.Entries, RemoteEntry{Commit: e.Commit, Receipt: publicReceipt(e.Receipt), Signer: signer})
+		if checks, err = checkSignatures(ctx, cfg, rs); err != nil {
+			return out, err
+		}
+	}
+	for i, e := range chain.Entries {
+		var sc SignatureCheck
+		if checks != nil {
+			sc = checks[i]
+		}
+		if sc.Err != nil {
+			// The entries stop at a receipt whose signature does not
+			// check, as at any other break.
+			out.Broken = fmt.Sprintf("the receipt of commit %s (transaction %s) is not signed by an allowed signer: %v", e.Commit, e.Receipt.TxID, sc.Err)
+			break
+		}
+		out.Entries = append(out.Entries, RemoteEntry{Commit: e.Commit, Receipt: publicReceipt(e.Receipt), Signer: sc.Signer})
 	}
 	return out, nil
 }

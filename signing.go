@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/sshsig"
@@ -111,4 +113,40 @@ func checkSignature(ctx context.Context, cfg sshsig.Config, data []byte, rc *rec
 		return out, nil
 	}
 	return out, err
+}
+
+// signedReceipt is a receipt whose signature is to be checked, with its
+// file's bytes (what was signed is computed from them).
+type signedReceipt struct {
+	data []byte
+	rc   *receipt.Receipt
+}
+
+// checkSignatures checks the signatures of rs, in rs's order; an unsigned
+// receipt's check is the zero SignatureCheck. The ssh-keygen runs (two per
+// signature, some tens of milliseconds) are most of a long chain's check,
+// so they run a few at a time.
+func checkSignatures(ctx context.Context, cfg sshsig.Config, rs []signedReceipt) ([]SignatureCheck, error) {
+	out := make([]SignatureCheck, len(rs))
+	errs := make([]error, len(rs))
+	sem := make(chan struct{}, max(2, runtime.NumCPU()))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		if r.rc.Signature == "" {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i], errs[i] = checkSignature(ctx, cfg, r.data, r.rc)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
