@@ -461,3 +461,42 @@ func TestE2ELocalReceiptsSigned(t *testing.T) {
 		t.Errorf("log against other signers: want exit 1 naming alice's key\n%s", r)
 	}
 }
+
+// TestE2EGpgSSHProgramSigns: gpg.ssh.program names the program that signs
+// and checks, as for git.
+func TestE2EGpgSSHProgramSigns(t *testing.T) {
+	alice := newSSHKey(t, "alice@example.com")
+	signers := allowedSigners(t, alice)
+	x := newH(t)
+	gitIn(t, x.base, "init", "-q", "-b", "main")
+	testbin.WriteFiles(t, x.base, map[string]string{"a.txt": "a\n"})
+	gitIn(t, x.base, "add", "-A")
+	gitIn(t, x.base, "commit", "-q", "-m", "seed")
+	signWith(t, x.base, alice.private)
+	calls := filepath.Join(testbin.RealDir(t), "calls")
+	prog := filepath.Join(testbin.RealDir(t), "my-ssh-keygen")
+	script := "#!/bin/sh\necho \"$1 $2\" >> '" + calls + "'\nexec ssh-keygen \"$@\"\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, x.base, "config", "gpg.ssh.program", prog)
+	env := []string{"SSH_AUTH_SOCK="}
+	open := x.airlockEnv(env, "open", "--workdir", x.base)
+	if open.Code != 0 {
+		t.Fatalf("open: %s", open)
+	}
+	lines := strings.Split(strings.TrimSpace(open.Stdout), "\n")
+	testbin.WriteFiles(t, lines[1], map[string]string{"a.txt": "b\n"})
+	if r := x.airlockEnv(env, "commit", lines[0]); r.Code != 0 {
+		t.Fatalf("commit: %s", r)
+	}
+	if r := x.airlockEnv(env, "receipt", "verify", lines[0], "--allowed-signers", signers); r.Code != 0 || !strings.Contains(r.Stdout, "signed by alice@example.com") {
+		t.Fatalf("receipt verify: %s", r)
+	}
+	got := testbin.ReadFile(t, calls)
+	for _, want := range []string{"-Y sign", "-Y find-principals", "-Y verify"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("gpg.ssh.program was not run for %s; it ran:\n%s", want, got)
+		}
+	}
+}
