@@ -195,6 +195,12 @@ func TestE2ERemoteForgedUnsignedLandingIsCaught(t *testing.T) {
 	hst := newRemoteHost(t, srv.url("f.git"))
 	landOne(t, hst, map[string]string{"b.txt": "b\n"})
 	id, commit := landOne(t, hst, map[string]string{"a.txt": "changed\n"})
+	for _, args := range [][]string{{"receipt", "verify", "--remote", "origin", "--branch", "main"}, {"log"}} {
+		r := hst.run(nil, append(args, "--allowed-signers", "/no/such/allowed_signers")...)
+		if r.Code != 125 || !strings.Contains(r.Stderr, "--allowed-signers /no/such/allowed_signers") {
+			t.Errorf("%q with an --allowed-signers that is not there: want exit 125 naming the flag and path\n%s", args, r)
+		}
+	}
 	r := hst.run(nil, "receipt", "verify", "--remote", "origin", "--branch", "main")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "unsigned "+commit+" tx="+id) || !strings.Contains(r.Stdout, " unsigned=2") {
 		t.Fatalf("the genuine unsigned chain: want ok, saying each receipt is unsigned\n%s", r)

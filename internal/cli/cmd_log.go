@@ -50,6 +50,9 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 	if (o.remote == "") != (o.branch == "") {
 		return errors.New("--remote and --branch go together: name the remote and the branch whose landings to list")
 	}
+	if err := checkAllowedSigners(o.allowedSigners); err != nil {
+		return err
+	}
 	st, err := store()
 	if err != nil {
 		return err

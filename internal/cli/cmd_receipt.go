@@ -76,6 +76,9 @@ commits between landings that carry no receipt are listed as "no-receipt".`,
 }
 
 func runReceiptVerify(ctx context.Context, io IO, o verifyOptions) error {
+	if err := checkAllowedSigners(o.allowedSigners); err != nil {
+		return err
+	}
 	if o.remote != "" {
 		st, err := store()
 		if err != nil {
@@ -218,4 +221,21 @@ func writeSignatures(io IO, lg *airlock.RemoteLog) {
 	for _, u := range lg.Unreceipted {
 		fmt.Fprintf(io.Out, "no-receipt %s %s\n", u.Commit, percentEscape(u.Subject, "%", true))
 	}
+}
+
+// checkAllowedSigners refuses an --allowed-signers that is not a file up
+// front, even where no receipt is signed: a check against a file that is
+// not there would say nothing.
+func checkAllowedSigners(path string) error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("--allowed-signers %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("--allowed-signers %s: not a regular file (an allowed signers file, ssh-keygen's format, one \"PRINCIPAL KEYTYPE KEY\" a line)", path)
+	}
+	return nil
 }
