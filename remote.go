@@ -612,7 +612,7 @@ func (t *Tx) landedReceipt(ctx context.Context, l *landing.Repo, commit, head, n
 	rc.LandedBranch, rc.LandedCommit = l.Ref, commit
 	// Signed here, before the push: a key that cannot sign refuses the
 	// landing with nothing pushed.
-	data, err := t.sealReceipt(ctx, rc)
+	data, err := t.sealReceipt(ctx, rc, "")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,9 +14,13 @@ import (
 // receiptSigner is how the receipts of a transaction over the base are
 // signed: with the key git signs commits with there (gpg.format=ssh and
 // user.signingkey, in the base's repository or the user's config), or nil
-// when none is configured.
-func (t *Tx) receiptSigner(ctx context.Context) (receipt.SignFunc, error) {
-	cfg, err := sshsig.ConfigOf(ctx, t.Base())
+// when none is configured. dir is where the base is now, "" for the path
+// it opened at.
+func (t *Tx) receiptSigner(ctx context.Context, dir string) (receipt.SignFunc, error) {
+	if dir == "" {
+		dir = t.Base()
+	}
+	cfg, err := sshsig.ConfigOf(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -26,10 +30,11 @@ func (t *Tx) receiptSigner(ctx context.Context) (receipt.SignFunc, error) {
 	return func(b []byte) (string, error) { return cfg.Sign(ctx, b) }, nil
 }
 
-// sealReceipt seals rc, signed when a key is configured for the base; a
-// configured key that cannot sign fails the seal.
-func (t *Tx) sealReceipt(ctx context.Context, rc *receipt.Receipt) ([]byte, error) {
-	sign, err := t.receiptSigner(ctx)
+// sealReceipt seals rc, signed when a key is configured for the base (at
+// dir, as receiptSigner has it); a configured key that cannot sign fails
+// the seal.
+func (t *Tx) sealReceipt(ctx context.Context, rc *receipt.Receipt, dir string) ([]byte, error) {
+	sign, err := t.receiptSigner(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +49,7 @@ var signingProbe = []byte("airlock: can this key sign the receipt?\n")
 // canSign fails when a signing key is configured for the base and does not
 // sign, before a commit touches the base.
 func (t *Tx) canSign(ctx context.Context) error {
-	sign, err := t.receiptSigner(ctx)
+	sign, err := t.receiptSigner(ctx, "")
 	if err != nil || sign == nil {
 		return err
 	}

@@ -50,6 +50,9 @@ func TestConfigOf(t *testing.T) {
 	if c, _ := ConfigOf(ctx, repo); c.Key != "key::ssh-ed25519 AAAAC3 me" || !isLiteral(c.Key) {
 		t.Errorf("a key:: literal set last: key %q", c.Key)
 	}
+	if c, err := ConfigOf(ctx, filepath.Join(repo, "gone", "deeper")); err != nil || c.Key != "key::ssh-ed25519 AAAAC3 me" {
+		t.Errorf("a base gone from the repository (a discard after it was deleted): %+v, %v; want the repository's config", c, err)
+	}
 	outside := t.TempDir()
 	if c, err := ConfigOf(ctx, outside); err != nil || c.Key != "" || c.AllowedSigners != filepath.Join(home, "allowed") {
 		t.Errorf("outside a repository, the user's config: %+v, %v", c, err)

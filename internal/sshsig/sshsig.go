@@ -49,7 +49,7 @@ func ConfigOf(ctx context.Context, dir string) (Config, error) {
 	// One git for every key (a receipt is sealed per settle): the values
 	// as paths, which expands a leading ~ as git's interpolate_path and
 	// leaves every other value as it is (the format, a key:: literal).
-	out, err := git.In(dir).Run(ctx, "config", "-z", "--type=path", "--get-regexp",
+	out, err := git.In(existing(dir)).Run(ctx, "config", "-z", "--type=path", "--get-regexp",
 		`^(gpg\.format|gpg\.ssh\.program|gpg\.ssh\.allowedsignersfile|gpg\.ssh\.revocationfile|user\.signingkey)$`)
 	var ge *git.Error
 	var ee *exec.ExitError
@@ -76,6 +76,20 @@ func ConfigOf(ctx context.Context, dir string) (Config, error) {
 		c.Source = "user.signingkey in the git config of " + dir
 	}
 	return c, nil
+}
+
+// existing is dir, or where it is gone (a base deleted or moved away
+// since its transaction opened: its discard is still sealed), its nearest
+// ancestor that is a directory: the configuration git would read there.
+func existing(dir string) string {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+		if d == filepath.Dir(d) {
+			return d
+		}
+	}
 }
 
 // isLiteral is git's is_literal_ssh_key: "key::" and then the public
@@ -118,7 +132,7 @@ func (c Config) Sign(ctx context.Context, data []byte) (string, error) {
 	}
 	out, stderr, err := c.run(ctx, data, args...)
 	if err != nil {
-		return "", fmt.Errorf("sign with %s (%s) by %s: %s; fix the key, load it into ssh-agent, or unset gpg.format=ssh/user.signingkey to land unsigned receipts", what, c.Source, c.Program, said(err, stderr))
+		return "", fmt.Errorf("sign with %s (%s) by %s: %s; fix the key, load it into ssh-agent, or unset user.signingkey (or gpg.format=ssh) to write unsigned receipts", what, c.Source, c.Program, said(err, stderr))
 	}
 	sig := string(out)
 	if !strings.HasPrefix(sig, Armor) {
