@@ -155,6 +155,9 @@ func (t *Tx) commit(ctx context.Context, o CommitOptions) (*Result, error) {
 	if err := t.cancelled(ctx); err != nil {
 		return nil, err
 	}
+	if err := t.canSign(ctx); err != nil {
+		return nil, err
+	}
 	// From the journal on, the commit runs to its end whatever the
 	// caller's context says: a commit cut short is the one thing a
 	// transaction must not be, and its result must say what happened.

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/config"
 	"github.com/airlockdev/airlock/internal/history"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/project"
+	"github.com/airlockdev/airlock/internal/receipt"
 )
 
 // Log is what was committed to a base, newest first.
@@ -24,6 +26,53 @@ type Log struct {
 	// undone: gc removed their transaction's state (the journal of what
 	// it applied), or its record of what it applied is gone.
 	UndoGone []string
+	// Signers maps the digest of each signed entry to who signed it, as
+	// CheckSignatures found it; an entry not in it is unsigned.
+	Signers map[string]string
+}
+
+// CheckSignatures checks the signature of every signed receipt in lg
+// against the allowed signers file (allowedSigners, else
+// gpg.ssh.allowedSignersFile as git reads it in the base), filling in
+// lg.Signers. At the first that does not check, lg breaks there: Broken
+// says whose it is and why, and the entries stop before it.
+func (s *Store) CheckSignatures(ctx context.Context, lg *Log, allowedSigners string) (err error) {
+	defer exported(&err)
+	lg.Signers = map[string]string{}
+	if !slices.ContainsFunc(lg.Entries, func(rc *Receipt) bool { return rc.Signature != "" }) {
+		return nil
+	}
+	b, err := s.st().Base(lg.Base)
+	if err != nil {
+		return err
+	}
+	rs := make([]signedReceipt, len(lg.Entries))
+	for i, rc := range lg.Entries {
+		rs[i].rc = (*receipt.Receipt)(rc)
+		if rc.Signature != "" {
+			if rs[i].data, err = b.ReadReceipt(rc.Digest); err != nil {
+				return err
+			}
+		}
+	}
+	cfg, err := signatureConfig(ctx, lg.Base, allowedSigners)
+	if err != nil {
+		return err
+	}
+	checks, err := checkSignatures(ctx, cfg, rs)
+	if err != nil {
+		return err
+	}
+	for i, rc := range lg.Entries {
+		if sc := checks[i]; sc.Err != nil {
+			lg.Broken = fmt.Sprintf("the receipt of transaction %s (%s) is not signed by an allowed signer: %v", rc.TxID, rc.Digest, sc.Err)
+			lg.Entries = lg.Entries[:i]
+			return nil
+		} else if sc.Signed {
+			lg.Signers[rc.Digest] = sc.Signer
+		}
+	}
+	return nil
 }
 
 // Log walks the base's receipt chain from its newest commit back,

@@ -63,7 +63,10 @@ type Receipt struct {
 	// Undoes names the transaction whose commit this one reverts: only
 	// in an undo's receipt.
 	Undoes string
-	Digest string
+	// Signature is the armored SSH signature (namespace airlock-receipt)
+	// over the receipt's signed bytes; "" when unsigned.
+	Signature string
+	Digest    string
 }
 
 // The conversions below are type changes, not copies: Receipt has the

@@ -328,7 +328,7 @@ func (t *Tx) recoverRollBack(ctx context.Context, b *state.Base, base, jdir stri
 	}
 	digest := rr.Digest
 	refusal := refuse(InterruptedApply, nil, "the apply was interrupted and recover rolled the base back; commit the transaction again to retry")
-	res, err := t.record(Refused, refusal, set, &settlement{}, digest, digest, nil)
+	res, err := t.record(Refused, refusal, set, &settlement{baseNow: base}, digest, digest, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -574,8 +574,21 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing.Repo, w *workspace, 
 		return nil, nil, fmt.Errorf("write the candidate tree: %w", err)
 	}
 	cand.tree = strings.TrimSpace(string(tree))
-	cand.beforeDigest = landing.EntriesGitDigest(paths, cand.before)
-	cand.afterDigest = landing.EntriesGitDigest(paths, cand.after)
+	// Over the paths the landing changed only, which is what `git
+	// diff-tree` of the landed commit against its parent lists: so anyone
+	// can bind the commit's tree to its receipt (landing.TreeBinding). A
+	// path the head already held as the result would count on both sides
+	// and be invisible to diff-tree.
+	var changed []string
+	var before, after []landing.TreeEntry
+	for i := range cand.before {
+		if i < len(cand.after) && cand.before[i] != cand.after[i] {
+			changed = append(changed, paths[i])
+			before, after = append(before, cand.before[i]), append(after, cand.after[i])
+		}
+	}
+	cand.beforeDigest = landing.EntriesGitDigest(changed, before)
+	cand.afterDigest = landing.EntriesGitDigest(changed, after)
 	return cand, nil, nil
 }
 
@@ -682,7 +695,7 @@ func (t *Tx) landedReceipt(ctx context.Context, l *landing.Repo, commit, head, n
 	if err != nil {
 		return nil, nil, err
 	}
-	return t.sealLanded(l, commit, prev, cand, set, sc)
+	return t.sealLanded(ctx, l, commit, prev, cand, set, sc)
 }
 
 // chainPrevious is the digest of the receipt of the newest airlock commit
@@ -698,7 +711,7 @@ func chainPrevious(ctx context.Context, l *landing.Repo, head, notes string) (st
 
 // sealLanded seals the receipt of commit, landed into l's branch, whose
 // previous is prev; it says how the validators ran (sc.batchTree).
-func (t *Tx) sealLanded(l *landing.Repo, commit, prev string, cand *candidate, set *changeset.Set, sc *settlement) (*receipt.Receipt, []byte, error) {
+func (t *Tx) sealLanded(ctx context.Context, l *landing.Repo, commit, prev string, cand *candidate, set *changeset.Set, sc *settlement) (*receipt.Receipt, []byte, error) {
 	rc := t.newReceipt(Committed, set, sc, cand.beforeDigest, cand.afterDigest, prev)
 	rc.LandedBranch, rc.LandedCommit = l.Ref, commit
 	if len(rc.Validators) > 0 {
@@ -707,7 +720,9 @@ func (t *Tx) sealLanded(l *landing.Repo, commit, prev string, cand *candidate, s
 			rc.Validated, rc.BatchTree = receipt.ValidatedBatch, sc.batchTree
 		}
 	}
-	data, err := rc.Seal()
+	// Signed here, before the push: a key that cannot sign refuses the
+	// landing with nothing pushed.
+	data, err := t.sealReceipt(ctx, rc, "")
 	if err != nil {
 		return nil, nil, err
 	}

@@ -410,7 +410,7 @@ func (b *batch) push(ctx context.Context, head, notes string, accepted []*batchM
 		if commits[i], err = m.t.commitCandidate(ctx, b.l, m.cand.tree, parent, m.rl.set); err != nil {
 			return false, err
 		}
-		if rcs[i], data[i], err = m.t.sealLanded(b.l, commits[i], prev, m.cand, m.rl.set, m.rl.sc); err != nil {
+		if rcs[i], data[i], err = m.t.sealLanded(ctx, b.l, commits[i], prev, m.cand, m.rl.set, m.rl.sc); err != nil {
 			return false, err
 		}
 		prev, parent = rcs[i].Digest, commits[i]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/landing"
@@ -20,12 +21,25 @@ type RemoteLogOptions struct {
 	// Limits bound each git call against the remote; a remote that
 	// times out is a *RemoteTimeoutError.
 	Limits RemoteLimits
+	// AllowedSigners is the allowed signers file signed receipts are
+	// checked against; "" means gpg.ssh.allowedSignersFile as git reads
+	// it in Dir.
+	AllowedSigners string
 }
 
 // RemoteEntry is one landed commit and its receipt.
 type RemoteEntry struct {
 	Commit  string
 	Receipt *Receipt
+	// Signer names who signed the receipt, checked against the allowed
+	// signers ("" when it is unsigned).
+	Signer string
+}
+
+// UnreceiptedCommit is a commit on the branch's first-parent history,
+// newer than its oldest landing, that no landing made.
+type UnreceiptedCommit struct {
+	Commit, Subject string
 }
 
 // RemoteLog is what was landed into a remote branch, newest first, read
@@ -40,6 +54,21 @@ type RemoteLog struct {
 	// Broken, when set, says where the chain could not be verified: the
 	// entries stop there.
 	Broken string
+	// Unreceipted are the commits between (and after) the landings that
+	// carry no receipt, newest first: not an error (a person's merge is
+	// normal), but no receipt vouches for them.
+	Unreceipted []UnreceiptedCommit
+}
+
+// Unsigned are the entries whose receipts carry no signature.
+func (lg *RemoteLog) Unsigned() []RemoteEntry {
+	var out []RemoteEntry
+	for _, e := range lg.Entries {
+		if e.Signer == "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // RemoteLog fetches a remote branch and its receipt notes into a scratch
@@ -84,9 +113,36 @@ func (s *Store) RemoteLog(ctx context.Context, o RemoteLogOptions) (_ *RemoteLog
 	if err != nil {
 		return out, err
 	}
-	for _, e := range chain.Entries {
-		out.Entries = append(out.Entries, RemoteEntry{Commit: e.Commit, Receipt: publicReceipt(e.Receipt)})
-	}
 	out.Broken = chain.Broken
+	for _, u := range chain.Unreceipted {
+		out.Unreceipted = append(out.Unreceipted, UnreceiptedCommit{Commit: u.Commit, Subject: u.Subject})
+	}
+	var rs []signedReceipt
+	for _, e := range chain.Entries {
+		rs = append(rs, signedReceipt{data: e.Data, rc: e.Receipt})
+	}
+	var checks []SignatureCheck
+	if slices.ContainsFunc(rs, func(r signedReceipt) bool { return r.rc.Signature != "" }) {
+		cfg, err := signatureConfig(ctx, dir, o.AllowedSigners)
+		if err != nil {
+			return out, err
+		}
+		if checks, err = checkSignatures(ctx, cfg, rs); err != nil {
+			return out, err
+		}
+	}
+	for i, e := range chain.Entries {
+		var sc SignatureCheck
+		if checks != nil {
+			sc = checks[i]
+		}
+		if sc.Err != nil {
+			// The entries stop at a receipt whose signature does not
+			// check, as at any other break.
+			out.Broken = fmt.Sprintf("the receipt of commit %s (transaction %s) is not signed by an allowed signer: %v", e.Commit, e.Receipt.TxID, sc.Err)
+			break
+		}
+		out.Entries = append(out.Entries, RemoteEntry{Commit: e.Commit, Receipt: publicReceipt(e.Receipt), Signer: sc.Signer})
+	}
 	return out, nil
 }

@@ -47,6 +47,10 @@ type settlement struct {
 	// unmeasured: a discard could not compute the change set, so whether
 	// the staged repository changed is unknown.
 	unmeasured bool
+	// baseNow is where the base is when it is not at the path it opened
+	// at (recover --moved): the receipt is signed as git's config there
+	// says.
+	baseNow string
 }
 
 // settlement starts the settle context of a commit with these options.
@@ -204,7 +208,7 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement,
 		rc.Refusal = string(r.Kind)
 		rc.RefusedPaths = append(rc.RefusedPaths, r.Paths...)
 	}
-	data, err := rc.Seal()
+	data, err := t.sealReceipt(context.Background(), rc, sc.baseNow)
 	if err != nil {
 		return nil, err
 	}

@@ -449,8 +449,8 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		// branch_head: kept commits (e2e_keep_test.go); merged: a
 		// three-way merge (TestE2EMergedPathsAreNamed).
 		"settle result":      {"kept", "branch", "branch_head", "merged"},
-		"receipt":            {"branch", "branch_head", "merged", "landed_branch", "landed_commit", "validated", "batch_tree"}, // landed: e2e_remote_test.go, e2e_remote_batch_test.go
-		"transaction object": {"branch", "branch_head", "branch_kept", "not_recycled", "error"},                                // worktree transactions; a pooled tree a process held (e2e_recycle_test.go); a corrupt one (TestJSONDocMatchesTypes holds its type)
+		"receipt":            {"branch", "branch_head", "merged", "landed_branch", "landed_commit", "validated", "batch_tree", "signature"}, // landed: e2e_remote_test.go, e2e_remote_batch_test.go; signature: a signing key (e2e_signing_test.go)
+		"transaction object": {"branch", "branch_head", "branch_kept", "not_recycled", "error"},                                             // worktree transactions; a pooled tree a process held (e2e_recycle_test.go); a corrupt one (TestJSONDocMatchesTypes holds its type)
 		// --base-gone
 		"airlock recover --json": {"journal"},
 		// a stamped build: TestE2EVersion checks it against this doc
@@ -458,7 +458,9 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 		// landings into a remote (e2e_remote_test.go)
 		"airlock land id... --json":                          {"remote", "branch"},
 		"landed transaction":                                 {"commit", "attempts", "already"},
-		"airlock log --remote remote --branch branch --json": {"remote", "branch", "head", "entries", "broken"},
+		"airlock log --remote remote --branch branch --json": {"remote", "branch", "head", "entries", "broken", "unreceipted"},
+		// a signed receipt (e2e_signing_test.go)
+		"airlock receipt verify file|id --json": {"signer"},
 	}
 	for sec, members := range d.sections {
 		for name := range members {

@@ -16,6 +16,7 @@ import (
 // logOptions are log's flags.
 type logOptions struct {
 	workdir, remote, branch string
+	allowedSigners          string
 	json                    bool
 	limits                  remoteLimitFlags
 }
@@ -30,7 +31,9 @@ func newLogCmd(io IO) *cobra.Command {
 Each line: when it settled, its id, its counts, its receipt's digest, the
 command that made it (cut at 60 characters; "(airlock open)" where none
 ran), and its marks: "(undo of ID)", "(undone by ID)", and "(no undo: gc
-removed its state)". --json has every receipt whole.`,
+removed its state)", "(signed by PRINCIPAL (key SHA256:...))". --json has
+every receipt whole. A signed receipt must be signed by a key the allowed
+signers file lists (--allowed-signers, else gpg.ssh.allowedSignersFile).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runLog(c.Context(), io, o)
@@ -41,6 +44,7 @@ removed its state)". --json has every receipt whole.`,
 	c.Flags().StringVar(&o.remote, "remote", "", "list what was landed into a git remote: a remote name or a URL (with --branch)")
 	c.Flags().StringVar(&o.branch, "branch", "", "the remote branch whose landings to list (with --remote)")
 	o.limits.register(c)
+	c.Flags().StringVar(&o.allowedSigners, "allowed-signers", "", "the allowed signers file (ssh-keygen's format) signed receipts are checked against (default: gpg.ssh.allowedSignersFile)")
 	return c
 }
 
@@ -52,15 +56,21 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkAllowedSigners(o.allowedSigners); err != nil {
+		return err
+	}
 	st, err := store()
 	if err != nil {
 		return err
 	}
 	if o.remote != "" {
-		return remoteLog(ctx, io, st, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch, Limits: limits}, o.json)
+		return remoteLog(ctx, io, st, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch, Limits: limits, AllowedSigners: o.allowedSigners}, o.json)
 	}
 	lg, err := st.Log(o.workdir)
 	if err != nil {
+		return err
+	}
+	if err := st.CheckSignatures(ctx, lg, o.allowedSigners); err != nil {
 		return err
 	}
 	if o.json {
@@ -74,7 +84,7 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 				undoneBy[r.Undoes] = r.TxID
 			}
 		}
-		for _, r := range lg.Entries {
+		for i, r := range lg.Entries {
 			mark := ""
 			if r.Undoes != "" {
 				mark += "  (undo of " + r.Undoes + ")"
@@ -85,6 +95,11 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 			// Marked before anyone tries: undo of it would only say so.
 			if slices.Contains(lg.UndoGone, r.TxID) {
 				mark += "  (no undo: gc removed its state)"
+			}
+			if by, ok := lg.Signers[r.Digest]; ok {
+				mark += "  (signed by " + by + ")"
+			} else if signedBefore(lg, i) {
+				mark += "  (unsigned, after signed receipts)"
 			}
 			fmt.Fprintf(io.Out, "%s  %s  +%d ~%d -%d  %s  %s%s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, r.Added, r.Modified, r.Deleted, r.Digest, commandLine(r.Command), mark)
 		}
@@ -111,7 +126,14 @@ func remoteLog(ctx context.Context, io IO, st *airlock.Store, o airlock.RemoteLo
 	} else {
 		for _, e := range lg.Entries {
 			r := e.Receipt
-			fmt.Fprintf(io.Out, "%s  %s  %s  +%d ~%d -%d  %s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, e.Commit, r.Added, r.Modified, r.Deleted, r.Digest)
+			signed := "unsigned"
+			if e.Signer != "" {
+				signed = "signed by " + e.Signer
+			}
+			fmt.Fprintf(io.Out, "%s  %s  %s  +%d ~%d -%d  %s  %s\n", r.EndedAt.Local().Format("2006-01-02 15:04:05"), r.TxID, e.Commit, r.Added, r.Modified, r.Deleted, r.Digest, signed)
+		}
+		for _, u := range lg.Unreceipted {
+			fmt.Fprintf(io.Out, "no-receipt  %s  %s\n", u.Commit, percentEscape(u.Subject, "%", true))
 		}
 	}
 	if lg.Broken != "" {
@@ -151,4 +173,16 @@ func shellQuote(w string) string {
 		return w
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// signedBefore reports whether an entry older than lg.Entries[i] is
+// signed: an unsigned receipt after signed ones is named, since the key
+// that signed them did not sign it.
+func signedBefore(lg *airlock.Log, i int) bool {
+	for _, older := range lg.Entries[i+1:] {
+		if _, ok := lg.Signers[older.Digest]; ok {
+			return true
+		}
+	}
+	return false
 }

@@ -20,6 +20,7 @@ import (
 type verifyOptions struct {
 	receipt                 string // FILE|ID; "" with remote
 	remote, branch, workdir string
+	allowedSigners          string
 	json                    bool
 	limits                  remoteLimitFlags
 }
@@ -37,7 +38,13 @@ With --remote and --branch it checks, from the remote alone, every receipt
 landed into that branch: each commit on its first-parent history that
 carries the trailer Airlock-Tx must have a note in refs/notes/airlock that
 verifies as that transaction's receipt for that commit, chained to the one
-before it.`,
+before it, and the commit's change against its parent must be the one its
+receipt's digests name.
+
+A signed receipt must be signed by a key the allowed signers file lists
+(--allowed-signers, else gpg.ssh.allowedSignersFile), in namespace
+airlock-receipt; an unsigned one verifies but is reported "unsigned", and
+commits between landings that carry no receipt are listed as "no-receipt".`,
 		Args: func(c *cobra.Command, args []string) error {
 			if (o.remote == "") != (o.branch == "") {
 				return errors.New("--remote and --branch go together: name the remote and the branch whose receipts to verify")
@@ -63,6 +70,7 @@ before it.`,
 	verify.Flags().StringVar(&o.remote, "remote", "", "verify the receipts landed into a git remote: a remote name or a URL (with --branch)")
 	verify.Flags().StringVar(&o.branch, "branch", "", "the remote branch whose receipts to verify (with --remote)")
 	verify.Flags().StringVar(&o.workdir, "workdir", "", "with --remote: the repository whose remotes REMOTE may name (default: the current directory)")
+	verify.Flags().StringVar(&o.allowedSigners, "allowed-signers", "", "the allowed signers file (ssh-keygen's format) signed receipts are checked against (default: gpg.ssh.allowedSignersFile)")
 	verify.Flags().BoolVar(&o.json, "json", false, "print {path, valid, receipt} as JSON ({path, valid, error} when invalid)")
 	o.limits.register(verify)
 	c.AddCommand(verify)
@@ -74,12 +82,15 @@ func runReceiptVerify(ctx context.Context, io IO, o verifyOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := checkAllowedSigners(o.allowedSigners); err != nil {
+		return err
+	}
 	if o.remote != "" {
 		st, err := store()
 		if err != nil {
 			return err
 		}
-		lg, err := st.RemoteLog(ctx, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch, Limits: limits})
+		lg, err := st.RemoteLog(ctx, airlock.RemoteLogOptions{Dir: o.workdir, Remote: o.remote, Branch: o.branch, Limits: limits, AllowedSigners: o.allowedSigners})
 		if err != nil {
 			return err
 		}
@@ -90,7 +101,9 @@ func runReceiptVerify(ctx context.Context, io IO, o verifyOptions) error {
 		if len(lg.Entries) > 0 {
 			newest = " newest=" + lg.Entries[0].Receipt.Digest
 		}
-		fmt.Fprintf(io.Out, "ok %s %s head=%s receipts=%d%s\n", lg.Remote, lg.Branch, lg.Head, len(lg.Entries), newest)
+		unsigned := len(lg.Unsigned())
+		fmt.Fprintf(io.Out, "ok %s %s head=%s receipts=%d%s signed=%d unsigned=%d unreceipted=%d\n", lg.Remote, lg.Branch, lg.Head, len(lg.Entries), newest, len(lg.Entries)-unsigned, unsigned, len(lg.Unreceipted))
+		writeSignatures(io, lg)
 		return nil
 	}
 	path, chain, err := receiptFor(o.receipt)
@@ -115,10 +128,27 @@ func runReceiptVerify(ctx context.Context, io IO, o verifyOptions) error {
 		}
 		return &exitError{code: 1, msg: fmt.Sprintf("receipt %s is invalid: %v", path, err)}
 	}
-	if o.json {
-		return writeJSON(io, jsonout.Verify{Chain: chain, Path: path, Receipt: data, Valid: true})
+	sig, err := checkSignatureOf(ctx, data, path, chain, o)
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s\n", path, r.TxID, r.Outcome, r.Digest)
+	if sig.Err != nil {
+		msg := fmt.Sprintf("receipt %s is not signed by an allowed signer: %v", path, sig.Err)
+		if o.json {
+			if jerr := writeJSON(io, jsonout.Verify{Chain: chain, Error: msg, Path: path, Valid: false}); jerr != nil {
+				return jerr
+			}
+		}
+		return &exitError{code: 1, msg: msg}
+	}
+	if o.json {
+		return writeJSON(io, jsonout.Verify{Chain: chain, Path: path, Receipt: data, Signer: sig.Signer, Valid: true})
+	}
+	signed := "unsigned"
+	if sig.Signed {
+		signed = "signed by " + sig.Signer
+	}
+	fmt.Fprintf(io.Out, "ok %s tx=%s outcome=%s digest=%s %s\n", path, r.TxID, r.Outcome, r.Digest, signed)
 	if chain != "" {
 		fmt.Fprintf(io.Err, "read from the receipt chain of %s: gc removed the state of transaction %s\n", chain, r.TxID)
 	}
@@ -154,4 +184,64 @@ func receiptFor(arg string) (path, chain string, err error) {
 		return "", "", err
 	}
 	return tx.ReceiptPath(), "", nil
+}
+
+// checkSignatureOf checks a local receipt's signature with the signing
+// configuration git reads where the receipt belongs: the transaction's
+// base (its own, or the chain's that keeps it), else the current
+// directory.
+func checkSignatureOf(ctx context.Context, data []byte, path, chain string, o verifyOptions) (airlock.SignatureCheck, error) {
+	dir := chain
+	if dir == "" {
+		if rc, err := receipt.Verify(data); err == nil {
+			if fi, err := os.Stat(rc.Base); err == nil && fi.IsDir() {
+				dir = rc.Base
+			}
+		}
+	}
+	if dir == "" {
+		dir = "."
+	}
+	return airlock.CheckSignature(ctx, data, dir, o.allowedSigners)
+}
+
+// writeSignatures names, after a remote branch's ok line, who signed each
+// receipt (and each one that is unsigned, saying so when a signed one
+// comes before it), and every commit between the landings that no
+// receipt vouches for.
+func writeSignatures(io IO, lg *airlock.RemoteLog) {
+	for i, e := range lg.Entries {
+		if e.Signer != "" {
+			fmt.Fprintf(io.Out, "signed %s tx=%s by %s\n", e.Commit, e.Receipt.TxID, e.Signer)
+			continue
+		}
+		after := ""
+		for _, older := range lg.Entries[i+1:] {
+			if older.Signer != "" {
+				after = " (after signed receipts: its landing was not signed)"
+				break
+			}
+		}
+		fmt.Fprintf(io.Out, "unsigned %s tx=%s%s\n", e.Commit, e.Receipt.TxID, after)
+	}
+	for _, u := range lg.Unreceipted {
+		fmt.Fprintf(io.Out, "no-receipt %s %s\n", u.Commit, percentEscape(u.Subject, "%", true))
+	}
+}
+
+// checkAllowedSigners refuses an --allowed-signers that is not a file up
+// front, even where no receipt is signed: a check against a file that is
+// not there would say nothing.
+func checkAllowedSigners(path string) error {
+	if path == "" {
+		return nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("--allowed-signers %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("--allowed-signers %s: not a regular file (an allowed signers file, ssh-keygen's format, one \"PRINCIPAL KEYTYPE KEY\" a line)", path)
+	}
+	return nil
 }

@@ -137,6 +137,7 @@ type Log struct {
 	Base     string             `json:"base"`
 	Broken   string             `json:"broken"`
 	Entries  []*airlock.Receipt `json:"entries"`
+	Signers  map[string]string  `json:"signers"` // digest → signer, for each signed entry
 	UndoGone []string           `json:"undo_gone"`
 }
 
@@ -150,31 +151,47 @@ func NewLog(lg *airlock.Log) Log {
 	if gone == nil {
 		gone = []string{}
 	}
-	return Log{Base: lg.Base, Broken: lg.Broken, Entries: entries, UndoGone: gone}
+	signers := lg.Signers
+	if signers == nil {
+		signers = map[string]string{}
+	}
+	return Log{Base: lg.Base, Broken: lg.Broken, Entries: entries, Signers: signers, UndoGone: gone}
 }
 
 // RemoteLog is `log --remote REMOTE --branch BRANCH --json`.
 type RemoteLog struct {
-	Branch  string        `json:"branch"`
-	Broken  string        `json:"broken"`
-	Entries []RemoteEntry `json:"entries"`
-	Head    string        `json:"head"`
-	Remote  string        `json:"remote"`
+	Branch      string        `json:"branch"`
+	Broken      string        `json:"broken"`
+	Entries     []RemoteEntry `json:"entries"`
+	Head        string        `json:"head"`
+	Remote      string        `json:"remote"`
+	Unreceipted []Unreceipted `json:"unreceipted"`
+}
+
+// Unreceipted is a commit between landings that carries no receipt.
+type Unreceipted struct {
+	Commit  string `json:"commit"`
+	Subject string `json:"subject"`
 }
 
 // RemoteEntry is a commit on a remote branch and its verified receipt.
 type RemoteEntry struct {
 	Commit  string           `json:"commit"`
 	Receipt *airlock.Receipt `json:"receipt"`
+	Signer  string           `json:"signer"` // "" when the receipt is unsigned
 }
 
 // NewRemoteLog is lg's RemoteLog.
 func NewRemoteLog(lg *airlock.RemoteLog) RemoteLog {
 	entries := []RemoteEntry{}
 	for _, e := range lg.Entries {
-		entries = append(entries, RemoteEntry{e.Commit, e.Receipt})
+		entries = append(entries, RemoteEntry{e.Commit, e.Receipt, e.Signer})
 	}
-	return RemoteLog{Branch: lg.Branch, Broken: lg.Broken, Entries: entries, Head: lg.Head, Remote: lg.Remote}
+	unreceipted := []Unreceipted{}
+	for _, u := range lg.Unreceipted {
+		unreceipted = append(unreceipted, Unreceipted{u.Commit, u.Subject})
+	}
+	return RemoteLog{Branch: lg.Branch, Broken: lg.Broken, Entries: entries, Head: lg.Head, Remote: lg.Remote, Unreceipted: unreceipted}
 }
 
 // Land is `land ID... --json`.
@@ -268,6 +285,7 @@ type Verify struct {
 	Error   string          `json:"error,omitempty"` // only when invalid
 	Path    string          `json:"path"`
 	Receipt json.RawMessage `json:"receipt,omitempty"` // only when valid: as the file holds it
+	Signer  string          `json:"signer,omitempty"`  // only when signed and valid: the principal and key
 	Valid   bool            `json:"valid"`
 }
 

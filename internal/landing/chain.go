@@ -90,12 +90,24 @@ type Chain struct {
 	// Broken, when set, says where the chain could not be verified: the
 	// entries stop there.
 	Broken string
+	// Unreceipted are the commits between (and after) the landings that
+	// carry no receipt, newest first.
+	Unreceipted []Unreceipted
 }
 
 // Entry is one landed commit and its verified receipt.
 type Entry struct {
 	Commit  string
 	Receipt *receipt.Receipt
+	Data    []byte // the receipt note as it is, for its signature
+}
+
+// Unreceipted is a commit on the branch's first-parent history that no
+// landing made (it carries no Airlock-Tx trailer), newer than the oldest
+// landing.
+type Unreceipted struct {
+	Commit, Subject string
+	newer           int // how many landings are newer
 }
 
 // WalkChain verifies the landings on head's first-parent history, with
@@ -107,22 +119,35 @@ func (l *Repo) WalkChain(ctx context.Context, head, notes string) (*Chain, error
 	if err != nil {
 		return nil, err
 	}
-	b, err := l.Git.Run(ctx, "log", "--first-parent", "--format=%H%x00%(trailers:key="+TxTrailer+",valueonly,separator=%x00)", head, "--")
+	b, err := l.Git.Run(ctx, "log", "--first-parent", "--format=%H%x00%P%x00%s%x00%(trailers:key="+TxTrailer+",valueonly,separator=%x00)", head, "--")
 	if err != nil {
 		return nil, fmt.Errorf("walk %s: %w", l.Ref, err)
 	}
-	type landed struct{ commit, tx string }
+	type landed struct{ commit, parents, tx string }
 	var commits []landed
+	var plain []Unreceipted // commits without the trailer, newest first
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Split(line, "\x00")
-		if len(f) < 2 || f[1] == "" {
+		if len(f) < 4 {
 			continue
 		}
-		if len(f) > 2 && f[2] != "" {
-			lg.Broken = fmt.Sprintf("commit %s carries %d %s trailers; a landed commit carries one", f[0], len(f)-1, TxTrailer)
+		if f[3] == "" {
+			plain = append(plain, Unreceipted{Commit: f[0], Subject: f[2], newer: len(commits)})
+			continue
+		}
+		if len(f) > 4 && f[4] != "" {
+			lg.Broken = fmt.Sprintf("commit %s carries %d %s trailers; a landed commit carries one", f[0], len(f)-3, TxTrailer)
 			return lg, nil
 		}
-		commits = append(commits, landed{f[0], f[1]})
+		commits = append(commits, landed{f[0], f[1], f[3]})
+	}
+	// Commits no landing made, newer than the oldest landing: a human's
+	// merge or push between landings is normal, but it is named, so that
+	// no one reads the chain as covering the whole branch.
+	for _, u := range plain {
+		if u.newer < len(commits) {
+			lg.Unreceipted = append(lg.Unreceipted, u)
+		}
 	}
 	blobs := make([]string, 0, len(commits))
 	for _, c := range commits {
@@ -156,7 +181,13 @@ func (l *Repo) WalkChain(ctx context.Context, head, notes string) (*Chain, error
 		if lg.Broken != "" {
 			return lg, nil
 		}
-		lg.Entries = append(lg.Entries, Entry{Commit: c.commit, Receipt: rc})
+		if why, err := l.treeBinding(ctx, c.commit, c.parents, rc); err != nil {
+			return nil, err
+		} else if why != "" {
+			lg.Broken = fmt.Sprintf("commit %s (transaction %s): %s", c.commit, c.tx, why)
+			return lg, nil
+		}
+		lg.Entries = append(lg.Entries, Entry{Commit: c.commit, Receipt: rc, Data: contents[blob]})
 	}
 	if n := len(lg.Entries); n > 0 && lg.Entries[n-1].Receipt.Previous != "" {
 		lg.Broken = fmt.Sprintf("the receipt of commit %s, the oldest airlock commit on %s, names previous %s, which no commit before it carries", lg.Entries[n-1].Commit, l.Ref, lg.Entries[n-1].Receipt.Previous)
@@ -223,4 +254,46 @@ func (l *Repo) catBlobs(ctx context.Context, oids []string) (map[string][]byte, 
 		b = rest[n+1:]
 	}
 	return out, nil
+}
+
+// treeBinding checks that a landed commit is the change its receipt
+// describes: one parent, and its tree against that parent (git diff-tree,
+// no rename detection) hashes to the receipt's base_digest and
+// result_digest as EntriesGitDigest forms them — every path the commit
+// changed, merged paths included, as the parent and the commit hold it.
+// It returns why not, or "".
+func (l *Repo) treeBinding(ctx context.Context, commit, parents string, rc *receipt.Receipt) (string, error) {
+	ps := strings.Fields(parents)
+	if len(ps) != 1 {
+		return fmt.Sprintf("it has %d parents, but a landing makes a commit with one (the head it landed on)", len(ps)), nil
+	}
+	b, err := l.Git.Run(ctx, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", "--no-ext-diff", ps[0], commit)
+	if err != nil {
+		return "", fmt.Errorf("diff landed commit %s against its parent: %w", commit, err)
+	}
+	var paths []string
+	var before, after []TreeEntry
+	entry := func(mode, oid string) TreeEntry {
+		if strings.Trim(mode, "0") == "" {
+			return TreeEntry{}
+		}
+		return TreeEntry{Mode: mode, OID: oid}
+	}
+	recs := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	for i := 0; i+1 < len(recs); i += 2 {
+		f := strings.Fields(strings.TrimPrefix(recs[i], ":"))
+		if len(f) != 5 {
+			return "", fmt.Errorf("diff landed commit %s against its parent: git diff-tree said %q", commit, recs[i])
+		}
+		paths = append(paths, recs[i+1])
+		before = append(before, entry(f[0], f[2]))
+		after = append(after, entry(f[1], f[3]))
+	}
+	if got := EntriesGitDigest(paths, after); got != rc.ResultDigest {
+		return fmt.Sprintf("its tree does not match its receipt's change set: the %d paths it changed against %.12s hash to %s, the receipt's result_digest is %s", len(paths), ps[0], got, rc.ResultDigest), nil
+	}
+	if got := EntriesGitDigest(paths, before); got != rc.BaseDigest {
+		return fmt.Sprintf("its parent %.12s does not match its receipt's change set: the %d paths it changed hash to %s there, the receipt's base_digest is %s", ps[0], len(paths), got, rc.BaseDigest), nil
+	}
+	return "", nil
 }

@@ -32,14 +32,15 @@
 // receipt; validated, only in such a receipt whose validators ran, says
 // how they ran: "alone" on the landed commit's own tree, or "batch" once
 // on batch_tree (present exactly then), the tree of the last commit of
-// the batch the commit landed in.
+// the batch the commit landed in; signature is an armored SSH signature
+// (see Signature).
 //
 // # Digest
 //
 // The digest is part of the contract; anyone can recompute it:
 //
 //	digest = "sha256:" + lowercase hex(sha256(canonical JSON of the receipt
-//	         object with its "digest" member removed))
+//	         object with its "digest" and "signature" members removed))
 //
 // Canonical JSON is computed from the parsed document, not from any Go
 // type, so a member that a reader does not know still counts:
@@ -57,6 +58,16 @@
 // string's characters are escaped have the same digest; any other change
 // moves it. The digest is not a signature: it shows that a receipt was not
 // edited after sealing, not who sealed it.
+//
+// # Signature
+//
+// A signed receipt's "signature" member is an armored SSH signature
+// (PROTOCOL.sshsig, as `ssh-keygen -Y sign` writes it and git uses for
+// gpg.format=ssh) in the namespace airlock-receipt, over exactly the bytes
+// the digest hashes (SignedBytes): signing does not move the digest, so
+// chains link the same receipts signed or not, and removing a signature
+// leaves an unsigned receipt, which verifiers report as unsigned. This
+// package checks the member's form; internal/sshsig checks the signature.
 //
 // # Verification
 //

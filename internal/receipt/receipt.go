@@ -2,6 +2,8 @@ package receipt
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,7 +105,12 @@ type Receipt struct {
 	// Undoes names the transaction whose commit this one reverts (an
 	// `airlock undo`). Optional: only an undo's receipt carries it.
 	Undoes string
-	Digest string // set by Seal
+	// Signature is an armored SSH signature (SSHSIG, namespace
+	// airlock-receipt) over SignedBytes: who sealed the receipt, where
+	// the digest only says it was not edited. Optional: absent in an
+	// unsigned receipt.
+	Signature string
+	Digest    string // set by Seal
 }
 
 // wire is a receipt's JSON form. Its member order is the file's reading
@@ -143,6 +150,7 @@ type wire struct {
 	Validated          string      `json:"validated,omitempty"`
 	BatchTree          string      `json:"batch_tree,omitempty"`
 	Undoes             string      `json:"undoes,omitempty"`
+	Signature          string      `json:"signature,omitempty"`
 	Digest             string      `json:"digest"`
 }
 
@@ -206,7 +214,7 @@ func (r *Receipt) toWire() wire {
 		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
 		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead,
 		Validators: optionalFile(r.Validators), Merged: optionalFile(r.Merged),
-		LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit, Undoes: r.Undoes, Digest: r.Digest,
+		LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit, Undoes: r.Undoes, Signature: r.Signature, Digest: r.Digest,
 		Validated: r.Validated, BatchTree: r.BatchTree,
 	}
 }
@@ -250,7 +258,7 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
 		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead,
 		Validators: fromFile(w.Validators), Merged: fromFile(w.Merged),
-		LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit, Undoes: w.Undoes, Digest: w.Digest,
+		LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit, Undoes: w.Undoes, Signature: w.Signature, Digest: w.Digest,
 		Validated: w.Validated, BatchTree: w.BatchTree,
 	}
 	return nil
@@ -259,8 +267,18 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 // Seal fills in Schema and NotTransactional when they are empty, computes
 // and sets Digest, and returns the receipt file's bytes: indented JSON with
 // a trailing newline. It refuses a receipt that Verify would refuse, saying
-// which field is wrong, so that every sealed receipt verifies.
-func (r *Receipt) Seal() ([]byte, error) {
+// which field is wrong, so that every sealed receipt verifies. The receipt
+// is unsigned.
+func (r *Receipt) Seal() ([]byte, error) { return r.SealSigned(nil) }
+
+// SignFunc signs a receipt's SignedBytes and returns the armored SSH
+// signature.
+type SignFunc func(signed []byte) (string, error)
+
+// SealSigned is Seal, then, when sign is not nil, sign over the receipt's
+// SignedBytes, kept in the signature member. A signing that fails fails
+// the seal: a receipt meant to be signed is never written unsigned.
+func (r *Receipt) SealSigned(sign SignFunc) ([]byte, error) {
 	if r.Schema == "" {
 		r.Schema = Schema
 	}
@@ -268,7 +286,7 @@ func (r *Receipt) Seal() ([]byte, error) {
 		r.NotTransactional = slices.Clone(NotTransactional)
 	}
 	w := r.toWire()
-	w.Digest = ""
+	w.Digest, w.Signature = "", ""
 	unsealed, err := encodeFile(w)
 	if err != nil {
 		return nil, fmt.Errorf("seal receipt of transaction %s: %w", r.TxID, err)
@@ -277,9 +295,16 @@ func (r *Receipt) Seal() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seal receipt of transaction %s: %w", r.TxID, err)
 	}
-	w.Digest, err = digestOf(obj)
+	canon, err := signedBytes(obj)
 	if err != nil {
 		return nil, fmt.Errorf("seal receipt of transaction %s: %w", r.TxID, err)
+	}
+	sum := sha256.Sum256(canon)
+	w.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	if sign != nil {
+		if w.Signature, err = sign(canon); err != nil {
+			return nil, fmt.Errorf("sign the receipt of transaction %s: %w", r.TxID, err)
+		}
 	}
 	data, err := encodeFile(w)
 	if err != nil {
@@ -288,7 +313,7 @@ func (r *Receipt) Seal() ([]byte, error) {
 	if _, err := Verify(data); err != nil {
 		return nil, fmt.Errorf("seal receipt of transaction %s: %w", r.TxID, err)
 	}
-	r.Digest = w.Digest
+	r.Digest, r.Signature = w.Digest, w.Signature
 	return data, nil
 }
 

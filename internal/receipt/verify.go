@@ -56,6 +56,11 @@ const mergedMember = "merged"
 // undo reverts, present only in an undo's receipt.
 const undoesMember = "undoes"
 
+// signatureMember is optional on its own: the receipt's armored SSH
+// signature, absent in an unsigned receipt. Neither the digest nor the
+// signature covers it.
+const signatureMember = "signature"
+
 // baseFSMember is optional on its own: the base's file system identity,
 // present in every receipt since it was added, absent in older ones.
 const baseFSMember = "base_fs"
@@ -212,21 +217,40 @@ func checkTokens(data []byte) error {
 	return nil
 }
 
-// digestOf is the receipt digest of obj: its canonical JSON without the
-// "digest" member, hashed.
+// digestOf is the receipt digest of obj: its SignedBytes, hashed.
 func digestOf(obj map[string]any) (string, error) {
-	rest := make(map[string]any, len(obj))
-	for k, v := range obj {
-		if k != "digest" {
-			rest[k] = v
-		}
-	}
-	canon, err := appendCanonical(nil, rest)
+	canon, err := signedBytes(obj)
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(canon)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// signedBytes is obj's canonical JSON without its "digest" and
+// "signature" members: what the digest hashes and the signature signs.
+func signedBytes(obj map[string]any) ([]byte, error) {
+	rest := make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != "digest" && k != signatureMember {
+			rest[k] = v
+		}
+	}
+	return appendCanonical(nil, rest)
+}
+
+// SignedBytes returns what a receipt's signature signs, and its digest
+// hashes: the canonical JSON (see the package documentation) of the
+// receipt without its "digest" and "signature" members. data must verify.
+func SignedBytes(data []byte) ([]byte, error) {
+	if _, err := Verify(data); err != nil {
+		return nil, err
+	}
+	obj, err := parse(data)
+	if err != nil {
+		return nil, err
+	}
+	return signedBytes(obj)
 }
 
 // appendCanonical appends v's canonical JSON, as the package documentation
@@ -321,6 +345,12 @@ func check(obj map[string]any) (*Receipt, error) {
 	c.readBranches(r, g)
 	c.readNamed(r, g)
 	c.readValidated(r, g)
+	if g.signature {
+		r.Signature = c.str(signatureMember)
+		if c.err == nil && !isArmoredSignature(r.Signature) {
+			c.fail(signatureMember, "is not an armored SSH signature (%s ... %s)", armorBegin, armorEnd)
+		}
+	}
 	r.Digest = c.digest("digest", false)
 	if c.err != nil {
 		return nil, c.err
@@ -336,6 +366,7 @@ type groups struct {
 	merged     bool
 	baseFS     bool
 	undoes     bool
+	signature  bool
 }
 
 // memberGroups refuses a receipt that lacks a member every receipt has,
@@ -373,7 +404,7 @@ func memberGroups(obj map[string]any) (groups, error) {
 	for _, o := range []struct {
 		name string
 		has  *bool
-	}{{validatorsMember, &g.validators}, {mergedMember, &g.merged}, {baseFSMember, &g.baseFS}, {undoesMember, &g.undoes}} {
+	}{{validatorsMember, &g.validators}, {mergedMember, &g.merged}, {baseFSMember, &g.baseFS}, {undoesMember, &g.undoes}, {signatureMember, &g.signature}} {
 		if _, ok := obj[o.name]; ok {
 			*o.has = true
 			n++
@@ -382,7 +413,7 @@ func memberGroups(obj map[string]any) (groups, error) {
 	if len(obj) != n {
 		var extra []string
 		for k := range obj {
-			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember && k != undoesMember && !isValidatedMember(k) {
+			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember && k != undoesMember && !isValidatedMember(k) && k != signatureMember {
 				extra = append(extra, strconv.Quote(k))
 			}
 		}
@@ -736,4 +767,26 @@ func kindOf(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// The armor of an SSH signature (PROTOCOL.sshsig), as ssh-keygen -Y sign
+// writes it.
+const (
+	armorBegin = "-----BEGIN SSH SIGNATURE-----\n"
+	armorEnd   = "\n-----END SSH SIGNATURE-----\n"
+)
+
+// isArmoredSignature reports whether s is one armored SSH signature: the
+// armor lines around base64 lines, nothing else.
+func isArmoredSignature(s string) bool {
+	body, ok := strings.CutPrefix(s, armorBegin)
+	if !ok {
+		return false
+	}
+	body, ok = strings.CutSuffix(body, armorEnd)
+	if !ok || body == "" {
+		return false
+	}
+	_, err := base64.StdEncoding.DecodeString(strings.ReplaceAll(body, "\n", ""))
+	return err == nil
 }
