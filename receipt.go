@@ -57,6 +57,11 @@ type Receipt struct {
 	// Undoes names the transaction whose commit this one reverts: only
 	// in an undo's receipt.
 	Undoes string
+	// PartOf and Paths: a partial commit's (CommitOptions.Paths) — the
+	// transaction it took part of, open with the rest, and the changed
+	// paths it landed, sorted; both or neither.
+	PartOf string
+	Paths  []string
 	Digest string
 }
 

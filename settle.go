@@ -292,7 +292,7 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, sc *settlement, baseDig
 	}
 	excl, _ := selector.New(t.rec.Exclude)
 	prot, _ := selector.New(t.rec.Protect)
-	return &receipt.Receipt{
+	rc := &receipt.Receipt{
 		TxID: t.ID(), Base: t.Base(), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode, BaseFS: t.rec.BaseFS,
 		Backend: t.rec.Backend, Command: plain(t.rec.Command),
 		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: sc.exitCode,
@@ -303,6 +303,10 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, sc *settlement, baseDig
 		Validators: append([]string(nil), sc.validated...),
 		Undoes:     t.rec.Undoes,
 	}
+	if t.part != nil && out == Committed {
+		rc.PartOf, rc.Paths = t.rec.PartOf, set.Paths()
+	}
+	return rc
 }
 
 // settleStaged removes the staged workspace of a settled transaction. A

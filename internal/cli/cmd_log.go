@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
@@ -72,6 +73,9 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 			mark := ""
 			if r.Undoes != "" {
 				mark += "  (undo of " + r.Undoes + ")"
+			}
+			if r.PartOf != "" {
+				mark += "  (part of " + r.PartOf + ": " + commandline.QuotePaths(r.Paths, 3) + ")"
 			}
 			if by, ok := undoneBy[r.TxID]; ok {
 				mark += "  (undone by " + by + ")"
@@ -138,11 +142,5 @@ func commandLine(argv []string) string {
 	return line
 }
 
-// shellQuote quotes w for a POSIX shell where it holds anything but
-// letters, digits and the few marks no shell treats specially.
-func shellQuote(w string) string {
-	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
-		return w
-	}
-	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-}
+// shellQuote is commandline.ShellQuote.
+func shellQuote(w string) string { return commandline.ShellQuote(w) }

@@ -94,6 +94,13 @@ type Receipt struct {
 	// Undoes names the transaction whose commit this one reverts (an
 	// `airlock undo`). Optional: only an undo's receipt carries it.
 	Undoes string
+	// PartOf and Paths say a commit was partial (`airlock commit ID --
+	// PATH...`): PartOf is the transaction it took part of, which stays
+	// open with the rest, and Paths the changed paths it landed, sorted.
+	// Optional: only a partial commit's receipt carries them, both or
+	// neither.
+	PartOf string
+	Paths  []string
 	Digest string // set by Seal
 }
 
@@ -132,6 +139,8 @@ type wire struct {
 	LandedBranch       string      `json:"landed_branch,omitempty"`
 	LandedCommit       string      `json:"landed_commit,omitempty"`
 	Undoes             string      `json:"undoes,omitempty"`
+	PartOf             string      `json:"part_of,omitempty"`
+	Paths              []fileBytes `json:"paths,omitempty"`
 	Digest             string      `json:"digest"`
 }
 
@@ -195,7 +204,8 @@ func (r *Receipt) toWire() wire {
 		BaseDigest: r.BaseDigest, ResultDigest: r.ResultDigest, DiffDigest: r.DiffDigest,
 		NotTransactional: nt, Previous: r.Previous, Branch: r.Branch, BranchHead: r.BranchHead,
 		Validators: optionalFile(r.Validators), Merged: optionalFile(r.Merged),
-		LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit, Undoes: r.Undoes, Digest: r.Digest,
+		LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit, Undoes: r.Undoes,
+		PartOf: r.PartOf, Paths: optionalFile(r.Paths), Digest: r.Digest,
 	}
 }
 
@@ -238,7 +248,8 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		BaseDigest: w.BaseDigest, ResultDigest: w.ResultDigest, DiffDigest: w.DiffDigest,
 		NotTransactional: w.NotTransactional, Previous: w.Previous, Branch: w.Branch, BranchHead: w.BranchHead,
 		Validators: fromFile(w.Validators), Merged: fromFile(w.Merged),
-		LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit, Undoes: w.Undoes, Digest: w.Digest,
+		LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit, Undoes: w.Undoes,
+		PartOf: w.PartOf, Paths: fromFile(w.Paths), Digest: w.Digest,
 	}
 	return nil
 }
