@@ -549,3 +549,27 @@ func (t *Tx) takePart(ctx context.Context, w *workspace, p *preflight, o *Commit
 	}
 	return nil, nil
 }
+
+// PathSelector is a CommitOptions.Paths entry that selects exactly the
+// base-relative path p (and, if it is a directory, what is beneath it),
+// whatever bytes its name holds: the wildcards, the backslash, a leading
+// ! and trailing spaces, which a selector reads otherwise, are quoted.
+// A front end that lets a person pick changed paths (the review page)
+// passes them through it.
+func PathSelector(p string) string {
+	var b strings.Builder
+	trail := len(p) - len(strings.TrimRight(p, " "))
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '\\' || c == '*' || c == '?' || c == '[':
+			b.WriteByte('\\')
+		case c == '!' && i == 0:
+			b.WriteByte('\\')
+		case c == ' ' && i >= len(p)-trail:
+			b.WriteByte('\\')
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
