@@ -326,9 +326,10 @@ func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(chosen.Changes) == len(set.Changes) && len(chosen.Unsupported) == len(set.Unsupported) && set.GitMeta == 0 {
+	if len(chosen.Changes) == len(set.Changes) && len(chosen.Unsupported) == len(set.Unsupported) {
 		// The whole change set: a plain commit, which settles the
-		// transaction.
+		// transaction (and keeps the git commits made in it, which no
+		// part takes).
 		o.Paths = nil
 		return t.commitLocked(ctx, o)
 	}

@@ -158,3 +158,29 @@ func TestE2EPartialCommitRestStaysExact(t *testing.T) {
 		}
 	}
 }
+
+// Killed after the part's receipt, before the transaction recorded the
+// landing (the one window reference.md names): recover finds the part
+// committed; the transaction still lists the landed paths, and committing
+// them again merges the same content over itself, so nothing is lost or
+// doubled.
+func TestE2EPartialCommitKilledBeforeTheAdvance(t *testing.T) {
+	x := newH(t)
+	partialTx(t, x, "kill")
+	r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=recorded"}, "commit", "kill", "--", "a.txt")
+	if r.Code != -1 {
+		t.Fatalf("the fault point did not kill airlock: %v", r)
+	}
+	wantCode(t, x.airlock("recover", "--workdir", x.base), 0)
+	wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+	show := x.airlock("show", "kill.1")
+	if !strings.Contains(show.Stdout, "status:    committed") {
+		t.Fatalf("the part is not committed after recover:\n%s", show.Stdout)
+	}
+	r = x.airlock("commit", "kill")
+	wantCode(t, r, 0)
+	if r.Settle["merged_paths"] != "a.txt" {
+		t.Errorf("the landed path was not merged over itself:\n%s", r)
+	}
+	wantFiles(t, x, "a-new\n", "b-new\n", "c-new\n")
+}
