@@ -156,9 +156,9 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 {{if .Open}}
 {{if and .Digest .Selectable}}
 <form method="post" action="{{.Base}}commit" id="settle"><input type="hidden" name="diff_digest" value="{{.Digest}}"><input type="hidden" name="select" value="1">
-{{if .CanCommit}}<button class="primary" type="submit" id="commit">Commit</button>{{end}}
+{{if .CanCommit}}<button class="primary" type="submit" id="commit" title="commit the checked files">Commit</button>{{end}}
 {{if .CanApprove}}<button class="approve" type="submit" id="approve" formaction="{{.Base}}approve">Approve &amp; commit</button>{{end}}
-<span class="meta">the checked files</span></form>
+</form>
 {{end}}
 <form method="post" action="{{.Base}}discard"><button class="danger" type="submit" id="discard">Discard</button></form>
 {{end}}
