@@ -297,7 +297,7 @@ func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
 	}
 	if b, err := stage.Get(t.rec.Backend); err == nil {
 		if _, ok := b.(stage.Differ); ok {
-			return nil, fmt.Errorf("commit %s: a partial commit needs the manifests a %s transaction does not keep (its change set is its upper layer); commit it whole, or open the work with --backend copy", t.ID(), t.rec.Backend)
+			return nil, fmt.Errorf("commit %s: a partial commit is not available for %s transactions (the change set is the upper layer, kept in no manifest a landed part could be taken out of); commit it whole, or open the work with --backend copy", t.ID(), t.rec.Backend)
 		}
 	}
 	unlockTx, err := t.settleLock(ctx)

@@ -192,7 +192,9 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement,
 	}
 	if sc.kept != nil && sc.kept.branch != nil {
 		rc.Branch, rc.BranchHead = sc.kept.branch.Name, sc.kept.branch.Head
-	} else if t.rec.Backend == stage.Worktree {
+	} else if t.rec.Backend == stage.Worktree && t.part == nil {
+		// A part names no branch: the worktree's is the whole's, which
+		// its own receipt names when it settles.
 		if br, err := t.Branch(context.Background()); err == nil && br != nil && br.Head != "" {
 			rc.Branch, rc.BranchHead = br.Name, br.Head
 		}
