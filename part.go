@@ -574,3 +574,16 @@ func PathSelector(p string) string {
 	}
 	return b.String()
 }
+
+// partLanded reports whether a partial commit landed part of t. Such a
+// tree is never pooled: pooling takes a staged entry untouched since open
+// to be a copy of the base's entry at that path, and a part whose path
+// was three-way merged left the staged file as the command wrote it, the
+// base with the merge. An event log that cannot be read counts as landed.
+func (t *Tx) partLanded() bool {
+	evs, err := t.st.Events()
+	if err != nil {
+		return true
+	}
+	return slices.ContainsFunc(evs, func(e state.Event) bool { return e.Event == eventPartCommitted })
+}

@@ -103,7 +103,7 @@ func (t *Tx) Discard(ctx context.Context, o DiscardOptions) (_ *Result, err erro
 }
 
 func (t *Tx) discard(ctx context.Context, o DiscardOptions) (*Result, error) {
-	t.pooling = recycles() && t.rec.Backend == stage.Copy
+	t.pooling = recycles() && t.rec.Backend == stage.Copy && !t.partLanded()
 	unlockTx, err := t.settleLock(ctx)
 	if err != nil {
 		return nil, err
