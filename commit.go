@@ -320,8 +320,6 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		if t.part.landed, err = landedEntries(root, j.Ops); err != nil {
 			return nil, fmt.Errorf("%s landed, but %w", t.ID(), err)
 		}
-		t.part.set = set
-		return res, nil
 	}
 	t.settleStaged(ctx)
 	return res, nil

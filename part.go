@@ -48,8 +48,9 @@ type part struct {
 	args []string
 	each []*selector.Set
 	// landed are the base's entries of the paths the commit applied, as
-	// measured right after the apply under the base's lock; set holds
-	// the frozen change set that landed.
+	// measured right after the apply under the base's lock; set is the
+	// frozen change set that landed, its results the staged entries as
+	// the command left them (not a merge's result: that is in landed).
 	landed []manifest.Entry
 	set    *changeset.Set
 }

@@ -154,7 +154,7 @@ func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset
 	if err != nil {
 		return nil, err
 	}
-	if out != Refused && !sc.dropCommits {
+	if out != Refused && !sc.dropCommits && t.part == nil {
 		// The staged workspace goes now, and its repository with it.
 		sc.kept = t.keepCommits(ctx, set.GitMeta > 0 || sc.unmeasured)
 	}
@@ -314,6 +314,10 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, sc *settlement, baseDig
 // settleStaged removes the staged workspace of a settled transaction. A
 // failure leaves it for gc and is recorded, never fatal: the outcome stands.
 func (t *Tx) settleStaged(ctx context.Context) {
+	if t.part != nil {
+		// A part's staged tree is the whole's, which stays open.
+		return
+	}
 	// left_running names what the command left running when it exited:
 	// ended by then where it ran contained.
 	detail := map[string]any{}

@@ -184,3 +184,36 @@ func TestE2EPartialCommitKilledBeforeTheAdvance(t *testing.T) {
 	}
 	wantFiles(t, x, "a-new\n", "b-new\n", "c-new\n")
 }
+
+// A selected path the base changed too is three-way merged, as in any
+// commit; the transaction's rest does not list it (its staged file is
+// still the command's, the base holds the merge), and committing the rest
+// keeps the merge.
+func TestE2EPartialCommitMergedPathStaysMerged(t *testing.T) {
+	x := newH(t)
+	// git's HEAD is the merge's ancestor.
+	gitRepoBase(t, x, tree{"a.txt": F(0o644, "1\n2\n3\n4\n5\n"), "b.txt": F(0o644, "b\n")})
+	staged := x.openTx("m", "--backend", "copy")
+	writeFile(t, filepath.Join(staged, "a.txt"), "one\n2\n3\n4\n5\n")
+	writeFile(t, filepath.Join(staged, "b.txt"), "b2\n")
+	writeFile(t, filepath.Join(x.base, "a.txt"), "1\n2\n3\n4\nfive\n")
+	r := x.airlock("commit", "m", "--", "a.txt")
+	wantCode(t, r, 0)
+	if r.Settle["merged_paths"] != "a.txt" || r.Settle["tx"] != "m.1" {
+		t.Fatalf("want part m.1 with a.txt merged:\n%s", r)
+	}
+	const merged = "one\n2\n3\n4\nfive\n"
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "a.txt")); got != merged {
+		t.Fatalf("a.txt = %q, want the merge %q", got, merged)
+	}
+	if got, want := nameStatus(t, x, "m"), "M\tb.txt\n"; got != want {
+		t.Errorf("the rest after a merged part:\n%s\nwant:\n%s", got, want)
+	}
+	wantCode(t, x.airlock("commit", "m"), 0)
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "a.txt")); got != merged {
+		t.Errorf("a.txt = %q after the rest landed, want the merge kept", got)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "b.txt")); got != "b2\n" {
+		t.Errorf("b.txt = %q, want b2", got)
+	}
+}
