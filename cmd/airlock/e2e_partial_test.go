@@ -217,3 +217,54 @@ func TestE2EPartialCommitMergedPathStaysMerged(t *testing.T) {
 		t.Errorf("b.txt = %q, want b2", got)
 	}
 }
+
+// The agent rewrites a named path in the staged tree while the partial
+// commit freezes it (paused after the first file): refused StagedChanged
+// naming it, as any commit, nothing applied; once the agent has stopped,
+// the same partial commit lands what the tree holds then.
+func TestE2EPartialCommitRacesTheAgentsWrite(t *testing.T) {
+	x := newH(t)
+	staged := partialTx(t, x, "frz")
+	pause := t.TempDir()
+	p := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=freeze:1:" + pause}, args: []string{"commit", "frz", "--", "a.txt", "b.txt"}})
+	waitPaused(t, p, pause)
+	tmp := filepath.Join(t.TempDir(), "b")
+	writeFile(t, tmp, "b-newer\n")
+	must(t, os.Rename(tmp, filepath.Join(staged, "b.txt")))
+	touch(t, filepath.Join(pause, "continue"))
+	r := p.WaitSettled()
+	wantCode(t, r, 75)
+	if r.Settle["tx"] != "frz" || r.Settle["refusal"] != "StagedChanged" || r.Settle["refused_paths"] != "b.txt" {
+		t.Fatalf("want the transaction refused StagedChanged naming b.txt:\n%s", r)
+	}
+	wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+	if _, err := os.Lstat(filepath.Join(x.state, "tx", "frz.1")); err == nil {
+		t.Errorf("a refused part was left behind as frz.1")
+	}
+	r = x.airlock("commit", "frz", "--", "a.txt", "b.txt")
+	wantCode(t, r, 0)
+	wantFiles(t, x, "a-new\n", "b-newer\n", "c-old\n")
+}
+
+// Two partial commits of one transaction at once: the second waits for
+// the first (the transaction's lock), then takes its part of what is left;
+// each is a part of its own, and the rest is what neither named.
+func TestE2EPartialCommitsAtOnce(t *testing.T) {
+	x := newH(t)
+	partialTx(t, x, "two")
+	pause := t.TempDir()
+	first := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=checked:" + pause}, args: []string{"commit", "two", "--", "a.txt"}})
+	waitPaused(t, first, pause)
+	second := x.start(run{args: []string{"commit", "two", "--", "b.txt"}})
+	touch(t, filepath.Join(pause, "continue"))
+	r1, r2 := first.WaitSettled(), second.WaitSettled()
+	wantCode(t, r1, 0)
+	wantCode(t, r2, 0)
+	if r1.Settle["tx"] != "two.1" || r1.Settle["paths"] != "a.txt" || r2.Settle["tx"] != "two.2" || r2.Settle["paths"] != "b.txt" {
+		t.Fatalf("want two.1 landing a.txt, then two.2 landing b.txt:\n%s\n%s", r1, r2)
+	}
+	wantFiles(t, x, "a-new\n", "b-new\n", "c-old\n")
+	if got, want := nameStatus(t, x, "two"), "M\tc.txt\n"; got != want {
+		t.Errorf("the rest:\n%s\nwant:\n%s", got, want)
+	}
+}
