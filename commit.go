@@ -53,6 +53,9 @@ type Result struct {
 	// Merged are the paths a commit three-way merged: the base had
 	// changed them since open too, and what landed holds both sides' edits.
 	Merged []string
+	// PartOf is set by a partial commit that landed: the transaction it
+	// took part of, open with the rest (TxID is the part's own id).
+	PartOf string
 	// Branch is the git branch this settle kept the command's own commits
 	// on (airlock/<id>), nil when it kept none: those a copy, reflink or
 	// overlay transaction's command made in its staged repository, fetched
@@ -90,8 +93,20 @@ type CommitOptions struct {
 	// ExpectDiffDigest, if set, binds the commit to a change set the
 	// caller reviewed: the frozen change set's digest (the receipt's
 	// diff_digest) must equal it, else the commit is refused with
-	// ReviewStale and nothing is applied.
+	// ReviewStale and nothing is applied. With Paths it is the digest of
+	// the whole change set, of which the paths are a part.
 	ExpectDiffDigest string
+	// Paths, if set, make the commit partial: only the changes they select
+	// land, through every check a commit makes (validation on the base
+	// plus the selected part), and the rest stays in the open transaction.
+	// Each is relative to the base (an absolute one must lie inside it)
+	// and names that path and everything beneath it; gitignore wildcards
+	// match as at the base's root, and a leading ! takes back what an
+	// earlier one selected. The commit is a transaction of its own, the
+	// part (Result.TxID, ID.N), whose receipt names the paths it landed;
+	// paths that select the whole change set make a plain commit. A path
+	// that leaves the base or selects nothing is a *SelectionError.
+	Paths []string
 }
 
 // Commit applies the change set to the base through every fail-closed check,
@@ -107,6 +122,11 @@ type CommitOptions struct {
 // journal.
 func (t *Tx) Commit(ctx context.Context, o CommitOptions) (_ *Result, err error) {
 	defer exported(&err)
+	if len(o.Paths) > 0 {
+		res, err := t.commitPart(ctx, o)
+		t.copyReceipt(res, o.ReceiptCopy)
+		return res, err
+	}
 	res, err := t.commit(ctx, o)
 	if res != nil {
 		if w := t.branchMoved(ctx); w != "" {
@@ -122,7 +142,7 @@ func (t *Tx) commit(ctx context.Context, o CommitOptions) (*Result, error) {
 	// A test that cancels the commit holds it at a pause point until the
 	// commit has seen the cancel (fault.WhenDone).
 	defer fault.WhenDone(ctx, "commit-cancelled")()
-	t.pooling = recycles() && t.rec.Backend == stage.Copy
+	t.pooling = recycles() && t.rec.Backend == stage.Copy && !t.partLanded()
 	// One settle of a transaction at a time: a second commit of the same
 	// transaction waits, then reports the first outcome.
 	unlockTx, err := t.settleLock(ctx)
@@ -130,6 +150,11 @@ func (t *Tx) commit(ctx context.Context, o CommitOptions) (*Result, error) {
 		return nil, err
 	}
 	defer unlockTx()
+	return t.commitLocked(ctx, o)
+}
+
+// commitLocked is commit with the transaction's settle lock held.
+func (t *Tx) commitLocked(ctx context.Context, o CommitOptions) (*Result, error) {
 	if res, done, err := t.settledAlready(); done || err != nil {
 		return res, err
 	}
@@ -265,8 +290,11 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 		}
 	}
 	// Before the receipt, which names the branch; the staged workspace,
-	// and its repository, go right after it.
-	sc.kept = t.keepCommits(ctx, set.GitMeta > 0)
+	// and its repository, go right after it. A part has neither: they are
+	// the whole transaction's.
+	if t.part == nil {
+		sc.kept = t.keepCommits(ctx, set.GitMeta > 0)
+	}
 	res, err := t.record(Committed, nil, set, sc, baseDigest, resultDigest, base)
 	if err != nil {
 		// Not recorded as committed: the commit must not stand.
@@ -288,6 +316,13 @@ func (t *Tx) apply(ctx context.Context, root *safefs.Root, base *state.Base, set
 	}
 	if err := journal.Retire(jdir); err != nil {
 		return nil, err
+	}
+	if t.part != nil {
+		// What landed, measured before the base's lock is let go: the
+		// whole transaction's base manifest takes it (advance).
+		if t.part.landed, err = landedEntries(root, j.Ops); err != nil {
+			return nil, fmt.Errorf("%s landed, but %w", t.ID(), err)
+		}
 	}
 	t.settleStaged(ctx)
 	return res, nil
@@ -323,6 +358,13 @@ func (t *Tx) rollBack(ctx context.Context, root *safefs.Root, base *state.Base, 
 	}
 	if err := t.rebaseOpen(root, ops); err != nil {
 		return nil, keep(err)
+	}
+	if t.part != nil {
+		// A part's manifests are copies of the whole's, which stays open
+		// over the restored paths.
+		if err := t.part.whole.rebaseOpen(root, ops); err != nil {
+			return nil, keep(err)
+		}
 	}
 	displaced, err := t.keepDisplaced(jdir, restored)
 	if err != nil {

@@ -101,10 +101,16 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o CommitOptions) (*pre
 		return nil, err
 	}
 	p := &preflight{set: set, prepared: set, approved: o.Approve && !o.AgentApproval}
-	if set.Empty() {
+	if t.part != nil {
+		// A part: the selected changes of the whole's change set, and a
+		// review binding checked on the whole it was given for.
+		if p.refusal, err = t.takePart(ctx, w, p, &o); err != nil || p.refusal != nil {
+			return p, err
+		}
+		set = p.set
+	} else if set.Empty() {
 		return p, nil
-	}
-	if err := t.freeze(ctx, w, set); err != nil {
+	} else if err := t.freeze(ctx, w, set); err != nil {
 		if r, ok := stagedChanged(err); ok {
 			p.refusal = r
 			return p, nil
@@ -123,7 +129,7 @@ func (t *Tx) preflight(ctx context.Context, w *workspace, o CommitOptions) (*pre
 	}
 	// What lands is the frozen content: a marker the command writes back
 	// after this is not in it.
-	r, err := t.checkConflicts(set, w.path(objectsDir))
+	r, err := t.whole().checkConflicts(set, w.path(objectsDir))
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +147,7 @@ var stagedChecks = []func(ctx context.Context, t *Tx, set *changeset.Set, o Comm
 		return checkReviewed(t.ID(), set, o), nil
 	},
 	func(ctx context.Context, t *Tx, _ *changeset.Set, _ CommitOptions) (*Refusal, error) {
-		return t.repoRefusal(ctx)
+		return t.whole().repoRefusal(ctx)
 	},
 	func(_ context.Context, _ *Tx, set *changeset.Set, _ CommitOptions) (*Refusal, error) {
 		return checkUnsupported(set), nil

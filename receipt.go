@@ -66,7 +66,12 @@ type Receipt struct {
 	// Signature is the armored SSH signature (namespace airlock-receipt)
 	// over the receipt's signed bytes; "" when unsigned.
 	Signature string
-	Digest    string
+	// PartOf and Paths: a partial commit's (CommitOptions.Paths) — the
+	// transaction it took part of, open with the rest, and the changed
+	// paths it landed, sorted; both or neither.
+	PartOf string
+	Paths  []string
+	Digest string
 }
 
 // The conversions below are type changes, not copies: Receipt has the

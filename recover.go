@@ -414,11 +414,14 @@ func (t *Tx) keepDisplaced(jdir string, rr *journal.RestoreResult) ([]string, er
 	if err != nil {
 		return nil, fmt.Errorf("keep displaced files: %w", err)
 	}
-	keep := t.st.Path(fmt.Sprintf("displaced-%d", time.Now().UnixNano()))
+	// A part's go to the whole transaction, which is kept: a refused
+	// part is not (commitPart).
+	st := t.whole().st
+	keep := st.Path(fmt.Sprintf("displaced-%d", time.Now().UnixNano()))
 	if err := os.Rename(from, keep); err != nil {
 		return nil, fmt.Errorf("keep displaced files: %w", err)
 	}
-	if err := safefs.SyncDir(t.st.Dir()); err != nil {
+	if err := safefs.SyncDir(st.Dir()); err != nil {
 		return nil, err
 	}
 	// Each line names the file where it now is, not where the restore

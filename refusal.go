@@ -118,6 +118,10 @@ type Remedy struct {
 	Tx   string     `json:"tx,omitempty"`   // the transaction to act on
 	Base string     `json:"base,omitempty"` // RemedyRecover: the base to recover
 	Dir  string     `json:"dir,omitempty"`  // RemedyResolve: the staged workspace to edit
+	// Paths are the paths of the partial commit that was refused
+	// (CommitOptions.Paths, as given): the commit to make again is of
+	// those paths.
+	Paths []string `json:"paths,omitempty"`
 }
 
 // String is the remedy in this package's terms, or "" when there is none.

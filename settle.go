@@ -110,7 +110,7 @@ func (t *Tx) Discard(ctx context.Context, o DiscardOptions) (_ *Result, err erro
 }
 
 func (t *Tx) discard(ctx context.Context, o DiscardOptions) (*Result, error) {
-	t.pooling = recycles() && t.rec.Backend == stage.Copy
+	t.pooling = recycles() && t.rec.Backend == stage.Copy && !t.partLanded()
 	unlockTx, err := t.settleLock(ctx)
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func (t *Tx) settle(ctx context.Context, out Outcome, r *Refusal, set *changeset
 	if err != nil {
 		return nil, err
 	}
-	if out != Refused && !sc.dropCommits {
+	if out != Refused && !sc.dropCommits && t.part == nil {
 		// The staged workspace goes now, and its repository with it.
 		sc.kept = t.keepCommits(ctx, set.GitMeta > 0 || sc.unmeasured)
 	}
@@ -199,7 +199,9 @@ func (t *Tx) record(out Outcome, r *Refusal, set *changeset.Set, sc *settlement,
 	}
 	if sc.kept != nil && sc.kept.branch != nil {
 		rc.Branch, rc.BranchHead = sc.kept.branch.Name, sc.kept.branch.Head
-	} else if t.rec.Backend == stage.Worktree {
+	} else if t.rec.Backend == stage.Worktree && t.part == nil {
+		// A part names no branch: the worktree's is the whole's, which
+		// its own receipt names when it settles.
 		if br, err := t.Branch(context.Background()); err == nil && br != nil && br.Head != "" {
 			rc.Branch, rc.BranchHead = br.Name, br.Head
 		}
@@ -299,7 +301,7 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, sc *settlement, baseDig
 	}
 	excl, _ := selector.New(t.rec.Exclude)
 	prot, _ := selector.New(t.rec.Protect)
-	return &receipt.Receipt{
+	rc := &receipt.Receipt{
 		TxID: t.ID(), Base: t.Base(), BaseDevice: t.rec.BaseDevice, BaseInode: t.rec.BaseInode, BaseFS: t.rec.BaseFS,
 		Backend: t.rec.Backend, Command: plain(t.rec.Command),
 		StartedAt: started.UTC(), EndedAt: time.Now().UTC(), ExitCode: sc.exitCode,
@@ -310,11 +312,19 @@ func (t *Tx) newReceipt(out Outcome, set *changeset.Set, sc *settlement, baseDig
 		Validators: append([]string(nil), sc.validated...),
 		Undoes:     t.rec.Undoes,
 	}
+	if t.part != nil && out == Committed {
+		rc.PartOf, rc.Paths = t.rec.PartOf, set.Paths()
+	}
+	return rc
 }
 
 // settleStaged removes the staged workspace of a settled transaction. A
 // failure leaves it for gc and is recorded, never fatal: the outcome stands.
 func (t *Tx) settleStaged(ctx context.Context) {
+	if t.part != nil {
+		// A part's staged tree is the whole's, which stays open.
+		return
+	}
 	// left_running names what the command left running when it exited:
 	// ended by then where it ran contained.
 	detail := map[string]any{}

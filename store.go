@@ -188,6 +188,11 @@ type Record struct {
 	// Undoes is the transaction whose commit this one reverts (an undo's),
 	// which its receipt names.
 	Undoes string `json:"undoes,omitempty"`
+	// PartOf is the transaction a partial commit took this one's change
+	// set from, and Select the selectors that chose it (part.go); a part
+	// has no staged tree of its own.
+	PartOf string    `json:"part_of,omitempty"`
+	Select Selectors `json:"select,omitempty"`
 	// Digest seals the record (sha256 of its JSON with this field empty):
 	// a hand edit that still parses, such as dropping a protected
 	// selector, is refused rather than acted on.
@@ -258,6 +263,9 @@ const (
 	eventRollForward  = "recovered_forward"
 	eventStagedRemove = "staged_removed"
 	eventStagedPooled = "staged_pooled"
+	// eventPartCommitted: a partial commit landed part of the change set
+	// (part.go); the transaction stays open with the rest.
+	eventPartCommitted = "part_committed"
 )
 
 // portsTaken lists the port bases of transactions still open: of those

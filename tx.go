@@ -55,13 +55,21 @@ type Tx struct {
 	// watch is the watch of a run's tree, from open to settling
 	// (watch.go): nil when none was asked for.
 	watch *watched
+	// part is set on the part of a transaction a partial commit lands
+	// (part.go): it reads the whole's staged tree.
+	part *part
 }
 
 // ID is the transaction's id.
 func (t *Tx) ID() string { return t.rec.ID }
 
 // Path is the staged workspace: the directory the command works in.
-func (t *Tx) Path() string { return string(t.rec.Staged) }
+func (t *Tx) Path() string {
+	if t.part != nil {
+		return t.part.whole.Path()
+	}
+	return string(t.rec.Staged)
+}
 
 // Base is the directory the transaction protects.
 func (t *Tx) Base() string { return string(t.rec.Base) }

@@ -317,6 +317,13 @@ func TestE2EJSONMatchesDocs(t *testing.T) {
 	want(commit, 0, false, settle, "commit", "t-commit", "--validate", "true", "--json", "--quiet")
 	want(commit, 0, false, settle, "commit", "t-commit", "--json", "--quiet")
 
+	// A partial commit: its result and receipt carry part_of and paths.
+	s = x.openTx("t-part", "--backend", "copy")
+	writeFile(t, filepath.Join(s, "part1.txt"), "landed\n")
+	writeFile(t, filepath.Join(s, "part2.txt"), "left open\n")
+	want(commit, 0, false, settle, "commit", "t-part", "--json", "--quiet", "--", "part1.txt")
+	wantCode(t, x.airlock("discard", "t-part", "--quiet"), 0)
+
 	s = x.openTx("t-discard", "--backend", "copy")
 	writeFile(t, filepath.Join(s, "d.txt"), "dropped\n")
 	want(discard, 0, false, settle, "discard", "t-discard", "--json", "--quiet")

@@ -59,6 +59,15 @@ func writeBlock(w io.Writer, res *airlock.Result) {
 		{"branch_head", branchHead},
 		{"not_transactional", strings.Join(airlock.NotTransactional, ",")},
 	}
+	if res.PartOf != "" {
+		// A partial commit only: the lines above stay what every
+		// settle prints.
+		var ps []string
+		for _, p := range res.Receipt.Paths {
+			ps = append(ps, escapeValue(p))
+		}
+		lines = append(lines, [2]string{"part_of", res.PartOf}, [2]string{"paths", strings.Join(ps, ",")})
+	}
 	var b strings.Builder
 	for _, l := range lines {
 		fmt.Fprintf(&b, "airlock.%s=%s\n", l[0], l[1])

@@ -13,6 +13,7 @@ import (
 // commitOptions are commit's argument and flags.
 type commitOptions struct {
 	id              string
+	paths           []string // after --: a partial commit
 	approve         bool
 	validate        string
 	receipt, expect string
@@ -23,14 +24,21 @@ type commitOptions struct {
 func newCommitCmd(io IO) *cobra.Command {
 	var o commitOptions
 	c := &cobra.Command{
-		Use:   "commit ID",
+		Use:   "commit ID [-- PATH...]",
 		Short: "Apply a transaction's change set to its base, all or nothing",
-		Args:  oneID,
+		Long: `Apply a transaction's change set to its base, all or nothing.
+
+With -- PATH..., only the changes under those paths land (a partial
+commit), through the same checks; the rest stays in the open transaction.
+A PATH is relative to the base and names everything beneath it;
+gitignore wildcards (*, ?, [...], **) match as at the base's root, and a
+leading ! takes back what an earlier PATH selected.`,
+		Args: commitArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkValidate(c); err != nil {
 				return err
 			}
-			o.id = args[0]
+			o.id, o.paths = args[0], args[1:]
 			return runCommit(c.Context(), io, o)
 		},
 	}
@@ -52,6 +60,25 @@ func runCommit(ctx context.Context, io IO, o commitOptions) error {
 		return fmt.Errorf("--expect-digest %q: want the change set's diff_digest as `airlock show ID --json` prints it (sha256:...)", o.expect)
 	}
 	return settle(ctx, io, o.id, o.out, o.json, func(ctx context.Context, tx *airlock.Tx) (*airlock.Result, error) {
-		return tx.Commit(ctx, airlock.CommitOptions{Approve: o.approve, ReceiptCopy: rpath, Validate: o.validate, ExpectDiffDigest: o.expect})
+		return tx.Commit(ctx, airlock.CommitOptions{Approve: o.approve, ReceiptCopy: rpath, Validate: o.validate, ExpectDiffDigest: o.expect, Paths: o.paths})
 	})
+}
+
+// commitArgs takes the transaction ID, then the paths of a partial commit
+// after --: a second word before -- is a mistake, not a path.
+func commitArgs(c *cobra.Command, args []string) error {
+	dash := c.ArgsLenAtDash()
+	switch {
+	case dash == 0:
+		return fmt.Errorf("commit needs the transaction ID before --: airlock commit ID -- PATH...")
+	case dash < 0 && len(args) > 1:
+		return fmt.Errorf("commit takes one transaction ID, not %d; to commit only some paths, put them after --: airlock commit %s -- %s", len(args), args[0], strings.Join(args[1:], " "))
+	case dash < 0:
+		return oneID(c, args)
+	case dash > 1:
+		return fmt.Errorf("commit takes one transaction ID, not %d; the paths of a partial commit follow --: airlock commit %s -- %s", dash, args[0], strings.Join(args[1:], " "))
+	case len(args) == 1:
+		return fmt.Errorf("commit %s --: name the paths to commit after --, or leave -- out to commit everything", args[0])
+	}
+	return nil
 }

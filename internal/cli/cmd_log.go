@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlockdev/airlock"
+	"github.com/airlockdev/airlock/internal/commandline"
 	"github.com/airlockdev/airlock/internal/jsonout"
 )
 
@@ -89,6 +90,9 @@ func runLog(ctx context.Context, io IO, o logOptions) error {
 			if r.Undoes != "" {
 				mark += "  (undo of " + r.Undoes + ")"
 			}
+			if r.PartOf != "" {
+				mark += "  (part of " + r.PartOf + ": " + commandline.QuotePaths(r.Paths, 3) + ")"
+			}
 			if by, ok := undoneBy[r.TxID]; ok {
 				mark += "  (undone by " + by + ")"
 			}
@@ -166,15 +170,6 @@ func commandLine(argv []string) string {
 	return line
 }
 
-// shellQuote quotes w for a POSIX shell where it holds anything but
-// letters, digits and the few marks no shell treats specially.
-func shellQuote(w string) string {
-	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
-		return w
-	}
-	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-}
-
 // signedBefore reports whether an entry older than lg.Entries[i] is
 // signed: an unsigned receipt after signed ones is named, since the key
 // that signed them did not sign it.
@@ -186,3 +181,6 @@ func signedBefore(lg *airlock.Log, i int) bool {
 	}
 	return false
 }
+
+// shellQuote is commandline.ShellQuote.
+func shellQuote(w string) string { return commandline.ShellQuote(w) }

@@ -43,6 +43,10 @@ run; when any commit would be refused it says why and offers neither.
 Without ID it reviews the newest open or refused transaction over the current
 directory (or --workdir), or the one whose staged workspace holds it.
 
+Each file has a checkbox, all checked: a commit with some unchecked lands
+the checked files only (a partial commit, bound to the change set shown), and
+the page stays open on the rest.
+
 review ends when the transaction is committed or discarded from the page
 (exit 0), on Ctrl-C or after --timeout (exit 1, or 75 when the page's last
 commit was refused); the transaction is kept unless it was settled.`,

@@ -24,7 +24,8 @@ var examples = map[string]string{
 	"commit": `  airlock commit fix-123
   airlock commit fix-123 --validate 'go test ./...'
   airlock commit fix-123 --approve      # it changes a protected path, on purpose
-  airlock commit fix-123 --expect-digest "$(airlock show fix-123 --json | jq -r .diff_digest)"`,
+  airlock commit fix-123 --expect-digest "$(airlock show fix-123 --json | jq -r .diff_digest)"
+  airlock commit fix-123 -- src/parser.go docs/   # only these; the rest stays open`,
 	"discard": `  airlock discard fix-123`,
 	"diff": `  airlock diff 20260301-101500-ab12
   airlock diff 20260301-101500-ab12 --stat

@@ -33,6 +33,9 @@ func happened(res *airlock.Result, cause string) string {
 	switch res.Outcome {
 	case airlock.Committed:
 		s = "committed " + res.TxID
+		if res.PartOf != "" && res.Receipt != nil {
+			s += " (" + commandline.QuotePaths(res.Receipt.Paths, 3) + "); " + res.PartOf + " stays open with the rest"
+		}
 	case airlock.NoChanges:
 		s = "no changes in " + res.TxID + "; the base is untouched"
 	case airlock.Discarded:
@@ -111,7 +114,7 @@ func nextStep(res *airlock.Result) string {
 	m := r.Remedy
 	switch m.Kind {
 	case airlock.RemedyApprove, airlock.RemedyUserApprove:
-		return fmt.Sprintf("airlock diff %s, then airlock commit %s --approve", id, m.Tx)
+		return fmt.Sprintf("airlock diff %s, then airlock commit %s --approve%s", m.Tx, m.Tx, commandline.PathArgs(m.Paths))
 	case airlock.RemedyReviewAgain:
 		return fmt.Sprintf("airlock diff %s, then airlock commit %s --expect-digest DIGEST (airlock show %s prints it)", id, m.Tx, m.Tx)
 	case airlock.RemedyRecover:

@@ -26,6 +26,14 @@ func TestGlance(t *testing.T) {
 			"airlock: committed t1\nairlock: +3 ~1 -0\n"},
 		{"committed, merged", &airlock.Result{TxID: "t1", Outcome: airlock.Committed, Modified: 2, Merged: []string{"a", "b"}}, "",
 			"airlock: committed t1\nairlock: +0 ~2 -0, 2 merged with the base's own changes\n"},
+		{"committed part", &airlock.Result{TxID: "t1.1", Outcome: airlock.Committed, Modified: 1, PartOf: "t1",
+			Receipt: &airlock.Receipt{PartOf: "t1", Paths: []string{"src/a.go"}}}, "",
+			"airlock: committed t1.1 (\"src/a.go\"); t1 stays open with the rest\nairlock: +0 ~1 -0\n"},
+		{"protected, partial", refused(&airlock.Refusal{Kind: airlock.ProtectedPathNotApproved, Paths: []string{".envrc"}, Reason: "the change set touches protected paths",
+			Remedy: airlock.Remedy{Kind: airlock.RemedyApprove, Tx: "t1", Paths: []string{".envrc", "my file"}}}), "",
+			"airlock: refused t1 (protected paths, not approved): the change set touches protected paths: \".envrc\"\n" +
+				"airlock: +1 ~0 -0 kept in the transaction, not applied\n" +
+				"airlock: next: airlock diff t1, then airlock commit t1 --approve -- .envrc 'my file'\n"},
 		{"no changes", &airlock.Result{TxID: "t1", Outcome: airlock.NoChanges}, "",
 			"airlock: no changes in t1; the base is untouched\n"},
 		{"discarded by a failed run", &airlock.Result{TxID: "t1", Outcome: airlock.Discarded, Deleted: 2}, "the command exited 3",

@@ -11,11 +11,16 @@ import (
 
 // Remedy is m in the command line's terms, or "" when there is none.
 func Remedy(m airlock.Remedy) string {
+	// A partial commit's: the commit to make again is of its paths.
+	part := PathArgs(m.Paths)
 	switch m.Kind {
 	case airlock.RemedyApprove:
+		if part != "" {
+			return fmt.Sprintf("review them (airlock diff %s) and commit with `airlock commit %s --approve%s`", m.Tx, m.Tx, part)
+		}
 		return fmt.Sprintf("review them (airlock diff %s) and commit with --approve", m.Tx)
 	case airlock.RemedyUserApprove:
-		return fmt.Sprintf("only a person approves them: review them with `airlock review %s` (or `airlock diff %s`) and commit with `airlock commit %s --approve`", m.Tx, m.Tx, m.Tx)
+		return fmt.Sprintf("only a person approves them: review them with `airlock review %s` (or `airlock diff %s`) and commit with `airlock commit %s --approve%s`", m.Tx, m.Tx, m.Tx, part)
 	case airlock.RemedyReviewAgain:
 		return fmt.Sprintf("review it again (airlock diff %s; airlock show %s --json gives its diff_digest) and commit with --expect-digest set to the digest you reviewed", m.Tx, m.Tx)
 	case airlock.RemedyRecover:
@@ -117,4 +122,26 @@ func Message(err error) string {
 		s = strings.ReplaceAll(s, st.String(), Step(st))
 	}
 	return s
+}
+
+// ShellQuote quotes w for a POSIX shell where it holds anything but
+// letters, digits and the few marks no shell treats specially.
+func ShellQuote(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// PathArgs is " -- PATH..." for a partial commit's paths, each quoted for
+// a shell, or "" for none.
+func PathArgs(paths []string) string {
+	if len(paths) == 0 {
+		return ""
+	}
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = ShellQuote(p)
+	}
+	return " -- " + strings.Join(q, " ")
 }

@@ -55,10 +55,15 @@ type Settle struct {
 	// Measured, only for run: how the change set was read ("watch" or
 	// "walk"); Unwatched (after Tx) why not by a watch, where one was
 	// wanted.
-	Measured     string              `json:"measured,omitempty"`
-	Merged       []airlock.Bytes     `json:"merged,omitempty"`
-	Modified     int                 `json:"modified"`
-	Outcome      airlock.Outcome     `json:"outcome"`
+	Measured string          `json:"measured,omitempty"`
+	Merged   []airlock.Bytes `json:"merged,omitempty"`
+	Modified int             `json:"modified"`
+	Outcome  airlock.Outcome `json:"outcome"`
+	// PartOf and Paths, only for a partial commit that landed: the
+	// transaction it took part of, open with the rest, and the paths it
+	// landed (Tx is the part's own id).
+	PartOf       string              `json:"part_of,omitempty"`
+	Paths        []airlock.Bytes     `json:"paths,omitempty"`
 	Reason       string              `json:"reason,omitempty"` // the refusal said by the front end
 	Receipt      *airlock.Receipt    `json:"receipt"`
 	ReceiptPath  string              `json:"receipt_path"`
@@ -101,6 +106,9 @@ func NewSettle(res *airlock.Result, say func(*airlock.Refusal) string) *Settle {
 	}
 	if res.Branch != nil {
 		s.SettleBranch = &SettleBranch{Branch: res.Branch.Name, BranchHead: res.Branch.Head}
+	}
+	if res.PartOf != "" && res.Receipt != nil {
+		s.PartOf, s.Paths = res.PartOf, RawPaths(res.Receipt.Paths)
 	}
 	return s
 }

@@ -13,11 +13,16 @@ import (
 // remedy is m in this server's terms: a tool and its arguments where a tool
 // does it, the user's own commands where only the user can act.
 func remedy(m airlock.Remedy) string {
+	// A partial commit's: the same paths again.
+	again, part := "call commit again", commandline.PathArgs(m.Paths)
+	if part != "" {
+		again = "call commit again with the same paths"
+	}
 	switch m.Kind {
 	case airlock.RemedyApprove:
-		return fmt.Sprintf("look at them (the diff tool) and, only if the user asked for these changes, call commit again with approve: true, which asks the user to confirm them; or the user approves them with `airlock review %s` or `airlock commit %s --approve`", m.Tx, m.Tx)
+		return fmt.Sprintf("look at them (the diff tool) and, only if the user asked for these changes, %s and approve: true, which asks the user to confirm them; or the user approves them with `airlock review %s` or `airlock commit %s --approve%s`", again, m.Tx, m.Tx, part)
 	case airlock.RemedyUserApprove:
-		return fmt.Sprintf("only the user can approve them: tell the user, who reviews and lands them with `airlock review %s` or `airlock commit %s --approve` (no tool here approves); undo your changes to them if they were not asked for", m.Tx, m.Tx)
+		return fmt.Sprintf("only the user can approve them: tell the user, who reviews and lands them with `airlock review %s` or `airlock commit %s --approve%s` (no tool here approves); undo your changes to them if they were not asked for", m.Tx, m.Tx, part)
 	case airlock.RemedyReviewAgain:
 		return "review it again (diff, and status for its diff_digest) and commit with expect_digest set to the digest you reviewed"
 	case airlock.RemedyRebase:

@@ -58,7 +58,7 @@ func New(store *airlock.Store) *mcp.Server {
 	}, worded(h.run))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:        "commit",
-		Description: "Apply the transaction's whole change set to its base, all or nothing, after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), refused_paths and reason (what happened and what to do); the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve: true asks for changes to protected paths to land: the server asks the user to confirm them (MCP elicitation, showing the paths and their patch) and lands them only if the user accepts, and only the change set the user saw; a declined request, or a client that cannot ask, refuses ProtectedPathNotApproved with the user's ways to approve (airlock review <id>, airlock commit <id> --approve). approve: true is not an approval in itself (unless the project's .airlock.toml sets agents_approve = true): set it only when the user asked for that change. Committing a committed transaction reports its first outcome. Cancelling the call stops the commit only before its journal is written (nothing applied, the transaction kept as it was); after that it runs to its end, and status tells the outcome.",
+		Description: "Apply the transaction's whole change set to its base, all or nothing (or, with paths, only the changes under those paths; the rest stays open), after the fail-closed checks and validation on a candidate tree (base + change set): the project's validate from .airlock.toml always runs, and validate, if given, adds a second validator after it (it can neither replace nor skip the project's). A refusal is a normal result: outcome \"refused\" with refusal (the kind), refused_paths and reason (what happened and what to do); the transaction is kept so that the cause can be fixed in the staged path and the commit repeated. approve: true asks for changes to protected paths to land: the server asks the user to confirm them (MCP elicitation, showing the paths and their patch) and lands them only if the user accepts, and only the change set the user saw; a declined request, or a client that cannot ask, refuses ProtectedPathNotApproved with the user's ways to approve (airlock review <id>, airlock commit <id> --approve). approve: true is not an approval in itself (unless the project's .airlock.toml sets agents_approve = true): set it only when the user asked for that change. Committing a committed transaction reports its first outcome. Cancelling the call stops the commit only before its journal is written (nothing applied, the transaction kept as it was); after that it runs to its end, and status tells the outcome.",
 		Annotations: &mcp.ToolAnnotations{Title: "Commit the change set", DestructiveHint: &yes, IdempotentHint: true, OpenWorldHint: &yes},
 	}, worded(h.commit))
 	mcp.AddTool(s, &mcp.Tool{
@@ -242,6 +242,8 @@ type CommitInput struct {
 	Approve      bool   `json:"approve,omitempty" jsonschema:"ask for changes to protected paths to land: the server asks the user to confirm them; only when the user asked for them"`
 	Validate     string `json:"validate,omitempty" jsonschema:"an additional shell command run on the candidate tree (base + change set) after the project's validate from .airlock.toml, which always runs; either exiting non-zero refuses"`
 	ExpectDigest string `json:"expect_digest,omitempty" jsonschema:"commit only if the change set is still the one reviewed: its diff_digest (status returns it); otherwise the commit is refused ReviewStale"`
+	// Paths make the commit partial (CommitOptions.Paths).
+	Paths []string `json:"paths,omitempty" jsonschema:"commit only these paths (relative to the project; a directory names everything beneath it; gitignore wildcards; a leading ! takes back): the rest stays in the transaction for a later commit, and the result's tx is the part's own id (ID.N) for undo"`
 }
 
 // DiscardInput is the discard tool's input.
@@ -275,6 +277,9 @@ type SettleOutput struct {
 	Validators    []string `json:"validators,omitempty" jsonschema:"the validate commands that ran on the candidate, in order: the project's, then the one given; after ValidationFailed the last is the one that failed"`
 	ReceiptPath   string   `json:"receipt_path,omitempty" jsonschema:"the receipt's file; status with with_receipt: true returns the receipt itself"`
 	ReceiptDigest string   `json:"receipt_digest,omitempty" jsonschema:"the receipt's digest, which seals it (airlock receipt verify checks it)"`
+	// PartOf and Paths: a partial commit's (jsonout.Settle).
+	PartOf string   `json:"part_of,omitempty" jsonschema:"a partial commit that landed: the transaction it took part of, which stays open with the rest"`
+	Paths  []string `json:"paths,omitempty" jsonschema:"a partial commit that landed: the paths it landed"`
 }
 
 // commit passes the request's context on: a client that cancels the call
@@ -290,7 +295,7 @@ func (h *handlers) commit(ctx context.Context, req *mcp.CallToolRequest, in Comm
 	// Every commit here is an agent's: an approval it gives itself stands
 	// only where the project lets agents approve (Tx.Commit decides, with
 	// the config as the base holds it at the commit).
-	o := airlock.CommitOptions{Validate: in.Validate, ExpectDiffDigest: in.ExpectDigest, AgentApproval: true}
+	o := airlock.CommitOptions{Validate: in.Validate, ExpectDiffDigest: in.ExpectDigest, AgentApproval: true, Paths: in.Paths}
 	if req.Params.RequestState != "" || len(req.Params.InputResponses) > 0 {
 		return h.answered(ctx, req, in, o)
 	}
@@ -353,6 +358,7 @@ func (h *handlers) settle(ctx context.Context, id string, do func(*airlock.Tx) (
 	if js.SettleBranch != nil {
 		out.Branch, out.BranchHead = js.Branch, js.BranchHead
 	}
+	out.PartOf, out.Paths = js.PartOf, texts(js.Paths)
 	if r == nil {
 		r = res.Refusal
 	}

@@ -487,3 +487,36 @@ func TestToolErrors(t *testing.T) {
 		t.Errorf("commit after the errors: %+v", s)
 	}
 }
+
+// commit with paths lands only those: the result is the part's (its own
+// id, part_of and paths), the rest stays open for a later commit, and a
+// path that names no change is a tool error naming it.
+func TestCommitPaths(t *testing.T) {
+	w := newWorld(t, map[string]string{"a": "a\n", "b": "b\n"})
+	var o OpenOutput
+	w.call("open", map[string]any{"path": w.base, "id": "agent-1"}, &o)
+	writeFiles(t, o.Path, map[string]string{"a": "a2\n", "b": "b2\n", "dir/c": "c\n"})
+
+	res := w.callRaw("commit", map[string]any{"id": o.ID, "paths": []string{"nope"}})
+	if !res.IsError || !strings.Contains(text(res), `path "nope" names no changed path`) {
+		t.Fatalf("commit of a path naming nothing: error %v %q", res.IsError, text(res))
+	}
+	var s SettleOutput
+	w.call("commit", map[string]any{"id": o.ID, "paths": []string{"a", "dir"}}, &s)
+	if s.Outcome != "committed" || s.TxID != "agent-1.1" || s.PartOf != "agent-1" || !slices.Equal(s.Paths, []string{"a", "dir", "dir/c"}) {
+		t.Fatalf("partial commit: %+v", s)
+	}
+	if readFile(t, filepath.Join(w.base, "a")) != "a2\n" || readFile(t, filepath.Join(w.base, "dir", "c")) != "c\n" || readFile(t, filepath.Join(w.base, "b")) != "b\n" {
+		t.Errorf("the base after the partial commit is not a and dir landed, b untouched")
+	}
+	var info airlock.Info
+	w.call("status", map[string]any{"id": o.ID}, &info)
+	if info.Status != airlock.StatusOpen || info.Added != 0 || info.Modified != 1 || info.Deleted != 0 {
+		t.Errorf("status after the partial commit: %+v, want open with b left", info)
+	}
+	var rest SettleOutput
+	w.call("commit", map[string]any{"id": o.ID}, &rest)
+	if rest.Outcome != "committed" || rest.TxID != o.ID || rest.PartOf != "" || readFile(t, filepath.Join(w.base, "b")) != "b2\n" {
+		t.Errorf("commit of the rest: %+v", rest)
+	}
+}

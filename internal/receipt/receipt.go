@@ -110,7 +110,14 @@ type Receipt struct {
 	// the digest only says it was not edited. Optional: absent in an
 	// unsigned receipt.
 	Signature string
-	Digest    string // set by Seal
+	// PartOf and Paths say a commit was partial (`airlock commit ID --
+	// PATH...`): PartOf is the transaction it took part of, which stays
+	// open with the rest, and Paths the changed paths it landed, sorted.
+	// Optional: only a partial commit's receipt carries them, both or
+	// neither.
+	PartOf string
+	Paths  []string
+	Digest string // set by Seal
 }
 
 // wire is a receipt's JSON form. Its member order is the file's reading
@@ -150,6 +157,8 @@ type wire struct {
 	Validated          string      `json:"validated,omitempty"`
 	BatchTree          string      `json:"batch_tree,omitempty"`
 	Undoes             string      `json:"undoes,omitempty"`
+	PartOf             string      `json:"part_of,omitempty"`
+	Paths              []fileBytes `json:"paths,omitempty"`
 	Signature          string      `json:"signature,omitempty"`
 	Digest             string      `json:"digest"`
 }
@@ -216,6 +225,7 @@ func (r *Receipt) toWire() wire {
 		Validators: optionalFile(r.Validators), Merged: optionalFile(r.Merged),
 		LandedBranch: r.LandedBranch, LandedCommit: r.LandedCommit, Undoes: r.Undoes, Signature: r.Signature, Digest: r.Digest,
 		Validated: r.Validated, BatchTree: r.BatchTree,
+		PartOf: r.PartOf, Paths: optionalFile(r.Paths),
 	}
 }
 
@@ -260,6 +270,7 @@ func (r *Receipt) UnmarshalJSON(data []byte) error {
 		Validators: fromFile(w.Validators), Merged: fromFile(w.Merged),
 		LandedBranch: w.LandedBranch, LandedCommit: w.LandedCommit, Undoes: w.Undoes, Signature: w.Signature, Digest: w.Digest,
 		Validated: w.Validated, BatchTree: w.BatchTree,
+		PartOf: w.PartOf, Paths: fromFile(w.Paths),
 	}
 	return nil
 }

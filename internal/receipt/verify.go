@@ -61,6 +61,10 @@ const undoesMember = "undoes"
 // signature covers it.
 const signatureMember = "signature"
 
+// partialMembers are a partial commit's: the transaction it took part of
+// and the paths it landed, both or neither, only in a committed receipt.
+var partialMembers = []string{"part_of", "paths"}
+
 // baseFSMember is optional on its own: the base's file system identity,
 // present in every receipt since it was added, absent in older ones.
 const baseFSMember = "base_fs"
@@ -367,6 +371,7 @@ type groups struct {
 	baseFS     bool
 	undoes     bool
 	signature  bool
+	partial    bool // partialMembers
 }
 
 // memberGroups refuses a receipt that lacks a member every receipt has,
@@ -399,8 +404,12 @@ func memberGroups(obj map[string]any) (groups, error) {
 	if err != nil {
 		return g, err
 	}
-	g.branch, g.landed = present > 0, landed > 0
-	n := len(members) + present + landed + validatedMembers(obj)
+	partial, err := together(partialMembers)
+	if err != nil {
+		return g, err
+	}
+	g.branch, g.landed, g.partial = present > 0, landed > 0, partial > 0
+	n := len(members) + present + landed + partial + validatedMembers(obj)
 	for _, o := range []struct {
 		name string
 		has  *bool
@@ -413,7 +422,7 @@ func memberGroups(obj map[string]any) (groups, error) {
 	if len(obj) != n {
 		var extra []string
 		for k := range obj {
-			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember && k != undoesMember && !isValidatedMember(k) && k != signatureMember {
+			if !slices.Contains(members, k) && !slices.Contains(optional, k) && !slices.Contains(landedMembers, k) && !slices.Contains(partialMembers, k) && k != validatorsMember && k != mergedMember && k != baseFSMember && k != undoesMember && !isValidatedMember(k) && k != signatureMember {
 				extra = append(extra, strconv.Quote(k))
 			}
 		}
@@ -546,6 +555,19 @@ func (c *checker) readNamed(r *Receipt, g groups) {
 		r.Undoes = c.str(undoesMember)
 		if c.err == nil && (!isTxID(r.Undoes) || r.Undoes == "." || r.Undoes == ".." || r.Undoes == r.TxID) {
 			c.fail(undoesMember, "is %q, not another transaction's id", r.Undoes)
+		}
+	}
+	if g.partial {
+		r.PartOf = c.str("part_of")
+		r.Paths = c.bytesList("paths", false)
+		switch {
+		case c.err != nil:
+		case !isTxID(r.PartOf) || r.PartOf == "." || r.PartOf == ".." || r.PartOf == r.TxID:
+			c.fail("part_of", "is %q, not another transaction's id", r.PartOf)
+		case len(r.Paths) == 0:
+			c.fail("paths", "is empty: a partial commit names the paths it landed")
+		case r.Outcome != "committed":
+			c.fail("paths", "names %d paths, but the outcome is %s: only a commit lands part of a transaction", len(r.Paths), r.Outcome)
 		}
 	}
 }

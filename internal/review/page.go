@@ -141,6 +141,11 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 <div class="banner bad" id="last"><h2>Last commit refused: {{.Kind}}</h2><p>{{$.LastText}}</p>
 {{with paths .}}<ul>{{range .}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}</div>
 {{end}}
+{{with .Landed}}
+<div class="banner ok" id="landed"><h2>Committed part of the transaction as {{.TxID}}</h2><p>{{.Added}} added, {{.Modified}} modified, {{.Deleted}} deleted. Receipt: <code>{{.ReceiptPath}}</code></p>
+<ul>{{range .Receipt.Paths}}<li><code>{{.}}</code></li>{{end}}</ul>
+<p>The rest stays open below: commit it, or discard it (the part that landed stays in the base; <code>airlock undo {{.TxID}}</code> reverts it).</p></div>
+{{end}}
 {{with .ErrText}}<div class="banner bad" id="outcome"><h2>airlock failed</h2><p>{{.}}</p></div>{{end}}
 {{if .Changing}}<div class="banner warn" id="changing"><h2>The change set is changing</h2><p>The agent changed the staged workspace while this page was being prepared. <a href="{{.Base}}">Reload</a> to review what it holds now.</p></div>{{end}}
 {{if and .Open .Protected}}
@@ -149,9 +154,11 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 {{end}}
 <div class="actions">
 {{if .Open}}
-{{if .Digest}}
-{{if .CanCommit}}<form method="post" action="{{.Base}}commit"><input type="hidden" name="diff_digest" value="{{.Digest}}"><button class="primary" type="submit" id="commit">Commit</button></form>{{end}}
-{{if .CanApprove}}<form method="post" action="{{.Base}}approve"><input type="hidden" name="diff_digest" value="{{.Digest}}"><button class="approve" type="submit" id="approve">Approve &amp; commit</button></form>{{end}}
+{{if and .Digest .Selectable}}
+<form method="post" action="{{.Base}}commit" id="settle"><input type="hidden" name="diff_digest" value="{{.Digest}}"><input type="hidden" name="select" value="1">
+{{if .CanCommit}}<button class="primary" type="submit" id="commit" title="commit the checked files">Commit</button>{{end}}
+{{if .CanApprove}}<button class="approve" type="submit" id="approve" formaction="{{.Base}}approve">Approve &amp; commit</button>{{end}}
+</form>
 {{end}}
 <form method="post" action="{{.Base}}discard"><button class="danger" type="submit" id="discard">Discard</button></form>
 {{end}}
@@ -160,7 +167,7 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 </div>
 {{if .Files}}
 <table class="files">
-{{range $i, $f := .Files}}<tr><td><span class="badge st-{{if eq .Status "added"}}committed{{else if eq .Status "deleted"}}refused{{else}}open{{end}}">{{.Status}}</span>{{if .Protected}} <span class="badge st-interrupted">protected</span>{{end}}</td>
+{{range $i, $f := .Files}}<tr>{{if $.Selectable}}<td><input type="checkbox" form="settle" name="path" value="{{.Path}}" id="pick{{$i}}" checked><input type="hidden" form="settle" name="shown" value="{{.Path}}"></td>{{end}}<td><span class="badge st-{{if eq .Status "added"}}committed{{else if eq .Status "deleted"}}refused{{else}}open{{end}}">{{.Status}}</span>{{if .Protected}} <span class="badge st-interrupted">protected</span>{{end}}</td>
 <td class="p"><a href="#f{{$i}}">{{.Path}}</a></td><td style="text-align:right"><span class="n-add">+{{.Added}}</span> <span class="n-del">−{{.Deleted}}</span></td></tr>
 {{end}}</table>
 {{range $i, $f := .Files}}

@@ -172,16 +172,21 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action string) {
 	// carries its digest, and the commit refuses (ReviewStale) unless the
 	// change set it freezes is still that one.
 	reviewed := r.PostFormValue("diff_digest")
+	paths, perr := picked(r)
 	switch {
 	case action == "discard":
 		res, err = s.tx.Discard(ctx, airlock.DiscardOptions{})
 	case reviewed == "":
 		err = errors.New("this commit does not say which change set it approves (the page's diff_digest is missing); reload the review page, review the change set and commit from the page")
+	case perr != nil:
+		err = perr
 	default:
-		res, err = s.tx.Commit(ctx, airlock.CommitOptions{Approve: action == "approve", Validate: s.o.Validate, ExpectDiffDigest: reviewed})
+		// The checked files of the change set reviewed: a part of that
+		// very change set (its digest binds the whole), or all of it.
+		res, err = s.tx.Commit(ctx, airlock.CommitOptions{Approve: action == "approve", Validate: s.o.Validate, ExpectDiffDigest: reviewed, Paths: paths})
 	}
 	s.outcome = Outcome{Result: res, Err: err}
-	if res != nil && (res.Outcome == airlock.Committed || res.Outcome == airlock.Discarded || res.Outcome == airlock.NoChanges) {
+	if res != nil && res.PartOf == "" && (res.Outcome == airlock.Committed || res.Outcome == airlock.Discarded || res.Outcome == airlock.NoChanges) {
 		s.outcome.Settled = true
 	}
 	switch {
@@ -198,6 +203,31 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action string) {
 		}
 		close(s.done)
 	}
+}
+
+// picked is the files a commit from the page takes: nil for all of those
+// the page showed (a plain commit; also a page without checkboxes), else
+// a selector for each file checked.
+func picked(r *http.Request) ([]string, error) {
+	if r.PostFormValue("select") == "" {
+		return nil, nil
+	}
+	checked := r.PostForm["path"]
+	if len(checked) == 0 {
+		return nil, errors.New("no file was checked: check the files to commit, or Discard")
+	}
+	all := true
+	for _, p := range r.PostForm["shown"] {
+		all = all && slices.Contains(checked, p)
+	}
+	if all {
+		return nil, nil
+	}
+	out := make([]string, len(checked))
+	for i, p := range checked {
+		out[i] = airlock.PathSelector(p)
+	}
+	return out, nil
 }
 
 // page renders the review page, with the outcome of an action if any.
@@ -254,6 +284,12 @@ type pageView struct {
 	// the page shows no diff and offers no commit.
 	Digest   string
 	Changing bool
+	// Selectable says each file has a checkbox: a commit lands the
+	// checked ones (a partial commit, bound to Digest like any).
+	Selectable bool
+	// Landed is the part the last action committed (a partial commit):
+	// the transaction stays open with the rest, which the page shows.
+	Landed *airlock.Result
 }
 
 func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
@@ -264,6 +300,9 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 	}
 	v := &pageView{Info: info, Split: r.URL.Query().Get("view") == "split", Base: "/" + s.token + "/", Outcome: out}
 	v.Open = info.Status == airlock.StatusOpen || info.Status == airlock.StatusRefused
+	if out != nil && out.Result != nil && out.Result.PartOf != "" {
+		v.Landed = out.Result
+	}
 	if out != nil && out.Err != nil {
 		if !errors.As(out.Err, &v.Refusal) {
 			v.ErrText = commandline.Message(out.Err)
@@ -331,6 +370,7 @@ func (s *Server) verdict(ctx context.Context, v *pageView) error {
 	}
 	v.CanCommit = vd.Plain == nil
 	v.CanApprove = len(vd.Protected) > 0 && vd.Approved == nil
+	v.Selectable = v.CanCommit || v.CanApprove
 	if !v.CanCommit && !v.CanApprove {
 		// Approved is Plain but for the protection an approval lifts: it
 		// is what stands in the way of any commit.

@@ -59,6 +59,55 @@ func TestReviewInChromium(t *testing.T) {
 	t.Run("commit", func(t *testing.T) { reviewCommit(t, ctx, shot) })
 	t.Run("refusal then approval", func(t *testing.T) { reviewRefusal(t, ctx, shot) })
 	t.Run("counts are files", func(t *testing.T) { reviewCounts(t, ctx) })
+	t.Run("checked files", func(t *testing.T) { reviewPartial(t, ctx, shot) })
+}
+
+// reviewPartial: each file has a checkbox; unchecking one and pressing
+// Approve & commit (a button of the same form, by its formaction) lands
+// the checked files as a part of the transaction, approved; the page
+// stays, showing the rest, for which a plain Commit is now offered and
+// lands it, ending the review.
+func reviewPartial(t *testing.T, ctx context.Context, shot func(string)) {
+	w := newWorld(t, map[string]string{"app.py": "print('hi')\n", "lib.py": "x = 1\n"})
+	id, staged := w.open()
+	testbin.WriteFiles(t, staged, map[string]string{".envrc": "export A=1\n", "app.py": "print('hi there')\n", "lib.py": "x = 2\n"})
+	rv := w.startReview(w.home, id, "--timeout", "2m")
+	// Files in path order: .envrc, app.py, lib.py. Only Approve & commit
+	// is offered: a plain commit of all three would be refused.
+	if err := chromedp.Do(ctx, chromedp.Navigate(rv.url), chromedp.WaitVisible(chromedp.ID("approve")),
+		chromedp.Click(chromedp.ID("pick1")), chromedp.Click(chromedp.ID("approve"))); err != nil {
+		t.Fatalf("uncheck app.py and press Approve & commit: %v\n%s", err, rv.stderr())
+	}
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	err := chromedp.Do(wctx, chromedp.WaitVisible(chromedp.ID("landed")), chromedp.WaitVisible(chromedp.ID("commit")))
+	wcancel()
+	if err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		t.Fatalf("no landed part after Approve & commit of two files (%v):\n%.2000s\n%s", err, body, rv.stderr())
+	}
+	landed, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("landed")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(landed, id+".1") || !strings.Contains(landed, ".envrc") || !strings.Contains(landed, "lib.py") || strings.Contains(landed, "app.py") {
+		t.Errorf("the landed banner: %q", landed)
+	}
+	shot("review-partial.png")
+	if got := testbin.ReadFile(t, filepath.Join(w.base, "app.py")); got != "print('hi')\n" {
+		t.Errorf("app.py, unchecked, landed: %q", got)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(w.base, "lib.py")); got != "x = 2\n" || !testbin.Exists(filepath.Join(w.base, ".envrc")) {
+		t.Errorf("the checked files did not land")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("commit"))); err != nil {
+		t.Fatalf("press Commit for the rest: %v", err)
+	}
+	if code := rv.wait(); code != 0 || !strings.Contains(rv.stderr(), "airlock.outcome=committed") {
+		t.Errorf("review exited %d after the rest was committed\n%s", code, rv.stderr())
+	}
+	if got := testbin.ReadFile(t, filepath.Join(w.base, "app.py")); got != "print('hi there')\n" {
+		t.Errorf("app.py after the rest: %q", got)
+	}
 }
 
 // reviewCounts: one new workflow file in new directories is "1 added" on
