@@ -1,0 +1,231 @@
+package main_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
+)
+
+// attack9: an outside review of how land --remote authenticates (docs/
+// landing.md "Authentication"), as a user, as the agent that writes the
+// staged tree, and as a hostile process of the same user. The attacks
+// that fail today are in e2e_attack9_breaks_test.go.
+
+// a9Open opens a transaction over the host's clone with extra open
+// flags and returns its id and staged tree.
+func a9Open(r *remoteHost, files map[string]string, flags ...string) (string, string) {
+	r.t.Helper()
+	res := r.run(nil, append([]string{"open", "--workdir", r.clone}, flags...)...)
+	if res.Code != 0 {
+		r.t.Fatalf("open %q: %s", flags, res)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	testbin.WriteFiles(r.t, lines[1], files)
+	return lines[0], lines[1]
+}
+
+// a9Argv is a git wrapper first on PATH that logs every argv of git and,
+// through GIT_TRACE, of every command git starts (its remote helper, a
+// credential helper): it returns the PATH entry and the two logs.
+func a9Argv(t *testing.T) (env []string, argv, trace string) {
+	t.Helper()
+	realGit := testbin.Require(t, "git", "the wrapper runs the real git")
+	logs := testbin.RealDir(t)
+	argv, trace = filepath.Join(logs, "argv"), filepath.Join(logs, "trace")
+	bin := filepath.Join(logs, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >> %s\nGIT_TRACE=%s exec %s \"$@\"\n", argv, trace, realGit)
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}, argv, trace
+}
+
+// a9Marker is a shell command that records that it ran, in a file the
+// test reads: the code a hostile configuration plants.
+func a9Marker(t *testing.T) (cmd, file string) {
+	t.Helper()
+	file = filepath.Join(testbin.RealDir(t), "ran")
+	return "echo ran >> " + file, file
+}
+
+func a9Ran(file string) bool {
+	_, err := os.Stat(file)
+	return err == nil
+}
+
+// An agent owns the staged tree, its copy of .git/config included. What
+// it plants there (a credential helper, core.sshCommand, an askpass, a
+// remote URL of its own, an fsmonitor, a pre-push hook) must not run or
+// redirect the landing: land reads the base clone's configuration. The
+// remote requires credentials only the base clone has.
+func TestE2EAttack9StagedGitConfigPlantsNothing(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pw", "")
+	srv.seed(t, "s.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "s.git")
+	evil := filepath.Join(srv.root, "evil.git")
+	gitIn(t, srv.root, "clone", "-q", "--bare", bare, evil)
+	hst := newAuthHost(t, srv, "s.git", strings.Replace(srv.url("s.git"), "http://", "http://u:pw@", 1))
+	plant, ran := a9Marker(t)
+	id, staged := a9Open(hst, map[string]string{"b.txt": "b\n"}, "--backend", "copy")
+	cfg := filepath.Join(staged, ".git", "config")
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(f, "[credential]\n\thelper = %q\n[core]\n\tsshCommand = %q\n\taskPass = %q\n\tfsmonitor = %q\n[remote \"origin\"]\n\tpushurl = %s\n[url %q]\n\tinsteadOf = %s\n",
+		"!"+plant, plant, plant, plant, srv.url("evil.git"), srv.url("evil.git"), srv.url("s.git"))
+	f.Close()
+	testbin.WriteFiles(t, staged, map[string]string{".git/hooks/pre-push": "#!/bin/sh\n" + plant + "\n"})
+	os.Chmod(filepath.Join(staged, ".git/hooks/pre-push"), 0o755)
+
+	// Not vacuous: git in the staged tree runs the planted helper (the
+	// insteadOf sends its fetch to evil.git, whose server asks).
+	cmd := exec.Command("git", "fetch", "-q", "origin")
+	cmd.Dir, cmd.Env = staged, gitEnv("GIT_TERMINAL_PROMPT=0")
+	cmd.Run()
+	if !a9Ran(ran) {
+		t.Fatalf("git fetch in the staged tree did not run the planted credential helper: the plant is inert")
+	}
+	os.Remove(ran)
+
+	r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id)
+	if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
+		t.Fatalf("land with a planted staged .git/config: want landed into the clone's origin\n%s", r)
+	}
+	if len(landed(t, evil, "main")[id]) != 0 {
+		t.Errorf("the landing pushed to the URL the agent planted")
+	}
+	if a9Ran(ran) {
+		t.Errorf("code the agent planted in the staged .git ran at land: %s", testbin.ReadFile(t, ran))
+	}
+	if strings.Contains(testbin.ReadFile(t, filepath.Join(hst.clone, ".git", "config")), plant) {
+		t.Errorf("the staged .git/config reached the base clone's")
+	}
+}
+
+// The base clone's own code (hooks, core.fsmonitor, a clean/smudge
+// filter, an alias) is what the clone's commands run, not a fetch's:
+// land, log --remote and receipt verify run none of it.
+func TestE2EAttack9CloneHooksAndFiltersDoNotRunAtLand(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pw", "")
+	srv.seed(t, "c.git", map[string]string{"a.txt": "a\n", ".gitattributes": "*.txt filter=evil\n"})
+	bare := filepath.Join(srv.root, "c.git")
+	hst := newAuthHost(t, srv, "c.git", strings.Replace(srv.url("c.git"), "http://", "http://u:pw@", 1))
+	plant, ran := a9Marker(t)
+	id := hst.open(map[string]string{"b.txt": "b\n"})
+	for _, kv := range [][2]string{
+		{"core.fsmonitor", plant},
+		{"filter.evil.clean", plant + "; cat"},
+		{"filter.evil.smudge", plant + "; cat"},
+		{"filter.evil.process", plant},
+		{"core.hooksPath", filepath.Join(hst.clone, "hooks")},
+	} {
+		gitIn(t, hst.clone, "config", kv[0], kv[1])
+	}
+	for _, hook := range []string{"pre-push", "reference-transaction", "post-checkout", "pre-auto-gc"} {
+		testbin.WriteFiles(t, hst.clone, map[string]string{"hooks/" + hook: "#!/bin/sh\n" + plant + "\n"})
+		os.Chmod(filepath.Join(hst.clone, "hooks", hook), 0o755)
+	}
+	r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id)
+	if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
+		t.Fatalf("land: want landed\n%s", r)
+	}
+	for _, args := range [][]string{{"log", "--remote", "origin", "--branch", "main"}, {"receipt", "verify", "--remote", "origin", "--branch", "main"}} {
+		if r := hst.run(nil, args...); r.Code != 0 {
+			t.Errorf("%q: %s", args, r)
+		}
+	}
+	if a9Ran(ran) {
+		t.Errorf("the clone's hook, fsmonitor or filter ran during land or log --remote: %s", testbin.ReadFile(t, ran))
+	}
+}
+
+// A token given on airlock's own command line (--remote URL) is masked in
+// what airlock prints and is in none of what the landing pushes (the
+// commit, its receipt note) or keeps (the state directory).
+func TestE2EAttack9TokenInRemoteFlagNotPushedOrStored(t *testing.T) {
+	const token = "ghsFLAGTOKEN99"
+	srv := startAuthHTTP(t, "x-access-token", token, "")
+	srv.seed(t, "f.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "f.git")
+	url := strings.Replace(srv.url("f.git"), "http://", "http://x-access-token:"+token+"@", 1)
+	hst := newAuthHost(t, srv, "f.git", srv.url("f.git"))
+	id := hst.open(map[string]string{"b.txt": "b\n"})
+	r := hst.run(nil, "land", "--remote", url, "--branch", "main", id)
+	if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
+		t.Fatalf("land --remote URL-with-token: want landed\n%s", r)
+	}
+	if strings.Contains(r.Stdout+r.Stderr, token) {
+		t.Errorf("land printed the token:\n%s", r)
+	}
+	for _, args := range [][]string{{"log", "--remote", url, "--branch", "main"}, {"receipt", "verify", "--remote", url, "--branch", "main"}, {"log", "--json"}, {"show", id}} {
+		r := hst.run(nil, args...)
+		if strings.Contains(r.Stdout+r.Stderr, token) {
+			t.Errorf("%q printed the token:\n%s", args[:2], r)
+		}
+	}
+	pushed := gitIn(t, bare, "log", "--all", "--format=%B", "-p")
+	notes := gitIn(t, bare, "log", "--format=%N", "--notes=airlock", "main")
+	if strings.Contains(pushed+notes, token) {
+		t.Errorf("the token was pushed (a commit, its receipt note):\n%s\n%s", pushed, notes)
+	}
+	if out, _ := testbin.Run(t, testbin.Cmd{Bin: "grep", Args: []string{"-rl", token, hst.state}}).Stdout, 0; out != "" {
+		t.Errorf("the token is in airlock's state: %s", out)
+	}
+}
+
+// With the worktree backend the agent's `git config` writes the base's
+// own repository configuration (docs/backends.md says so). A credential
+// helper it plants there must not run when land --remote asks the
+// server: land refuses the transaction (BoundaryEscape) before it talks
+// to the remote.
+func TestE2EAttack9WorktreePlantedHelperRefusedBeforeFetch(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pw", "")
+	srv.seed(t, "w.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "w.git")
+	hst := newAuthHost(t, srv, "w.git", srv.url("w.git"))
+	plant, ran := a9Marker(t)
+	id, staged := a9Open(hst, map[string]string{"b.txt": "b\n"}, "--backend", "worktree")
+	gitIn(t, staged, "config", "credential.helper", fmt.Sprintf("!f() { %s; printf 'username=u\\npassword=pw\\n'; }; f", plant))
+	r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id)
+	if !strings.Contains(gitIn(t, hst.clone, "config", "--get-all", "credential.helper"), plant) {
+		t.Fatalf("the plant did not reach the base's config: the attack is inert")
+	}
+	if r.Code != 75 || !strings.Contains(r.Stdout, "BoundaryEscape") {
+		t.Errorf("land after the agent changed the shared config: want refused (BoundaryEscape)\n%s", r)
+	}
+	if a9Ran(ran) {
+		t.Errorf("a credential helper the agent planted ran at land (exit %d, landed %d)\n%s", r.Code, len(landed(t, bare, "main")[id]), r)
+	}
+}
+
+// A staged tree opened after a discard pooled the last one (copy
+// backend: it may be recycled, its .git/config refreshed from the base)
+// is scrubbed too: the token the clone's URL got after the tree was
+// pooled is not in the new tree.
+func TestE2EAttack9RecycledTreeScrubbed(t *testing.T) {
+	const token = "ghsPOOLTOKEN77"
+	srv := startAuthHTTP(t, "u", token, "")
+	srv.seed(t, "r.git", map[string]string{"a.txt": "a\n"})
+	hst := newAuthHost(t, srv, "r.git", srv.url("r.git"))
+	id, _ := a9Open(hst, nil, "--backend", "copy")
+	if r := hst.run(nil, "discard", id); r.Code != 0 {
+		t.Fatalf("discard: %s", r)
+	}
+	gitIn(t, hst.clone, "remote", "set-url", "origin", strings.Replace(srv.url("r.git"), "http://", "http://u:"+token+"@", 1))
+	id, staged := a9Open(hst, map[string]string{"b.txt": "b\n"}, "--backend", "copy")
+	if found := testbin.Run(t, testbin.Cmd{Bin: "grep", Args: []string{"-rl", token, staged}}); found.Stdout != "" {
+		t.Errorf("the token is in the recycled staged tree: %s", found.Stdout)
+	}
+	if r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id); r.Code != 0 {
+		t.Errorf("land: %s", r)
+	}
+}
