@@ -229,3 +229,85 @@ func TestE2EAttack9RecycledTreeScrubbed(t *testing.T) {
 		t.Errorf("land: %s", r)
 	}
 }
+
+// Where `git fetch` and `git push` of the remote work in the clone, land
+// works too, each time checked against git itself in the clone first: a
+// remote whose name has dots and a slash, a password whose '@', ':' and
+// '/' are percent-encoded in the URL, credential.useHttpPath, a
+// credential helper named by a path relative to the clone, and an
+// insteadOf alias (srv:) that pushInsteadOf rewrites to a URL with the
+// credentials for pushes.
+func TestE2EAttack9WhereGitWorksLandWorks(t *testing.T) {
+	const password = "p@ss:w/rd"
+	srv := startAuthHTTP(t, "u", password, "")
+	srv.seed(t, "o.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "o.git")
+	plain := srv.url("o.git")
+	withPass := strings.Replace(plain, "http://", "http://u:p%40ss%3Aw%2Frd@", 1)
+	for _, c := range []struct {
+		name  string
+		setup func(h *remoteHost) // the remote is "up.stream/x-1"
+	}{
+		{"percent-encoded password", func(h *remoteHost) {
+			gitIn(t, h.clone, "remote", "add", "up.stream/x-1", withPass)
+		}},
+		{"credential.useHttpPath", func(h *remoteHost) {
+			gitIn(t, h.clone, "remote", "add", "up.stream/x-1", withPass)
+			gitIn(t, h.clone, "config", "credential.useHttpPath", "true")
+		}},
+		{"helper path relative to the clone", func(h *remoteHost) {
+			testbin.WriteFiles(t, h.clone, map[string]string{".git/helper.sh": "#!/bin/sh\ntest \"$1\" = get && printf 'username=u\\npassword=%s\\n' '" + password + "'\n"})
+			os.Chmod(filepath.Join(h.clone, ".git/helper.sh"), 0o755)
+			gitIn(t, h.clone, "remote", "add", "up.stream/x-1", plain)
+			gitIn(t, h.clone, "config", "credential.helper", "!.git/helper.sh")
+		}},
+		{"pushInsteadOf adds the credentials", func(h *remoteHost) {
+			testbin.WriteFiles(t, h.clone, map[string]string{".git/helper.sh": "#!/bin/sh\ntest \"$1\" = get && printf 'username=u\\npassword=%s\\n' '" + password + "'\n"})
+			os.Chmod(filepath.Join(h.clone, ".git/helper.sh"), 0o755)
+			gitIn(t, h.clone, "remote", "add", "up.stream/x-1", "srv:o.git")
+			gitIn(t, h.clone, "config", "url."+strings.TrimSuffix(plain, "o.git")+".insteadOf", "srv:")
+			gitIn(t, h.clone, "config", "url."+strings.TrimSuffix(withPass, "o.git")+".pushInsteadOf", "srv:")
+			gitIn(t, h.clone, "config", "credential.helper", "!.git/helper.sh")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hst := newAuthHost(t, srv, "o.git", plain)
+			c.setup(hst)
+			if out, err := hst.gitAs(nil, "fetch", "-q", "up.stream/x-1"); err != nil {
+				t.Fatalf("git fetch up.stream/x-1 in the clone fails, no oracle: %v\n%s", err, out)
+			}
+			if out, err := hst.gitAs(nil, "push", "-q", "--dry-run", "up.stream/x-1", "HEAD:refs/heads/probe"); err != nil {
+				t.Fatalf("git push up.stream/x-1 in the clone fails, no oracle: %v\n%s", err, out)
+			}
+			id := hst.open(map[string]string{strings.ReplaceAll(c.name, " ", "-") + ".txt": "x\n"})
+			r := hst.run(nil, "land", "-q", "--remote", "up.stream/x-1", "--branch", "main", id)
+			if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
+				t.Fatalf("land --remote up.stream/x-1: want landed, as git fetch and push do\n%s", r)
+			}
+			if strings.Contains(r.Stdout+r.Stderr, password) {
+				t.Errorf("land printed the password:\n%s", r)
+			}
+		})
+	}
+}
+
+// Where the clone's push URL would fail `git push`, land fails with
+// git's reason, and does not land through the fetch URL instead.
+func TestE2EAttack9BrokenPushURLFailsLikeGit(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pw", "")
+	srv.seed(t, "q.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "q.git")
+	hst := newAuthHost(t, srv, "q.git", strings.Replace(srv.url("q.git"), "http://", "http://u:pw@", 1))
+	gitIn(t, hst.clone, "remote", "set-url", "--push", "origin", strings.Replace(srv.url("nothere.git"), "http://", "http://u:pw@", 1))
+	if _, err := hst.gitAs(nil, "push", "-q", "origin", "HEAD:refs/heads/probe"); err == nil {
+		t.Fatalf("git push origin in the clone works: no oracle")
+	}
+	id := hst.open(map[string]string{"b.txt": "b\n"})
+	r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id)
+	if r.Code != 125 || len(landed(t, bare, "main")[id]) != 0 {
+		t.Errorf("land with a push URL git cannot push to: want exit 125, nothing landed\n%s", r)
+	}
+	if !strings.Contains(r.Stdout+r.Stderr, "nothere.git") || strings.Contains(r.Stdout+r.Stderr, "u:pw@") {
+		t.Errorf("land's refusal should name the push URL git failed on, without its password\n%s", r)
+	}
+}
