@@ -160,3 +160,21 @@ func TestKnownBreakAttack9CredentialHelperReachesTerminal(t *testing.T) {
 		t.Errorf("the credential helper could open the terminal land runs on, where a prompt waits forever")
 	}
 }
+
+// TestKnownBreakAttack9UnparsableRemoteFlagPrinted: --remote with a
+// password git accepts but Go's net/url refuses (a '^') is shown as
+// given when the landing fails: landing.Redact returns a URL it cannot
+// parse unchanged, and the refusal quotes it twice.
+func TestKnownBreakAttack9UnparsableRemoteFlagPrinted(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pw", "")
+	srv.seed(t, "m.git", map[string]string{"a.txt": "a\n"})
+	hst := newAuthHost(t, srv, "m.git", srv.url("m.git"))
+	id := hst.open(map[string]string{"b.txt": "b\n"})
+	r := hst.run(nil, "land", "--remote", strings.Replace(srv.url("m.git"), "http://", "http://u:bad^SECRET42@", 1), "--branch", "main", id)
+	if r.Code != 125 {
+		t.Errorf("land with a wrong password: want exit 125\n%s", r)
+	}
+	if strings.Contains(r.Stdout+r.Stderr, "SECRET42") {
+		t.Errorf("land printed the password:\n%s", r)
+	}
+}

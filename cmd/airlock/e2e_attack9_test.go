@@ -311,3 +311,33 @@ func TestE2EAttack9BrokenPushURLFailsLikeGit(t *testing.T) {
 		t.Errorf("land's refusal should name the push URL git failed on, without its password\n%s", r)
 	}
 }
+
+// The validator runs the agent's code (its tests) in the candidate tree
+// while the landing holds the clone's credentials: the candidate holds
+// no .git to read them from, and neither the validator's environment nor
+// its parent's (where GIT_CONFIG_COUNT and the helper's password live
+// for git) gives them away.
+func TestE2EAttack9ValidatorAtLandSeesNoCredential(t *testing.T) {
+	const token = "ghsVALIDTOKEN31"
+	srv := startAuthHTTP(t, "u", token, "")
+	srv.seed(t, "v.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "v.git")
+	hst := newAuthHost(t, srv, "v.git", strings.Replace(srv.url("v.git"), "http://", "http://u:"+token+"@", 1))
+	gitIn(t, hst.clone, "config", "http.extraheader", "X-Probe: hdrVALIDTOKEN31")
+	out := filepath.Join(testbin.RealDir(t), "seen")
+	// What an agent's test could read: the tree, git's view from it, its
+	// own and its parent's environment.
+	v := fmt.Sprintf("{ echo ran; env; cat -v /proc/$PPID/environ; grep -r . .; git config --list --show-origin; } > %s 2>&1; true", out)
+	id := hst.open(map[string]string{"b.txt": "b\n"})
+	r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", "--validate", v, id)
+	if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
+		t.Fatalf("land: want landed\n%s", r)
+	}
+	seen := testbin.ReadFile(t, out)
+	if !strings.HasPrefix(seen, "ran\n") {
+		t.Fatalf("the validator did not run:\n%s", seen)
+	}
+	if strings.Contains(seen, "VALIDTOKEN31") {
+		t.Errorf("the validator could read a credential:\n%s", seen)
+	}
+}
