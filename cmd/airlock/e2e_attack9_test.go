@@ -2,6 +2,10 @@ package main_test
 
 import (
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -339,5 +343,43 @@ func TestE2EAttack9ValidatorAtLandSeesNoCredential(t *testing.T) {
 	}
 	if strings.Contains(seen, "VALIDTOKEN31") {
 		t.Errorf("the validator could read a credential:\n%s", seen)
+	}
+}
+
+// An IPv6 literal with a port, and a token in the URL: the credential
+// context airlock derives (http://[::1]:PORT) must match the host git
+// asks about. The server is the authenticating one behind a proxy on
+// [::1].
+func TestE2EAttack9IPv6LiteralWithToken(t *testing.T) {
+	const token = "ghsV6TOKEN13"
+	srv := startAuthHTTP(t, "u", token, "")
+	srv.seed(t, "six.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "six.git")
+	target, err := neturl.Parse(srv.url(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		testbin.Missing(t, "an IPv6 loopback address (::1) to serve on: %v", err)
+	}
+	proxy := &http.Server{Handler: httputil.NewSingleHostReverseProxy(target)}
+	go proxy.Serve(ln)
+	t.Cleanup(func() { proxy.Close() })
+	url := "http://u:" + token + "@" + ln.Addr().String() + "/six.git"
+	hst := newAuthHost(t, srv, "six.git", url)
+	if out, err := hst.gitAs(nil, "fetch", "-q", "origin"); err != nil {
+		t.Fatalf("git fetch origin over [::1] fails in the clone, no oracle: %v\n%s", err, out)
+	}
+	env, argv, trace := a9Argv(t)
+	id := hst.open(map[string]string{"b.txt": "b\n"})
+	r := hst.run(env, "land", "-q", "--remote", "origin", "--branch", "main", id)
+	if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
+		t.Fatalf("land over [::1]: want landed, as git fetch does\n%s", r)
+	}
+	for _, f := range []string{argv, trace} {
+		if strings.Contains(testbin.ReadFile(t, f), token) {
+			t.Errorf("the token is on a command line (%s)", filepath.Base(f))
+		}
 	}
 }
