@@ -98,8 +98,10 @@ func TestKnownBreakAttack9TokenGoCannotParse(t *testing.T) {
 
 // TestKnownBreakAttack9CredentialsBesideGitConfig: the scrub rewrites
 // .git/config alone, but a clone may keep its credentials in another file
-// of its .git that its config names: an include.path (a CI job writing
-// its auth header apart), or credential-store's file. The copy backend
+// of its .git: one its config includes (a CI job writing its auth header
+// apart), credential-store's file, the config.worktree that
+// extensions.worktreeConfig adds, the reflog of a `git pull` given a URL
+// with a token (git logs the pull's command line). The copy backend
 // copies that file into the staged tree, where the agent reads it.
 func TestKnownBreakAttack9CredentialsBesideGitConfig(t *testing.T) {
 	srv := startAuthHTTP(t, "u", "pwSECRET42", "bearerSECRET42")
@@ -116,6 +118,17 @@ func TestKnownBreakAttack9CredentialsBesideGitConfig(t *testing.T) {
 		{"credential-store in .git", func(h *remoteHost) {
 			testbin.WriteFiles(t, h.clone, map[string]string{".git/credentials": strings.Replace(srv.url(""), "http://", "http://u:pwSECRET42@", 1) + "\n"})
 			gitIn(t, h.clone, "config", "credential.helper", "store --file=.git/credentials")
+		}},
+		{"config.worktree", func(h *remoteHost) {
+			gitIn(t, h.clone, "config", "extensions.worktreeConfig", "true")
+			gitIn(t, h.clone, "config", "--worktree", "http.extraheader", "Authorization: Bearer bearerSECRET42")
+		}},
+		{"a pull's reflog", func(h *remoteHost) {
+			// `git pull URL` logs its command line in .git/logs (a
+			// refspec makes the ref update whatever the clone has).
+			gitIn(t, h.clone, "pull", "-q", strings.Replace(srv.url("i.git"), "http://", "http://u:pwSECRET42@", 1), "main:pulled")
+			gitIn(t, h.clone, "config", "credential.helper", "store --file="+filepath.Join(h.home, "credentials"))
+			testbin.WriteFiles(t, h.home, map[string]string{"credentials": strings.Replace(srv.url(""), "http://", "http://u:pwSECRET42@", 1) + "\n"})
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
