@@ -383,3 +383,30 @@ func TestE2EAttack9IPv6LiteralWithToken(t *testing.T) {
 		}
 	}
 }
+
+// A token given as a URL's user alone (https://TOKEN@host/...) where the
+// server wants a password too: the landing fails as `git fetch` does,
+// and git's reason, which names the URL with its user ("could not read
+// Password for 'http://TOKEN@...'"), is masked in what airlock prints and
+// keeps.
+func TestE2EAttack9UserOnlyTokenMaskedInGitsReason(t *testing.T) {
+	const token = "ghsUSERTOKEN64"
+	srv := startAuthHTTP(t, token, "x-oauth", "")
+	srv.seed(t, "n.git", map[string]string{"a.txt": "a\n"})
+	hst := newAuthHost(t, srv, "n.git", strings.Replace(srv.url("n.git"), "http://", "http://"+token+"@", 1))
+	out, err := hst.gitAs([]string{"GIT_TERMINAL_PROMPT=0"}, "fetch", "-q", "origin")
+	if err == nil || !strings.Contains(out, token) {
+		t.Fatalf("git fetch origin: want it to fail naming the URL with its user, as the oracle of what must be masked\n%s", out)
+	}
+	id := hst.open(map[string]string{"b.txt": "b\n"})
+	r := hst.run(nil, "land", "--remote", "origin", "--branch", "main", id)
+	if r.Code != 125 || !strings.Contains(r.Stdout, "Password") {
+		t.Errorf("land: want exit 125 with git's reason\n%s", r)
+	}
+	if strings.Contains(r.Stdout+r.Stderr, token) {
+		t.Errorf("land printed the token:\n%s", r)
+	}
+	if found := testbin.Run(t, testbin.Cmd{Bin: "grep", Args: []string{"-rl", token, hst.state}}); found.Stdout != "" {
+		t.Errorf("the token is in airlock's state: %s", found.Stdout)
+	}
+}
