@@ -295,3 +295,121 @@ func TestAttack11TwoRewindsAtOnceEndExact(t *testing.T) {
 	wantCode(t, x.airlock("rewind", "t1", "4"), 0)
 	wantTree(t, "staged at the second rewind's checkpoint", at1, snapshot(t, staged, nil))
 }
+
+// TestAttack11RewindAndDiscardAtOnce: a discard started while a rewind
+// holds the transaction waits for it, then discards; the base is never
+// touched, and the transaction is discarded, not rewound after.
+func TestAttack11RewindAndDiscardAtOnce(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	base := snapshot(t, x.base, nil)
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "a.txt"), "a at 1\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	writeFile(t, filepath.Join(staged, "a.txt"), "a later\n")
+	pause := testbin.RealDir(t)
+	p := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=rewind-checkpointed:" + pause}, args: []string{"rewind", "t1", "1"}})
+	waitFile(t, filepath.Join(pause, "reached"))
+	d := x.start(run{args: []string{"discard", "t1"}})
+	touch(t, filepath.Join(pause, "continue"))
+	if r := p.WaitSettled(); r.Code != 0 {
+		t.Fatalf("rewind: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if r := d.WaitSettled(); r.Code != 0 {
+		t.Fatalf("discard: exit %d\n%s", r.Code, r.Stderr)
+	}
+	r := x.airlock("rewind", "t1", "1")
+	if r.Code == 0 {
+		t.Fatalf("a discarded transaction was rewound:\n%s", r.Stderr)
+	}
+	wantTree(t, "base", base, snapshot(t, x.base, nil))
+}
+
+// TestAttack11CheckpointBytesOutliveAnotherCommitAndGC: while t1 is
+// open, t2 commits over the file t1's checkpoint changed, and gc runs.
+// t1's checkpoint bytes (kept as checkpoint content, not as t2's commit
+// originals of the same path) still rewind exactly, and the base keeps
+// t2's commit.
+func TestAttack11CheckpointBytesOutliveAnotherCommitAndGC(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t2"), 0)
+	s1, s2 := x.stagedPath("t1"), x.stagedPath("t2")
+	writeFile(t, filepath.Join(s1, "a.txt"), "t1's own a\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	at1 := snapshot(t, s1, nil)
+	writeFile(t, filepath.Join(s1, "a.txt"), "t1's later a\n")
+	writeFile(t, filepath.Join(s2, "a.txt"), "t2 committed a\n")
+	wantCode(t, x.airlock("commit", "t2"), 0)
+	wantCode(t, x.airlock("gc", "--older-than", "0"), 0)
+	wantCode(t, x.airlock("rewind", "t1", "1"), 0)
+	wantTree(t, "t1 after rewind 1", at1, snapshot(t, s1, nil))
+	wantTree(t, "base", tree{"a.txt": F(0o644, "t2 committed a\n")}, snapshot(t, x.base, nil))
+}
+
+// TestAttack11RewindRefusesAStagedRootSwappedForTheBase: a same-user
+// process swaps the staged workspace for a symlink to the base. The
+// rewind refuses naming the symlink and never writes the base.
+func TestAttack11RewindRefusesAStagedRootSwappedForTheBase(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	base := snapshot(t, x.base, nil)
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "a.txt"), "a at 1\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	writeFile(t, filepath.Join(staged, "x.txt"), "later\n")
+	must(t, os.Rename(staged, staged+".real"))
+	must(t, os.Symlink(x.base, staged))
+	r := x.airlock("rewind", "t1", "1")
+	if r.Code != 125 || !strings.Contains(r.Stderr, "refusing to follow a symlink") {
+		t.Fatalf("a rewind of a staged root swapped for the base: exit %d\n%s", r.Code, r.Stderr)
+	}
+	wantTree(t, "base", base, snapshot(t, x.base, nil))
+}
+
+// TestAttack11PostToolUseNeverFailsTheAgent: the PostToolUse hook gets
+// a cwd that is not a transaction's (none, or one that does not exist)
+// or a transaction whose checkpoint cannot be taken (a record that is
+// not JSON). It exits 0 and answers nothing on stdout. Input that is not
+// a JSON object at all (Claude Code never sends it) exits 125, never 2,
+// which Claude Code would feed back to the model.
+func TestAttack11PostToolUseNeverFailsTheAgent(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	r := testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "worktree-create"}, Dir: x.base,
+		Stdin: `{"session_id":"s1","cwd":"` + x.base + `","hook_event_name":"WorktreeCreate","name":"wt"}`, Env: x.environ(), Timeout: commandTimeout})
+	if r.Code != 0 {
+		t.Fatalf("worktree-create: %s", r)
+	}
+	staged := strings.TrimSpace(r.Stdout)
+	writeFile(t, filepath.Join(staged, "b.txt"), "b\n")
+	// A checkpoint record that is not JSON: the hook's checkpoint fails.
+	writeFile(t, filepath.Join(x.state, "tx", "wt", "checkpoint-7.json"), "{not json")
+	post := func(cwd string) string {
+		return `{"session_id":"s1","cwd":"` + cwd + `","hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{"file_path":"b.txt"}}`
+	}
+	for _, tc := range []struct {
+		name, in string
+		code     int
+	}{
+		{"no cwd", `{"session_id":"s1","hook_event_name":"PostToolUse","tool_name":"Bash"}`, 0},
+		{"missing cwd", post(filepath.Join(staged, "no", "such")), 0},
+		{"unreadable record", post(staged), 0},
+		{"not JSON", "{", 125},
+		{"empty", "", 125},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "post-tool-use"}, Dir: x.home,
+				Stdin: tc.in, Env: x.environ(), Timeout: commandTimeout})
+			if r.Code != tc.code || r.Stdout != "" {
+				t.Errorf("post-tool-use on %s: want exit %d, nothing on stdout: %s", tc.name, tc.code, r)
+			}
+			if tc.name == "unreadable record" && !strings.Contains(r.Stderr, "airlock: no checkpoint of wt after Write") {
+				t.Errorf("a skipped checkpoint was not said on stderr: %s", r)
+			}
+		})
+	}
+}
