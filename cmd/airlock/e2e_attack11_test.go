@@ -413,3 +413,33 @@ func TestAttack11PostToolUseNeverFailsTheAgent(t *testing.T) {
 		})
 	}
 }
+
+// TestAttack11RewindNeverWritesThroughAHardLink: the agent replaces a
+// file checkpoint 1 recorded with a hard link to a file outside the
+// staged tree, and hard-links two files inside it. The rewind puts each
+// path's bytes back as a file of its own: the outside file keeps its
+// bytes, and each of the pair gets its own recorded content.
+func TestAttack11RewindNeverWritesThroughAHardLink(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	outside := filepath.Join(testbin.RealDir(t), "outside.txt")
+	writeFile(t, outside, "outside, not the tree's\n")
+	writeFile(t, filepath.Join(staged, "x.txt"), "x at 1\n")
+	writeFile(t, filepath.Join(staged, "p.txt"), "p at 1\n")
+	writeFile(t, filepath.Join(staged, "q.txt"), "q at 1\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	at1 := snapshot(t, staged, nil)
+	for _, p := range []string{"x.txt", "q.txt"} {
+		must(t, os.Remove(filepath.Join(staged, p)))
+	}
+	must(t, os.Link(outside, filepath.Join(staged, "x.txt")))
+	must(t, os.Link(filepath.Join(staged, "p.txt"), filepath.Join(staged, "q.txt")))
+	wantCode(t, x.airlock("rewind", "t1", "1"), 0)
+	wantTree(t, "staged after rewind 1", at1, snapshot(t, staged, nil))
+	if b, _ := os.ReadFile(outside); string(b) != "outside, not the tree's\n" {
+		t.Errorf("the file outside the tree was written: %q", b)
+	}
+	wantTree(t, "base", tree{"a.txt": F(0o644, "a\n")}, snapshot(t, x.base, nil))
+}
