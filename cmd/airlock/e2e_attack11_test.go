@@ -443,3 +443,40 @@ func TestAttack11RewindNeverWritesThroughAHardLink(t *testing.T) {
 	}
 	wantTree(t, "base", tree{"a.txt": F(0o644, "a\n")}, snapshot(t, x.base, nil))
 }
+
+// TestAttack11PostToolUseDuringACommitRecordsNothing: the PostToolUse
+// hook runs while a commit of its transaction holds it (paused at
+// checked). It waits for the commit, exits 0 with nothing on stdout and
+// records no checkpoint of the settled transaction; the commit lands the
+// tree it froze.
+func TestAttack11PostToolUseDuringACommitRecordsNothing(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	r := testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "worktree-create"}, Dir: x.base,
+		Stdin: `{"session_id":"s1","cwd":"` + x.base + `","hook_event_name":"WorktreeCreate","name":"wt"}`, Env: x.environ(), Timeout: commandTimeout})
+	if r.Code != 0 {
+		t.Fatalf("worktree-create: %s", r)
+	}
+	staged := strings.TrimSpace(r.Stdout)
+	writeFile(t, filepath.Join(staged, "a.txt"), "a by the agent\n")
+	want := snapshot(t, staged, nil)
+	pause := testbin.RealDir(t)
+	c := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=checked:" + pause}, args: []string{"commit", "wt"}})
+	waitFile(t, filepath.Join(pause, "reached"))
+	hook := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "post-tool-use"}, Dir: staged,
+		Stdin: `{"session_id":"s1","cwd":"` + staged + `","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"make"}}`,
+		Env:   x.environ(), Timeout: commandTimeout})
+	touch(t, filepath.Join(pause, "continue"))
+	if r := c.WaitSettled(); r.Code != 0 {
+		t.Fatalf("commit: exit %d\n%s", r.Code, r.Stderr)
+	}
+	if r := hook.Wait(); r.Code != 0 || r.Stdout != "" {
+		t.Fatalf("post-tool-use during a commit: %s", r)
+	}
+	cr := x.airlock("checkpoints", "wt", "--json")
+	wantCode(t, cr, 0)
+	if n := strings.Count(cr.Stdout, `"number"`); n != 1 {
+		t.Errorf("the committed transaction has %d checkpoints, want 1 (at open):\n%s", n, cr.Stdout)
+	}
+	wantTree(t, "base after the commit", want, snapshot(t, x.base, nil))
+}
