@@ -480,3 +480,24 @@ func TestAttack11PostToolUseDuringACommitRecordsNothing(t *testing.T) {
 	}
 	wantTree(t, "base after the commit", want, snapshot(t, x.base, nil))
 }
+
+// TestAttack11UndoRestoresTheOriginalsNotACheckpoint: a transaction
+// checkpoints two versions of a.txt (kept in the same content store as
+// the originals its commit replaces), commits, and gc runs. Undo puts
+// back the base's bytes before the commit, never a checkpoint's.
+func TestAttack11UndoRestoresTheOriginalsNotACheckpoint(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+	base := snapshot(t, x.base, nil)
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "a.txt"), "checkpointed a\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	writeFile(t, filepath.Join(staged, "a.txt"), "committed a\n")
+	writeFile(t, filepath.Join(staged, "n.txt"), "new\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	wantCode(t, x.airlock("commit", "t1"), 0)
+	wantCode(t, x.airlock("gc"), 0)
+	wantCode(t, x.airlock("undo", "t1", "--workdir", x.base), 0)
+	wantTree(t, "base after undo", base, snapshot(t, x.base, nil))
+}
