@@ -1,0 +1,241 @@
+//go:build airlock_known_breaks && linux
+
+package main_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
+)
+
+// Guarantees of checkpoint and rewind that do not hold today (attack11),
+// compiled only with the build tag airlock_known_breaks:
+// go test -tags 'airlock_faults airlock_known_breaks' -run KnownBreakAttack11 ./cmd/airlock
+
+// attack11Object is the path of content's object in the base's content
+// store.
+func attack11Object(t *testing.T, x *h, content string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(content))
+	ms, err := filepath.Glob(filepath.Join(x.state, "bases", "*", "originals", "objects", hex.EncodeToString(sum[:])))
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("the content store holds %d objects of %q (%v)", len(ms), content, err)
+	}
+	return ms[0]
+}
+
+// TestKnownBreakAttack11RewindLosesBytesBehindATamperedObject: a
+// same-user process overwrites the stored object of a file the agent
+// wrote (checkpoint 2). A rewind to checkpoint 1 then says "checkpoint 3
+// holds what was there: airlock rewind t1 3 undoes this", but checkpoint
+// 3 points at the tampered object and the file's only good copy, in the
+// staged tree, is gone: the rewind cannot be undone.
+//
+// Root cause: the checkpoint a rewind takes first never proves the bytes
+// it records are in the store. A file whose stat facts the last
+// checkpoint proved is recorded by digest, with orig.Has (the object's
+// name exists) as the only check ("proved"); a file read again goes
+// through originals.put, which keeps an object already there under that
+// name without comparing bytes. Rewind checks a source's digest only as
+// it copies it, after the staged file it replaces is already gone.
+func TestKnownBreakAttack11RewindLosesBytesBehindATamperedObject(t *testing.T) {
+	for _, reread := range []bool{false, true} {
+		name := "stat proved"
+		if reread {
+			name = "file read again"
+		}
+		t.Run(name, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+			wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+			staged := x.stagedPath("t1")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			writeFile(t, filepath.Join(staged, "a.txt"), "precious\n")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			obj := attack11Object(t, x, "precious\n")
+			must(t, os.Chmod(obj, 0o600))
+			must(t, os.WriteFile(obj, []byte("tampered\n"), 0o600))
+			if reread {
+				// A new ctime: the checkpoint reads the file again.
+				must(t, os.Chmod(filepath.Join(staged, "a.txt"), 0o640))
+				must(t, os.Chmod(filepath.Join(staged, "a.txt"), 0o644))
+			}
+			r := x.airlock("rewind", "t1", "1")
+			if r.Code != 0 {
+				return // refused: the staged file is still there
+			}
+			r = x.airlock("rewind", "t1", "3")
+			b, _ := os.ReadFile(filepath.Join(staged, "a.txt"))
+			if r.Code != 0 || string(b) != "precious\n" {
+				t.Errorf("undoing the rewind (checkpoint 3): exit %d, a.txt %q, want \"precious\\n\"\n%s", r.Code, b, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestKnownBreakAttack11RewindRestoresARewrittenRecordSilently: a
+// same-user process rewrites checkpoint 1's record so that a.txt's digest
+// is b.txt's (an object the store holds). Rewind 1 exits 0 and writes
+// b.txt's bytes into a.txt: wrong bytes, restored as if exact.
+//
+// Root cause: a checkpoint record is plain JSON the rewind trusts whole;
+// nothing binds it to what was recorded (no digest of the record kept
+// elsewhere, e.g. in the event log or the content store's index, whose
+// checkpoint records carry each path's digest and could be compared), so
+// the byte proof (object digest = recorded digest) proves the tampered
+// record.
+func TestKnownBreakAttack11RewindRestoresARewrittenRecordSilently(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "a.txt"), "a at 1\n")
+	writeFile(t, filepath.Join(staged, "b.txt"), "b at 1\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	writeFile(t, filepath.Join(staged, "a.txt"), "a later\n")
+
+	p, rec := attack11Record(t, x, "t1", 1)
+	digests := map[string]any{}
+	for _, c := range attack11Changes(t, rec) {
+		digests[c["path"].(string)] = c["result"].(map[string]any)["digest"]
+	}
+	for _, c := range attack11Changes(t, rec) {
+		if c["path"] == "a.txt" {
+			c["result"].(map[string]any)["digest"] = digests["b.txt"]
+		}
+	}
+	attack11Write(t, p, rec)
+
+	r := x.airlock("rewind", "t1", "1")
+	b, _ := os.ReadFile(filepath.Join(staged, "a.txt"))
+	if r.Code == 0 && string(b) != "a at 1\n" {
+		t.Errorf("rewind to a rewritten record exited 0 and wrote a.txt = %q, not checkpoint 1's \"a at 1\\n\"\n%s", b, r.Stderr)
+	}
+}
+
+// TestKnownBreakAttack11PostToolUseCheckpointsAnotherSessionsTx: Claude
+// Code session sB's WorktreeCreate opens wtb; session sA, whose cwd is in
+// wtb's staged tree (a `cd` there, or a second agent started in it), runs
+// a tool. sA's PostToolUse hook checkpoints wtb, a transaction that is
+// not its session's (its record names sB).
+//
+// Root cause: postToolUse finds the transaction by cwd alone (Runner.find)
+// and checks only that some hook session opened it
+// (tx.Record().Session != ""), never that it is the input's session_id,
+// as sessionEnd does for the transaction it settles.
+func TestKnownBreakAttack11PostToolUseCheckpointsAnotherSessionsTx(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	in := func(session, event, cwd string, kv ...any) string {
+		m := map[string]any{"session_id": session, "cwd": cwd, "hook_event_name": event}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	r := testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "worktree-create"}, Dir: x.base,
+		Stdin: in("sB", "WorktreeCreate", x.base, "name", "wtb"), Env: x.environ(), Timeout: commandTimeout})
+	if r.Code != 0 {
+		t.Fatalf("worktree-create: %s", r)
+	}
+	staged := strings.TrimSpace(r.Stdout)
+	writeFile(t, filepath.Join(staged, "b.txt"), "written by session sB\n")
+	r = testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "post-tool-use"}, Dir: staged,
+		Stdin: in("sA", "PostToolUse", staged, "tool_name", "Bash", "tool_input", map[string]any{"command": "ls"}), Env: x.environ(), Timeout: commandTimeout})
+	if r.Code != 0 || r.Stdout != "" {
+		t.Fatalf("post-tool-use: %s", r)
+	}
+	cr := x.airlock("checkpoints", "wtb", "--json")
+	wantCode(t, cr, 0)
+	if n := strings.Count(cr.Stdout, `"number"`); n != 1 {
+		t.Errorf("session sA's hook left wtb (session sB's) with %d checkpoints, want 1 (WorktreeCreate's at open)\n%s", n, r.Stderr)
+	}
+}
+
+// TestKnownBreakAttack11RewindAfterAnotherCommitOverAnUntouchedFile: t1
+// and t2 are open over one base; t1 takes checkpoint 1 (a.txt untouched),
+// then edits a.txt; t2 commits its own a.txt. Rewind t1 1 writes a.txt's
+// bytes at open, exactly checkpoint 1's, yet fails ("the staged workspace
+// changed while it was rewound (a.txt ...): a process is still writing"),
+// though nothing writes; show then counts a.txt modified (~1) where
+// checkpoint 1 counted nothing, while diff prints no patch for it.
+//
+// Root cause: the change set (changeset.Diff with BaseDir = the live
+// base) compares a staged file whose stat facts moved with the base's
+// bytes as they are now, not as they were at open; once another commit
+// replaced them, bytes equal to the base at open count as a modification.
+// The rewind restores untouched paths as new files (new stat facts), so
+// checkRewound always finds them "modified". The patch side reads the
+// base at open (openAtOpen, commit originals), hence the empty diff.
+func TestKnownBreakAttack11RewindAfterAnotherCommitOverAnUntouchedFile(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t2"), 0)
+	s1, s2 := x.stagedPath("t1"), x.stagedPath("t2")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	at1 := snapshot(t, s1, nil)
+	writeFile(t, filepath.Join(s1, "a.txt"), "t1's own a\n")
+	writeFile(t, filepath.Join(s2, "a.txt"), "t2 committed a\n")
+	wantCode(t, x.airlock("commit", "t2"), 0)
+	r := x.airlock("rewind", "t1", "1")
+	if r.Code != 0 {
+		t.Errorf("rewind t1 1 with nothing writing: exit %d\n%s", r.Code, r.Stderr)
+	}
+	wantTree(t, "t1 after rewind 1", at1, snapshot(t, s1, nil))
+	show := x.airlock("show", "t1")
+	if !strings.Contains(show.Stdout, "+0 ~0 -0") {
+		t.Errorf("t1 holds checkpoint 1's tree (no change) but show says:\n%s", show.Stdout)
+	}
+}
+
+// TestKnownBreakAttack11RewindAfterTheHumanEditsTheBase: checkpoint 1
+// has a.txt untouched; the agent then deletes it (or rewrites it); the
+// human edits a.txt in the base, in an editor, as they work beside the
+// agent. Rewind 1 is refused for good ("a.txt changed in the base since
+// the transaction opened, and its content at open was not kept"): the
+// bytes checkpoint 1 held at that path are nowhere. A touch, a chmod or a
+// hard link made to the base file (a ctime moved, no byte changed) does
+// the same.
+//
+// Root cause: a checkpoint keeps the bytes of the paths its change set
+// names, and a rewind reads every other path's bytes "as the transaction
+// opened with them" from the live base, proven by stat facts only (then
+// an airlock commit's originals, then a clean git HEAD). Nothing keeps
+// a path's bytes at open once the transaction changed it: the staged copy
+// was the other copy, and the agent replaced it. A checkpoint recording a
+// path changed could keep its side at open too (read from the base while
+// its stat facts still prove it), so that any earlier checkpoint stays
+// reachable.
+func TestKnownBreakAttack11RewindAfterTheHumanEditsTheBase(t *testing.T) {
+	for _, agent := range []string{"deletes", "rewrites"} {
+		t.Run(agent, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+			wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+			staged := x.stagedPath("t1")
+			writeFile(t, filepath.Join(staged, "b.txt"), "b\n")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			at1 := snapshot(t, staged, nil)
+			if agent == "deletes" {
+				must(t, os.Remove(filepath.Join(staged, "a.txt")))
+			} else {
+				writeFile(t, filepath.Join(staged, "a.txt"), "the agent's a\n")
+			}
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			writeFile(t, filepath.Join(x.base, "a.txt"), "the human's a\n")
+			r := x.airlock("rewind", "t1", "1")
+			if r.Code != 0 {
+				t.Fatalf("rewind t1 1 after the human edited the base: exit %d\n%s", r.Code, r.Stderr)
+			}
+			wantTree(t, "staged after rewind 1", at1, snapshot(t, staged, nil))
+		})
+	}
+}
