@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -350,7 +352,7 @@ func TestE2EAttack10RacingLandsOverOverlappingIDsLandEachOnce(t *testing.T) {
 	c := hst.open(map[string]string{"c1.txt": "c\n"})
 	pause := testbin.RealDir(t)
 	p1 := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Dir: hst.clone, Timeout: 2 * time.Minute,
-		Args: landArgs("true", a, b), Env: hst.environ("AIRLOCK_TEST_PAUSE=land-remote:built:"+pause)})
+		Args: landArgs("true", a, b), Env: hst.environ("AIRLOCK_TEST_PAUSE=land-remote:built:" + pause)})
 	waitFile(t, filepath.Join(pause, "reached"))
 	p2 := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Dir: hst.clone, Timeout: 2 * time.Minute,
 		Args: landArgs("true", c, b), Env: hst.environ()})
@@ -400,5 +402,94 @@ func TestE2EAttack10BisectWithinItsBound(t *testing.T) {
 				t.Errorf("main has %d commits since the seed, want %d", got, tc.n-1)
 			}
 		})
+	}
+}
+
+// roundTwoValidator counts its runs in runs; on run stopAt it writes its
+// pid to dir/pid, touches dir/validating and sleeps (a handshake for a
+// signal); otherwise it fails on a candidate holding bad.txt.
+func roundTwoValidator(runs, dir string, stopAt int) string {
+	return fmt.Sprintf(`echo x >> %[1]s; if [ "$(wc -l < %[1]s)" -eq %[3]d ]; then echo $$ > %[2]s/pid; touch %[2]s/validating; exec sleep 60; fi; test ! -e bad.txt`, runs, dir, stopAt)
+}
+
+// A signal while the rest of a bisected batch is validated again, after
+// the prefix before the culprit was pushed: the prefix is landed and
+// recorded, the culprit refused and kept, the rest kept open with its
+// change set; a SIGINT exits 130. After a SIGKILL there, a re-run says
+// `already` for the prefix, refuses the culprit again and lands the rest
+// once.
+func TestE2EAttack10SignalWhileTheRestRevalidatesLosesNothing(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			_, bare, hst := batchRemote(t, "i.git", map[string]string{"a.txt": "a\n"})
+			dir := testbin.RealDir(t)
+			runs := filepath.Join(dir, "runs")
+			first := hst.open(map[string]string{"first.txt": "1\n"})
+			culprit := hst.open(map[string]string{"bad.txt": "bad\n"})
+			rest := hst.open(map[string]string{"rest.txt": "r\n"})
+			ids := []string{first, culprit, rest}
+			// Runs: the tip (fails), prefix 1 (passes), prefix 2 (fails):
+			// the culprit; the 4th validates the rest on what landed.
+			p := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Dir: hst.clone, Timeout: time.Minute, Setsid: true,
+				Args: landArgs(roundTwoValidator(runs, dir, 4), ids...), Env: hst.environ()})
+			waitFile(t, filepath.Join(dir, "validating"))
+			if err := p.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			r := p.Wait()
+			if pid, err := strconv.Atoi(strings.TrimSpace(testbin.ReadFile(t, filepath.Join(dir, "pid")))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			if sig == syscall.SIGINT && (r.Code != 130 || !strings.Contains(r.Stdout, "stopped  "+rest)) {
+				t.Errorf("SIGINT while the rest validates: want exit 130, the rest stopped\n%s", r)
+			}
+			on := landed(t, bare, "main")
+			if len(on[first]) != 1 || len(on[culprit]) != 0 || len(on[rest]) != 0 {
+				t.Fatalf("main holds %v after the signal: want only %s\n%s", on, first, r)
+			}
+			if s := statusOf(t, hst, first); s != "committed" {
+				t.Errorf("the landed prefix %s is %s, want committed", first, s)
+			}
+			if s := statusOf(t, hst, culprit); s != "refused" {
+				t.Errorf("the culprit is %s, want refused", s)
+			}
+			if s := statusOf(t, hst, rest); s != "open" {
+				t.Errorf("the rest is %s, want kept open", s)
+			}
+			if !testbin.Exists(filepath.Join(hst.stagedPath(rest), "rest.txt")) {
+				t.Errorf("the rest's change set is gone")
+			}
+			again := hst.run(nil, landArgs("test ! -e bad.txt", ids...)...)
+			if again.Code != 75 || !strings.Contains(again.Stdout, "already  "+first) ||
+				!strings.Contains(again.Stdout, "refused  "+culprit+"  refused (ValidationFailed)") ||
+				!strings.Contains(again.Stdout, "landed   "+rest) {
+				t.Errorf("the re-run: want the prefix already, the culprit refused, the rest landed\n%s", again)
+			}
+			on = landed(t, bare, "main")
+			if len(on[first]) != 1 || len(on[rest]) != 1 || len(on[culprit]) != 0 {
+				t.Errorf("main holds %v after the re-run", on)
+			}
+		})
+	}
+}
+
+// A transaction refused MergeConflict while building only because it
+// overlaps the culprit is tried again without it, and lands: a
+// MergeConflict is only ever against what lands.
+func TestE2EAttack10OverlapWithTheCulpritIsNoConflict(t *testing.T) {
+	_, bare, hst := batchRemote(t, "m.git", map[string]string{"conflict.txt": "one\ntwo\nthree\n"})
+	ok := hst.open(map[string]string{"ok.txt": "ok\n"})
+	culprit := hst.open(map[string]string{"bad.txt": "bad\n", "conflict.txt": "one\nculprit\nthree\n"})
+	after := hst.open(map[string]string{"conflict.txt": "one\nafter\nthree\n"})
+	r := hst.run(nil, landArgs("test ! -e bad.txt", ok, culprit, after)...)
+	if r.Code != 75 || strings.Contains(r.Stdout, "refused  "+after) {
+		t.Fatalf("want only the culprit refused\n%s", r)
+	}
+	on := landed(t, bare, "main")
+	if len(on[ok]) != 1 || len(on[after]) != 1 || len(on[culprit]) != 0 {
+		t.Errorf("main holds %v: want %s and %s", on, ok, after)
+	}
+	if got := gitIn(t, bare, "show", "main:conflict.txt"); got != "one\nafter\nthree" {
+		t.Errorf("conflict.txt on main = %q", got)
 	}
 }
