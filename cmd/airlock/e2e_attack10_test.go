@@ -493,3 +493,85 @@ func TestE2EAttack10OverlapWithTheCulpritIsNoConflict(t *testing.T) {
 		t.Errorf("conflict.txt on main = %q", got)
 	}
 }
+
+// Another host pushes while the rest of a bisected batch is validated
+// again, a change with which the rest fails: the rest's push finds the
+// branch moved, the round starts over on the racer's commit, and the
+// rest is refused ValidationFailed there, never landed on a tree the
+// validator did not pass.
+func TestE2EAttack10BaseMovedBetweenRoundsIsValidated(t *testing.T) {
+	_, bare, hst := batchRemote(t, "mv.git", map[string]string{"a.txt": "a\n"})
+	pusher := newRemoteHost(t, bare)
+	dir := testbin.RealDir(t)
+	runs, passed := filepath.Join(dir, "runs"), filepath.Join(dir, "passed")
+	first := hst.open(map[string]string{"first.txt": "1\n"})
+	culprit := hst.open(map[string]string{"bad.txt": "bad\n"})
+	rest := hst.open(map[string]string{"rest.txt": "r\n"})
+	// The 4th run validates the rest on what landed: it says so and
+	// waits for the test's go; rest.txt beside racer.txt fails.
+	v := fmt.Sprintf(`echo x >> %[1]s; if [ "$(wc -l < %[1]s)" -eq 4 ]; then touch %[2]s/validating; while [ ! -e %[2]s/go ]; do sleep 0.05; done; fi; `, runs, dir) +
+		passRecorder(`test ! -e bad.txt && { test ! -e racer.txt || test ! -e rest.txt; }`, passed)
+	p := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Dir: hst.clone, Timeout: time.Minute,
+		Args: landArgs(v, first, culprit, rest), Env: hst.environ("AIRLOCK_TEST_JITTER=0.5")})
+	waitFile(t, filepath.Join(dir, "validating"))
+	gitIn(t, pusher.clone, "pull", "-q", "origin", "main")
+	testbin.WriteFiles(t, pusher.clone, map[string]string{"racer.txt": "racer\n"})
+	gitIn(t, pusher.clone, "add", "-A")
+	gitIn(t, pusher.clone, "-c", "user.name=r", "-c", "user.email=r@r", "commit", "-q", "-m", "racer")
+	gitIn(t, pusher.clone, "push", "-q", "origin", "HEAD:main")
+	racer := gitIn(t, pusher.clone, "rev-parse", "HEAD")
+	touch(t, filepath.Join(dir, "go"))
+	r := p.Wait()
+	if r.Code != 75 || !strings.Contains(r.Stdout, "refused  "+rest+"  refused (ValidationFailed)") {
+		t.Errorf("the rest, on a branch that moved to a change it fails with: want refused ValidationFailed\n%s", r)
+	}
+	if h := gitIn(t, bare, "rev-parse", "main"); h != racer {
+		t.Errorf("main is %s, want the racer's %s with nothing on top", h, racer)
+	}
+	on := landed(t, bare, "main")
+	if len(on[first]) != 1 || len(on[rest]) != 0 || len(on[culprit]) != 0 {
+		t.Errorf("main holds %v, want only %s", on, first)
+	}
+	if s := statusOf(t, hst, rest); s != "refused" {
+		t.Errorf("the rest is %s, want kept refused", s)
+	}
+}
+
+// A land SIGKILLed right after its push while a second land over an
+// overlapping set waits for the shared transaction: the second says
+// already for it (its note proves it), lands its own, and a third run
+// records the killed land's other transaction as already: each lands
+// once.
+func TestE2EAttack10KilledAfterPushWhileAnotherWaits(t *testing.T) {
+	_, bare, hst := batchRemote(t, "kw.git", map[string]string{"a.txt": "a\n"})
+	a := hst.open(map[string]string{"a1.txt": "a\n"})
+	b := hst.open(map[string]string{"b1.txt": "b\n"})
+	c := hst.open(map[string]string{"c1.txt": "c\n"})
+	pause := testbin.RealDir(t)
+	p1 := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Dir: hst.clone, Timeout: time.Minute,
+		Args: landArgs("true", a, b), Env: hst.environ("AIRLOCK_TEST_PAUSE=land-remote:pushed:" + pause)})
+	waitFile(t, filepath.Join(pause, "reached"))
+	p2 := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Dir: hst.clone, Timeout: time.Minute,
+		Args: landArgs("true", b, c), Env: hst.environ()})
+	if err := p1.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p1.Wait()
+	r2 := p2.Wait()
+	if r2.Code != 0 || !strings.Contains(r2.Stdout, "already  "+b) || !strings.Contains(r2.Stdout, "landed   "+c) {
+		t.Errorf("the second land: want %s already and %s landed\n%s", b, c, r2)
+	}
+	r3 := hst.run(nil, landArgs("true", a)...)
+	if r3.Code != 0 || !strings.Contains(r3.Stdout, "already  "+a) {
+		t.Errorf("the killed land's other transaction: want already\n%s", r3)
+	}
+	on := landed(t, bare, "main")
+	for _, id := range []string{a, b, c} {
+		if len(on[id]) != 1 {
+			t.Errorf("%s is on main %d times, want once", id, len(on[id]))
+		}
+		if s := statusOf(t, hst, id); s != "committed" {
+			t.Errorf("%s is %s, want committed", id, s)
+		}
+	}
+}
