@@ -575,3 +575,59 @@ func TestE2EAttack10KilledAfterPushWhileAnotherWaits(t *testing.T) {
 		}
 	}
 }
+
+// Another host lands into another branch of the same remote while a
+// batch waits to push: its receipt note moves refs/notes/airlock, the
+// batch's lease on the notes fails, and the batch starts over on the new
+// notes head: both branches' receipt chains verify, no note is lost.
+func TestE2EAttack10NotesMovedByAnotherBranchKeepsBothChains(t *testing.T) {
+	_, bare, hst := batchRemote(t, "n.git", map[string]string{"a.txt": "a\n"})
+	gitIn(t, bare, "branch", "other", "main")
+	racer := newRemoteHost(t, bare)
+	theirs := racer.open(map[string]string{"theirs.txt": "t\n"})
+	ids := []string{hst.open(map[string]string{"x.txt": "x\n"}), hst.open(map[string]string{"y.txt": "y\n"})}
+	pause := testbin.RealDir(t)
+	p := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Dir: hst.clone, Timeout: time.Minute,
+		Args: landArgs("true", ids...), Env: hst.environ("AIRLOCK_TEST_PAUSE=land-remote:built:"+pause, "AIRLOCK_TEST_JITTER=0")})
+	waitFile(t, filepath.Join(pause, "reached"))
+	if r := racer.run(nil, "land", "-q", "--remote", "origin", "--branch", "other", "--validate", "true", theirs); r.Code != 0 {
+		t.Fatalf("the other host's landing into other: %s", r)
+	}
+	touch(t, filepath.Join(pause, "continue"))
+	r := p.Wait()
+	if r.Code != 0 || strings.Count(r.Stdout, "attempts=2") != 2 {
+		t.Errorf("the batch whose notes lease lost: want both landed on attempt 2\n%s", r)
+	}
+	for branch, n := range map[string]string{"main": "receipts=2", "other": "receipts=1"} {
+		v := hst.run(nil, "receipt", "verify", "--remote", "origin", "--branch", branch)
+		if v.Code != 0 || !strings.Contains(v.Stdout, n) {
+			t.Errorf("receipt verify --remote on %s: want %s\n%s", branch, n, v)
+		}
+	}
+	if on := landed(t, bare, "other"); len(on[theirs]) != 1 {
+		t.Errorf("the other host's landing is not on other: %v", on)
+	}
+}
+
+// Against a branch whose head already fails its validator, a batch
+// refuses every transaction ValidationFailed (as landing them one at a
+// time would) and pushes nothing; the validator runs are logged for the
+// report.
+func TestE2EAttack10BrokenHeadRefusesAllPushesNothing(t *testing.T) {
+	const n = 8
+	_, bare, hst := batchRemote(t, "h.git", map[string]string{"a.txt": "a\n", "bad.txt": "already broken\n"})
+	runs := filepath.Join(testbin.RealDir(t), "runs")
+	var ids []string
+	for k := 0; k < n; k++ {
+		ids = append(ids, hst.open(map[string]string{fmt.Sprintf("f%d.txt", k): "x\n"}))
+	}
+	head := gitIn(t, bare, "rev-parse", "main")
+	r := hst.run(nil, landArgs(counter(runs), ids...)...)
+	if r.Code != 75 || strings.Count(r.Stdout, "refused (ValidationFailed)") != n {
+		t.Errorf("want all %d refused ValidationFailed\n%s", n, r)
+	}
+	if h := gitIn(t, bare, "rev-parse", "main"); h != head {
+		t.Errorf("main moved to %s", h)
+	}
+	t.Logf("a broken head: %d validator runs for %d transactions (one at a time: %d)", lineCount(t, runs), n, n)
+}
