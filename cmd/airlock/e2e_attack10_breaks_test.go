@@ -16,7 +16,7 @@ import (
 
 // Known breaks found by the attack10 review: each fails against main and
 // stays behind the build tag airlock_known_breaks until it is fixed.
-// Run: go test -tags 'airlock_faults airlock_known_breaks' -run TestE2EAttack10Break ./cmd/airlock
+// Run: go test -tags 'airlock_faults airlock_known_breaks' -run KnownBreakAttack10 ./cmd/airlock
 
 // A note rewritten and sealed again (the digest is documented as
 // recomputable by anyone, docs/json.md) is held only by what `receipt
@@ -28,7 +28,7 @@ import (
 // tx and landed_commit against the commit, and the previous links, so a
 // re-sealed note whose batch_tree names a tree the branch never held past
 // it, or whose counts contradict its commit's diff, verifies (exit 0).
-func TestE2EAttack10BreakResealedBatchNoteVerifies(t *testing.T) {
+func TestKnownBreakAttack10ResealedBatchNoteVerifies(t *testing.T) {
 	_, bare, hst := batchRemote(t, "z.git", map[string]string{"a.txt": "a\n"})
 	var ids []string
 	for k := 0; k < 3; k++ {
@@ -117,7 +117,7 @@ func TestE2EAttack10BreakResealedBatchNoteVerifies(t *testing.T) {
 // landedAlready (remote.go) compares only the receipt's landed_branch
 // (refs/heads/main) with the target ref; the receipt does not name the
 // remote, and the commit is not looked for on the branch asked for.
-func TestE2EAttack10BreakAlreadyOnAnotherRemote(t *testing.T) {
+func TestKnownBreakAttack10AlreadyOnAnotherRemote(t *testing.T) {
 	srv, bareX, hst := batchRemote(t, "x.git", map[string]string{"a.txt": "a\n"})
 	srv.seed(t, "y.git", map[string]string{"y.txt": "y\n"})
 	second := filepath.Join(hst.base, "second")
@@ -159,7 +159,7 @@ func TestE2EAttack10BreakAlreadyOnAnotherRemote(t *testing.T) {
 // on both, so "untouched"), never at an added path's parent directories;
 // `update-index --index-info` then replaces the file d with the
 // directory d that d/y needs.
-func TestE2EAttack10BreakAddUnderAFileMadeDeletesIt(t *testing.T) {
+func TestKnownBreakAttack10AddUnderAFileMadeDeletesIt(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		serial bool
