@@ -5,13 +5,10 @@ package main_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // Guarantees of checkpoint and rewind that do not hold today (attack11),
@@ -116,46 +113,6 @@ func TestKnownBreakAttack11RewindRestoresARewrittenRecordSilently(t *testing.T) 
 	b, _ := os.ReadFile(filepath.Join(staged, "a.txt"))
 	if r.Code == 0 && string(b) != "a at 1\n" {
 		t.Errorf("rewind to a rewritten record exited 0 and wrote a.txt = %q, not checkpoint 1's \"a at 1\\n\"\n%s", b, r.Stderr)
-	}
-}
-
-// TestKnownBreakAttack11PostToolUseCheckpointsAnotherSessionsTx: Claude
-// Code session sB's WorktreeCreate opens wtb; session sA, whose cwd is in
-// wtb's staged tree (a `cd` there, or a second agent started in it), runs
-// a tool. sA's PostToolUse hook checkpoints wtb, a transaction that is
-// not its session's (its record names sB).
-//
-// Root cause: postToolUse finds the transaction by cwd alone (Runner.find)
-// and checks only that some hook session opened it
-// (tx.Record().Session != ""), never that it is the input's session_id,
-// as sessionEnd does for the transaction it settles.
-func TestKnownBreakAttack11PostToolUseCheckpointsAnotherSessionsTx(t *testing.T) {
-	x := newH(t)
-	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
-	in := func(session, event, cwd string, kv ...any) string {
-		m := map[string]any{"session_id": session, "cwd": cwd, "hook_event_name": event}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		b, _ := json.Marshal(m)
-		return string(b)
-	}
-	r := testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "worktree-create"}, Dir: x.base,
-		Stdin: in("sB", "WorktreeCreate", x.base, "name", "wtb"), Env: x.environ(), Timeout: commandTimeout})
-	if r.Code != 0 {
-		t.Fatalf("worktree-create: %s", r)
-	}
-	staged := strings.TrimSpace(r.Stdout)
-	writeFile(t, filepath.Join(staged, "b.txt"), "written by session sB\n")
-	r = testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "post-tool-use"}, Dir: staged,
-		Stdin: in("sA", "PostToolUse", staged, "tool_name", "Bash", "tool_input", map[string]any{"command": "ls"}), Env: x.environ(), Timeout: commandTimeout})
-	if r.Code != 0 || r.Stdout != "" {
-		t.Fatalf("post-tool-use: %s", r)
-	}
-	cr := x.airlock("checkpoints", "wtb", "--json")
-	wantCode(t, cr, 0)
-	if n := strings.Count(cr.Stdout, `"number"`); n != 1 {
-		t.Errorf("session sA's hook left wtb (session sB's) with %d checkpoints, want 1 (WorktreeCreate's at open)\n%s", n, r.Stderr)
 	}
 }
 

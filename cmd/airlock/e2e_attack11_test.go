@@ -501,3 +501,38 @@ func TestAttack11UndoRestoresTheOriginalsNotACheckpoint(t *testing.T) {
 	wantCode(t, x.airlock("undo", "t1", "--workdir", x.base), 0)
 	wantTree(t, "base after undo", base, snapshot(t, x.base, nil))
 }
+
+// TestAttack11PostToolUseCheckpointsOnlyItsOwnSessionsTx: Claude Code session
+// sB's WorktreeCreate opens wtb; session sA, whose cwd is in wtb's staged
+// tree (a `cd` there, or a second agent started in it), runs a tool. sA's
+// PostToolUse hook takes no checkpoint of wtb, whose record names sB: only
+// the session that opened a transaction checkpoints it, as only it ends it.
+func TestAttack11PostToolUseCheckpointsOnlyItsOwnSessionsTx(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	in := func(session, event, cwd string, kv ...any) string {
+		m := map[string]any{"session_id": session, "cwd": cwd, "hook_event_name": event}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	r := testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "worktree-create"}, Dir: x.base,
+		Stdin: in("sB", "WorktreeCreate", x.base, "name", "wtb"), Env: x.environ(), Timeout: commandTimeout})
+	if r.Code != 0 {
+		t.Fatalf("worktree-create: %s", r)
+	}
+	staged := strings.TrimSpace(r.Stdout)
+	writeFile(t, filepath.Join(staged, "b.txt"), "written by session sB\n")
+	r = testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "post-tool-use"}, Dir: staged,
+		Stdin: in("sA", "PostToolUse", staged, "tool_name", "Bash", "tool_input", map[string]any{"command": "ls"}), Env: x.environ(), Timeout: commandTimeout})
+	if r.Code != 0 || r.Stdout != "" {
+		t.Fatalf("post-tool-use: %s", r)
+	}
+	cr := x.airlock("checkpoints", "wtb", "--json")
+	wantCode(t, cr, 0)
+	if n := strings.Count(cr.Stdout, `"number"`); n != 1 {
+		t.Errorf("session sA's hook left wtb (session sB's) with %d checkpoints, want 1 (WorktreeCreate's at open)\n%s", n, r.Stderr)
+	}
+}
