@@ -284,7 +284,7 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 		if c.Result.Kind != manifest.KindFile {
 			continue
 		}
-		if p, ok := proved[c.Path]; ok && manifest.SameStat(p, c.Result) && orig.Has(p.Digest) {
+		if p, ok := proved[c.Path]; ok && manifest.SameStat(p, c.Result) && reusable(orig, p.Digest, o.Auto == CheckpointByRewind) {
 			set.Changes[i].Result.Digest = p.Digest
 			continue
 		}
@@ -311,6 +311,21 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 		return nil, fmt.Errorf("checkpoint %s: record checkpoint %d: %w", t.ID(), n, err)
 	}
 	return r, nil
+}
+
+// reusable says whether a checkpoint may record a file by the digest the
+// last one proved, without reading it again: its object is in the store.
+// The checkpoint a rewind takes first (prove) is the only record of files
+// the rewind is about to replace, so there the object's bytes themselves
+// are proved; one that does not hold them sends the file to be read
+// again, from the live file, which put then stores over the bad object.
+// A checkpoint taken otherwise keeps the cheap check: a bad object it
+// names is found by the rewind that reads it, before anything is written.
+func reusable(orig *originals.Store, digest string, prove bool) bool {
+	if !prove {
+		return orig.Has(digest)
+	}
+	return orig.Verify(digest) == nil
 }
 
 // keepCheckpointed freezes the files of set from the staged workspace

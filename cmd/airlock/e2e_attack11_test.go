@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -16,6 +18,18 @@ import (
 // the staged tree) or a hostile same-user process would, and holds one
 // guarantee. The attacks that break a guarantee today are in
 // e2e_attack11_breaks_test.go (airlock_known_breaks).
+
+// attack11Object is the path of content's object in the base's content
+// store.
+func attack11Object(t *testing.T, x *h, content string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(content))
+	ms, err := filepath.Glob(filepath.Join(x.state, "bases", "*", "originals", "objects", hex.EncodeToString(sum[:])))
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("the content store holds %d objects of %q (%v)", len(ms), content, err)
+	}
+	return ms[0]
+}
 
 // attack11Diff is the transaction's change set as a patch, the oracle a
 // rewind's result is compared with.
@@ -535,4 +549,74 @@ func TestAttack11PostToolUseCheckpointsOnlyItsOwnSessionsTx(t *testing.T) {
 	if n := strings.Count(cr.Stdout, `"number"`); n != 1 {
 		t.Errorf("session sA's hook left wtb (session sB's) with %d checkpoints, want 1 (WorktreeCreate's at open)\n%s", n, r.Stderr)
 	}
+}
+
+// TestAttack11RewindNeverLosesBytesBehindATamperedObject: a same-user
+// process overwrites the stored object of a file the agent wrote
+// (checkpoint 2). The checkpoint a rewind to 1 takes first proves every
+// object it names by its bytes (one recorded by stat facts is hashed, one
+// already stored under the digest is compared and replaced when wrong),
+// so checkpoint 3 holds the file's good bytes and rewinding to it undoes
+// the rewind exactly.
+func TestAttack11RewindNeverLosesBytesBehindATamperedObject(t *testing.T) {
+	for _, reread := range []bool{false, true} {
+		name := "stat proved"
+		if reread {
+			name = "file read again"
+		}
+		t.Run(name, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+			wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+			staged := x.stagedPath("t1")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			writeFile(t, filepath.Join(staged, "a.txt"), "precious\n")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			obj := attack11Object(t, x, "precious\n")
+			must(t, os.Chmod(obj, 0o600))
+			must(t, os.WriteFile(obj, []byte("tampered\n"), 0o600))
+			if reread {
+				// A new ctime: the checkpoint reads the file again.
+				must(t, os.Chmod(filepath.Join(staged, "a.txt"), 0o640))
+				must(t, os.Chmod(filepath.Join(staged, "a.txt"), 0o644))
+			}
+			r := x.airlock("rewind", "t1", "1")
+			if r.Code != 0 {
+				t.Fatalf("rewind t1 1 (its bytes are the base's, untampered): exit %d\n%s", r.Code, r.Stderr)
+			}
+			r = x.airlock("rewind", "t1", "3")
+			b, _ := os.ReadFile(filepath.Join(staged, "a.txt"))
+			if r.Code != 0 || string(b) != "precious\n" {
+				t.Errorf("undoing the rewind (checkpoint 3): exit %d, a.txt %q, want \"precious\\n\"\n%s", r.Code, b, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestAttack11RewindRefusesATamperedObjectBeforeWriting: the object a
+// rewind would restore was overwritten by a same-user process. The rewind
+// hashes every object it reads before it writes anything: it is refused,
+// naming the path and the object, and the staged tree is as it was.
+func TestAttack11RewindRefusesATamperedObjectBeforeWriting(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "a.txt"), "a at 1\n")
+	writeFile(t, filepath.Join(staged, "b.txt"), "b at 1\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	writeFile(t, filepath.Join(staged, "a.txt"), "a later\n")
+	writeFile(t, filepath.Join(staged, "b.txt"), "b later\n")
+	before := snapshot(t, staged, nil)
+	obj := attack11Object(t, x, "b at 1\n")
+	must(t, os.Chmod(obj, 0o600))
+	must(t, os.WriteFile(obj, []byte("tampered\n"), 0o600))
+	r := x.airlock("rewind", "t1", "1")
+	wantCode(t, r, 125)
+	for _, want := range []string{"nothing was changed", "b.txt", obj} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("the refusal does not name %q:\n%s", want, r.Stderr)
+		}
+	}
+	wantTree(t, "staged after the refused rewind", before, snapshot(t, staged, nil))
 }

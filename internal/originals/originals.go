@@ -155,6 +155,37 @@ func (s *Store) Open(d string) (*os.File, error) {
 	return state.OpenFile(p, os.O_RDONLY, 0)
 }
 
+// BadObjectError says a stored object's bytes are not the ones its name
+// (their digest) says: something other than airlock wrote it.
+type BadObjectError struct {
+	Path   string // the object's file
+	Digest string // the digest its name says
+	Got    string // the digest of the bytes it holds
+}
+
+func (e *BadObjectError) Error() string {
+	return fmt.Sprintf("the content store's object %s does not hold the bytes its name says (%s): they hash to %s; a process other than airlock wrote it", e.Path, e.Digest, e.Got)
+}
+
+// Verify reads the object of d whole and proves its bytes are d's: an
+// existing name (Has) proves nothing about what a same-user process left
+// under it. A wrong object is a *BadObjectError.
+func (s *Store) Verify(d string) error {
+	f, err := s.Open(d)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	got, err := manifest.HashReader(f)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", s.ObjectPath(d), err)
+	}
+	if got != d {
+		return &BadObjectError{Path: s.ObjectPath(d), Digest: d, Got: got}
+	}
+	return nil
+}
+
 // Add keeps the file at src (whose bytes have digest e.Digest) as the
 // original of e.Path. src is moved into the store when it is on the same
 // file system, else copied; either way it is gone from src afterwards.
@@ -216,6 +247,21 @@ func (s *Store) put(e manifest.Entry, src string) (moved bool, err error) {
 		}
 		moved = true
 	case err == nil:
+		// An object already there is kept only once its bytes are proved
+		// to be its name's: one a same-user process overwrote is replaced
+		// by src, whose bytes the caller proved, rather than named again
+		// as if it held them.
+		var bad *BadObjectError
+		if verr := s.Verify(e.Digest); errors.As(verr, &bad) {
+			if err := os.Rename(src, dst); err != nil {
+				if err := copyFile(src, dst); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		} else if verr != nil {
+			return false, fmt.Errorf("originals: %w", verr)
+		}
 		// The object may have been renamed in by a process killed before
 		// its directory fsync: once per store, make what is there durable
 		// before the index names it again.

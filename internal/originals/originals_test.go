@@ -1,6 +1,7 @@
 package originals
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -267,5 +268,34 @@ func TestOpenCreatesNothing(t *testing.T) {
 	}
 	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
 		t.Errorf("Open created the store: %v", err)
+	}
+}
+
+// TestAddReplacesAnObjectWhoseBytesAreWrong: an object a same-user
+// process overwrote is not kept under its name when the same bytes are
+// added again: Verify finds it wrong, and Add stores the right bytes over
+// it.
+func TestAddReplacesAnObjectWhoseBytesAreWrong(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := keep(t, s, "a.txt", "precious\n", 100)
+	if err := s.Verify(e.Digest); err != nil {
+		t.Fatalf("Verify of an object as Add stored it: %v", err)
+	}
+	if err := os.WriteFile(s.ObjectPath(e.Digest), []byte("tampered\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var bad *BadObjectError
+	if err := s.Verify(e.Digest); !errors.As(err, &bad) || bad.Path != s.ObjectPath(e.Digest) {
+		t.Fatalf("Verify of an overwritten object: %v, want a *BadObjectError naming %s", err, s.ObjectPath(e.Digest))
+	}
+	keep(t, s, "a.txt", "precious\n", 100)
+	if got := read(t, s, e.Digest); got != "precious\n" {
+		t.Errorf("after Add of the same bytes the object holds %q, want %q", got, "precious\n")
+	}
+	if err := s.Verify(e.Digest); err != nil {
+		t.Errorf("Verify after Add replaced the object: %v", err)
 	}
 }
