@@ -2,6 +2,7 @@ package airlock
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -98,6 +99,7 @@ const (
 	checkpointSuffix     = ".json"
 	checkpointObjectsDir = "checkpoint-objects"
 	eventRewound         = "rewound"
+	eventCheckpointed    = "checkpointed"
 )
 
 func checkpointFile(n int) string { return checkpointPrefix + strconv.Itoa(n) + checkpointSuffix }
@@ -133,6 +135,95 @@ func (t *Tx) loadCheckpoint(n int) (*checkpointRecord, error) {
 		return nil, fmt.Errorf("transaction %s: checkpoint %d's record %s is not checkpoint %d's", t.ID(), n, t.st.Path(checkpointFile(n)), n)
 	}
 	return &r, nil
+}
+
+// sealOf is the digest of a checkpoint record as its file decodes: the
+// record encoded, decoded and encoded again, so that the seal taken as it
+// is written and the one taken as it is read are of the same bytes.
+func sealOf(r *checkpointRecord) (string, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	var back checkpointRecord
+	if err := json.Unmarshal(b, &back); err != nil {
+		return "", err
+	}
+	if b, err = json.Marshal(&back); err != nil {
+		return "", err
+	}
+	return manifest.HashBytes(b), nil
+}
+
+// TamperedCheckpointError refuses a rewind to a checkpoint whose record
+// is not the one recorded when it was taken: a process other than airlock
+// rewrote it, and restoring it would write bytes the checkpoint never
+// held as if they were exact.
+type TamperedCheckpointError struct {
+	Tx     string
+	Number int
+	Record string // the record's file
+	Why    string
+}
+
+func (e *TamperedCheckpointError) Error() string {
+	return fmt.Sprintf("transaction %s: checkpoint %d's record %s is not the one recorded when it was taken (%s): a process other than airlock rewrote it; rewind to another checkpoint", e.Tx, e.Number, e.Record, e.Why)
+}
+
+// verifyCheckpoint proves r is checkpoint r.Number as it was taken: its
+// seal in the event log (the last one of that number) is its digest, and
+// every file it records is one the content store's index recorded for
+// this transaction's checkpoints, at that path with that digest and those
+// stat facts. A checkpoint taken before seals were written has only the
+// second check. A same-user process that rewrites the record, its seal and
+// the index consistently is beyond what unsigned state can detect.
+func (t *Tx) verifyCheckpoint(orig *originals.Store, r *checkpointRecord) error {
+	bad := func(why string) error {
+		return &TamperedCheckpointError{Tx: t.ID(), Number: r.Number, Record: t.st.Path(checkpointFile(r.Number)), Why: why}
+	}
+	evs, err := t.st.Events()
+	if err != nil {
+		return err
+	}
+	want := ""
+	for _, ev := range evs {
+		if ev.Event != eventCheckpointed {
+			continue
+		}
+		if n, ok := ev.Detail["number"].(float64); ok && int(n) == r.Number {
+			want, _ = ev.Detail["record"].(string)
+		}
+	}
+	if want != "" {
+		got, err := sealOf(r)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return bad(fmt.Sprintf("its digest is %s, its seal in the event log %s", got, want))
+		}
+	}
+	recs, err := orig.Records()
+	if err != nil {
+		return err
+	}
+	kept := map[string][]manifest.Entry{}
+	for _, rec := range recs {
+		if rec.Kind == originals.KindCheckpoint && rec.TxID == t.ID() {
+			kept[rec.Entry.Path] = append(kept[rec.Entry.Path], rec.Entry)
+		}
+	}
+	for _, c := range r.Set.Changes {
+		if c.Result.Kind != manifest.KindFile {
+			continue
+		}
+		if !slices.ContainsFunc(kept[c.Path], func(e manifest.Entry) bool {
+			return e.Digest == c.Result.Digest && manifest.SameStat(e, c.Result)
+		}) {
+			return bad(fmt.Sprintf("%s with content %s is not among the files the content store %s kept for its checkpoints", c.Path, c.Result.Digest, orig.Dir()))
+		}
+	}
+	return nil
 }
 
 // Checkpoints lists the transaction's checkpoints, oldest first.
@@ -270,7 +361,10 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 	}
 	// What the last checkpoint proved: its files' stat facts and digests.
 	proved := map[string]manifest.Entry{}
-	if prev != nil && manifest.SameStat(prev.BaseRecord, stamp) {
+	// The checkpoint a rewind takes first reuses nothing from a previous
+	// record it cannot prove is the one recorded.
+	trustPrev := prev != nil && (o.Auto != CheckpointByRewind || t.verifyCheckpoint(orig, prev) == nil)
+	if trustPrev && manifest.SameStat(prev.BaseRecord, stamp) {
 		_, clock := t.store.clocks(t.Path())
 		for _, c := range prev.Set.Changes {
 			if c.Result.Kind == manifest.KindFile && c.Result.Digest != "" && clock.Proves(c.Result.CtimeNs, prev.WalkNs) {
@@ -307,6 +401,17 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 		n = ns[len(ns)-1] + 1
 	}
 	r := &checkpointRecord{Number: n, Time: time.Now().UTC(), Message: o.Message, Auto: o.Auto, WalkNs: walkNs, BaseRecord: stamp, Set: set}
+	// The seal goes to the event log before the record is published: a
+	// crash between them leaves a seal naming no record, which the next
+	// checkpoint, taking the same number, seals again (the last seal of a
+	// number is its record's), never a record without one.
+	seal, err := sealOf(r)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: seal checkpoint %d: %w", t.ID(), n, err)
+	}
+	if err := t.event(eventCheckpointed, map[string]any{"number": n, "record": seal}); err != nil {
+		return nil, err
+	}
 	if err := t.st.WriteOnce(checkpointFile(n), r); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: record checkpoint %d: %w", t.ID(), n, err)
 	}

@@ -84,11 +84,14 @@ func (t *Tx) Rewind(ctx context.Context, n int) (_ *Rewound, err error) {
 	if !manifest.SameStat(stamp, target.BaseRecord) {
 		return nil, fmt.Errorf("rewind %s to checkpoint %d: it was taken before the transaction was rebased, recovered or partly committed (commit ID -- PATH...), each of which moves the base its changes are measured against, and records its changes against the older one; rewind to a checkpoint taken since", t.ID(), n)
 	}
-	saved, err := t.checkpoint(ctx, CheckpointOptions{Message: "before rewind to " + strconv.Itoa(n), Auto: CheckpointByRewind})
+	orig, err := t.originals()
 	if err != nil {
 		return nil, err
 	}
-	orig, err := t.originals()
+	if err := t.verifyCheckpoint(orig, target); err != nil {
+		return nil, fmt.Errorf("rewind %s to checkpoint %d: nothing was changed: %w", t.ID(), n, err)
+	}
+	saved, err := t.checkpoint(ctx, CheckpointOptions{Message: "before rewind to " + strconv.Itoa(n), Auto: CheckpointByRewind})
 	if err != nil {
 		return nil, err
 	}

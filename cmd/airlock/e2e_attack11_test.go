@@ -209,7 +209,10 @@ func TestAttack11RewindRefusesEscapingNamesInARecord(t *testing.T) {
 			}
 			attack11Write(t, p, rec)
 			r := x.airlock("rewind", "t1", "1")
-			if r.Code != 125 || !strings.Contains(r.Stderr, "not a clean relative path beneath the root") {
+			// The record's seal refuses it first; the name check beneath
+			// the staged root holds should the seal and the index be
+			// rewritten to match.
+			if r.Code != 125 || !(strings.Contains(r.Stderr, "checkpoint 1's record") || strings.Contains(r.Stderr, "not a clean relative path beneath the root")) {
 				t.Fatalf("a rewind to a record naming %q: exit %d\n%s", target, r.Code, r.Stderr)
 			}
 			abs := target
@@ -619,4 +622,66 @@ func TestAttack11RewindRefusesATamperedObjectBeforeWriting(t *testing.T) {
 		}
 	}
 	wantTree(t, "staged after the refused rewind", before, snapshot(t, staged, nil))
+}
+
+// TestAttack11RewindRefusesARewrittenRecord: a same-user process
+// rewrites checkpoint 1's record so that a.txt's digest is b.txt's (an
+// object the store holds). The rewind checks the record against its seal
+// in the event log and against what the content store's index kept for
+// the transaction's checkpoints, and refuses it, naming the checkpoint,
+// with nothing changed; with the seal rewritten too, the index still
+// tells.
+func TestAttack11RewindRefusesARewrittenRecord(t *testing.T) {
+	for _, sealToo := range []bool{false, true} {
+		name := "record"
+		if sealToo {
+			name = "record and its seal"
+		}
+		t.Run(name, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
+			wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+			staged := x.stagedPath("t1")
+			writeFile(t, filepath.Join(staged, "a.txt"), "a at 1\n")
+			writeFile(t, filepath.Join(staged, "b.txt"), "b at 1\n")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			writeFile(t, filepath.Join(staged, "a.txt"), "a later\n")
+			before := snapshot(t, staged, nil)
+
+			p, rec := attack11Record(t, x, "t1", 1)
+			digests := map[string]any{}
+			for _, c := range attack11Changes(t, rec) {
+				digests[c["path"].(string)] = c["result"].(map[string]any)["digest"]
+			}
+			for _, c := range attack11Changes(t, rec) {
+				if c["path"] == "a.txt" {
+					c["result"].(map[string]any)["digest"] = digests["b.txt"]
+				}
+			}
+			attack11Write(t, p, rec)
+			if sealToo {
+				// The seal dropped from the event log: only the content
+				// store's index is left to tell.
+				ev := filepath.Join(x.state, "tx", "t1", "events.jsonl")
+				b, err := os.ReadFile(ev)
+				must(t, err)
+				var kept []string
+				for _, l := range strings.SplitAfter(string(b), "\n") {
+					if !strings.Contains(l, `"checkpointed"`) {
+						kept = append(kept, l)
+					}
+				}
+				must(t, os.WriteFile(ev, []byte(strings.Join(kept, "")), 0o600))
+			}
+
+			r := x.airlock("rewind", "t1", "1")
+			wantCode(t, r, 125)
+			for _, want := range []string{"checkpoint 1's record", "nothing was changed"} {
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("the refusal does not say %q:\n%s", want, r.Stderr)
+				}
+			}
+			wantTree(t, "staged after the refused rewind", before, snapshot(t, staged, nil))
+		})
+	}
 }
