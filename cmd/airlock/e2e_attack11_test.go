@@ -685,3 +685,34 @@ func TestAttack11RewindRefusesARewrittenRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestAttack11RewindAfterAnotherCommitOverAnUntouchedFile: t1 and t2 are
+// open over one base; t1 takes checkpoint 1 (a.txt untouched), then edits
+// a.txt; t2 commits its own a.txt. Rewind t1 1 writes a.txt's bytes at
+// open and succeeds, and show counts no change: the change set compares a
+// staged file with the base's bytes at open (the content store keeps
+// them: t2's commit kept a.txt's original), not with the live base.
+func TestAttack11RewindAfterAnotherCommitOverAnUntouchedFile(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t2"), 0)
+	s1, s2 := x.stagedPath("t1"), x.stagedPath("t2")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	at1 := snapshot(t, s1, nil)
+	writeFile(t, filepath.Join(s1, "a.txt"), "t1's own a\n")
+	writeFile(t, filepath.Join(s2, "a.txt"), "t2 committed a\n")
+	wantCode(t, x.airlock("commit", "t2"), 0)
+	r := x.airlock("rewind", "t1", "1")
+	if r.Code != 0 {
+		t.Errorf("rewind t1 1 with nothing writing: exit %d\n%s", r.Code, r.Stderr)
+	}
+	wantTree(t, "t1 after rewind 1", at1, snapshot(t, s1, nil))
+	show := x.airlock("show", "t1")
+	if !strings.Contains(show.Stdout, "+0 ~0 -0") {
+		t.Errorf("t1 holds checkpoint 1's tree (no change) but show says:\n%s", show.Stdout)
+	}
+	if d := attack11Diff(t, x, "t1"); d != "" {
+		t.Errorf("t1 holds checkpoint 1's tree (no change) but diff prints:\n%s", d)
+	}
+}
