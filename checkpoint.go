@@ -2,10 +2,13 @@ package airlock
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +19,7 @@ import (
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/progress"
+	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/stage"
 )
 
@@ -393,6 +397,9 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 			set.Changes[i].Result.Digest = fresh.Changes[k].Result.Digest
 		}
 	}
+	if err := t.keepAtOpen(ctx, orig, set); err != nil {
+		return nil, err
+	}
 	if o.IfChanged && prev != nil && manifest.SameStat(prev.BaseRecord, stamp) && prev.Set.Digest() == set.Digest() {
 		return prev, errUnchanged
 	}
@@ -431,6 +438,108 @@ func reusable(orig *originals.Store, digest string, prove bool) bool {
 		return orig.Has(digest)
 	}
 	return orig.Verify(digest) == nil
+}
+
+// atOpenDir is where keepAtOpen copies base files before the content
+// store takes them.
+const atOpenDir = "at-open-objects"
+
+// keepAtOpen keeps, for each file of the base set changes, its bytes as
+// the transaction opened with them, once: a rewind to an earlier
+// checkpoint, where the path was untouched, restores those bytes, and the
+// staged copy that held them is gone. They are read from the base while
+// its stat facts still prove them (as at open, before the read and after
+// it); a path whose base file moved since is skipped, and a rewind that
+// needs it is refused then, as the at-open bytes were not kept.
+func (t *Tx) keepAtOpen(ctx context.Context, orig *originals.Store, set *changeset.Set) error {
+	var want []manifest.Entry
+	for _, c := range set.Changes {
+		if c.Base.Kind != manifest.KindFile {
+			continue
+		}
+		e := c.Base
+		e.Path = c.Path
+		if _, ok := orig.Lookup(e); ok {
+			continue
+		}
+		want = append(want, e)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	dir := t.st.Path(atOpenDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", t.ID(), err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", t.ID(), err)
+	}
+	root, err := safefs.OpenRootNoFollow(t.Base())
+	if err != nil {
+		return nil // a base gone or swapped proves nothing: nothing to keep
+	}
+	defer root.Close()
+	var es []manifest.Entry
+	var srcs []string
+	for _, e := range want {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		src, d, ok := copyAtOpen(root, dir, filepath.Join(t.Base(), filepath.FromSlash(e.Path)), e)
+		if !ok {
+			continue
+		}
+		e.Digest = d
+		es, srcs = append(es, e), append(srcs, src)
+	}
+	if len(es) == 0 {
+		return nil
+	}
+	sb, err := t.stateBase()
+	if err != nil {
+		return err
+	}
+	unlock, err := sb.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := orig.AddAll(originals.KindAtOpen, t.ID(), es, srcs); err != nil {
+		return fmt.Errorf("checkpoint %s: keep the base's bytes at open in %s: %w", t.ID(), orig.Dir(), err)
+	}
+	return nil
+}
+
+// copyAtOpen copies the base file e (at abs) into dir, durably, and
+// returns the copy and its digest, or ok false when the base file is not
+// the one e measured, before or after the copy.
+func copyAtOpen(root *safefs.Root, dir, abs string, e manifest.Entry) (src, digest string, ok bool) {
+	in, err := changeset.OpenOriginal(root, e)
+	if err != nil {
+		return "", "", false
+	}
+	defer in.Close()
+	out, err := os.CreateTemp(dir, "at-open-*")
+	if err != nil {
+		return "", "", false
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), io.LimitReader(in, e.Size+1))
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", "", false
+	}
+	now, err := manifest.Lstat(abs)
+	if err != nil || !manifest.SameStat(now, e) {
+		return "", "", false
+	}
+	return out.Name(), manifest.Sum(h), true
 }
 
 // keepCheckpointed freezes the files of set from the staged workspace

@@ -16,8 +16,10 @@ import (
 // The outside review of checkpoint, checkpoints and rewind (attack11):
 // each test drives the real binary as a user, an agent (which controls
 // the staged tree) or a hostile same-user process would, and holds one
-// guarantee. The attacks that break a guarantee today are in
-// e2e_attack11_breaks_test.go (airlock_known_breaks).
+// guarantee. The five the review found broken (a tampered object, a
+// rewritten record, another session's hook, another commit over an
+// untouched file, the human editing the base) were fixed, and their tests
+// are here.
 
 // attack11Object is the path of content's object in the base's content
 // store.
@@ -715,4 +717,61 @@ func TestAttack11RewindAfterAnotherCommitOverAnUntouchedFile(t *testing.T) {
 	if d := attack11Diff(t, x, "t1"); d != "" {
 		t.Errorf("t1 holds checkpoint 1's tree (no change) but diff prints:\n%s", d)
 	}
+}
+
+// TestAttack11RewindAfterTheHumanEditsTheBase: checkpoint 1 has a.txt
+// untouched; the agent then deletes (or rewrites) it and checkpoint 2
+// records that, while the base's a.txt still proves its bytes at open:
+// checkpoint 2 keeps them in the content store. The human then edits the
+// base's a.txt; rewind 1 restores the bytes at open from the store.
+func TestAttack11RewindAfterTheHumanEditsTheBase(t *testing.T) {
+	for _, agent := range []string{"deletes", "rewrites"} {
+		t.Run(agent, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+			wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+			staged := x.stagedPath("t1")
+			writeFile(t, filepath.Join(staged, "b.txt"), "b\n")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			at1 := snapshot(t, staged, nil)
+			if agent == "deletes" {
+				must(t, os.Remove(filepath.Join(staged, "a.txt")))
+			} else {
+				writeFile(t, filepath.Join(staged, "a.txt"), "the agent's a\n")
+			}
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			writeFile(t, filepath.Join(x.base, "a.txt"), "the human's a\n")
+			r := x.airlock("rewind", "t1", "1")
+			if r.Code != 0 {
+				t.Fatalf("rewind t1 1 after the human edited the base: exit %d\n%s", r.Code, r.Stderr)
+			}
+			wantTree(t, "staged after rewind 1", at1, snapshot(t, staged, nil))
+		})
+	}
+}
+
+// TestAttack11RewindRefusedWhenNoCheckpointSawTheBytesAtOpen: checkpoint 1
+// has a.txt untouched; the agent deletes it and the human edits the base's
+// a.txt before any checkpoint recorded the deletion. No copy of a.txt's
+// bytes at open is left (the staged one is deleted, the base's rewritten,
+// no commit or checkpoint kept them): the rewind to 1 is refused, naming
+// the path, and the staged tree is as it was.
+func TestAttack11RewindRefusedWhenNoCheckpointSawTheBytesAtOpen(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "b.txt"), "b\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	must(t, os.Remove(filepath.Join(staged, "a.txt")))
+	writeFile(t, filepath.Join(x.base, "a.txt"), "the human's a\n")
+	before := snapshot(t, staged, nil)
+	r := x.airlock("rewind", "t1", "1")
+	wantCode(t, r, 125)
+	for _, want := range []string{"a.txt", "its content at open was not kept", "nothing was changed"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, r.Stderr)
+		}
+	}
+	wantTree(t, "staged after the refused rewind", before, snapshot(t, staged, nil))
 }

@@ -40,13 +40,21 @@ type Record struct {
 	// Kind is "" for an original a commit replaced, KindCheckpoint for
 	// content a transaction's checkpoint recorded from its staged
 	// workspace: the same objects, deduplicated, but never an ancestor
-	// (Lookup skips it) and kept only while that transaction is open.
+	// (Lookup skips it) and kept only while that transaction is open;
+	// KindAtOpen for a base file's bytes at open that a checkpoint kept.
 	Kind string `json:"kind,omitempty"`
 }
 
 // KindCheckpoint marks a record whose bytes a checkpoint of transaction
 // TxID recorded; its Entry's stat facts are those of the staged file.
 const KindCheckpoint = "checkpoint"
+
+// KindAtOpen marks a record of a base file's bytes as a transaction
+// opened with them, kept by a checkpoint of TxID that recorded the path
+// changed while the base file's stat facts still proved them. Like an
+// original, its Entry's stat facts are the base file's, and Lookup finds
+// it: the bytes a path held with exactly those facts.
+const KindAtOpen = "at_open"
 
 // Store is a base's store of originals.
 type Store struct {
@@ -336,7 +344,7 @@ func (s *Store) Lookup(e manifest.Entry) (string, bool) {
 	defer s.mu.Unlock()
 	recs := s.byPath[e.Path]
 	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Kind != "" {
+		if recs[i].Kind == KindCheckpoint {
 			continue
 		}
 		r := recs[i].Entry

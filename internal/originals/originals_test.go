@@ -299,3 +299,32 @@ func TestAddReplacesAnObjectWhoseBytesAreWrong(t *testing.T) {
 		t.Errorf("Verify after Add replaced the object: %v", err)
 	}
 }
+
+// TestLookupFindsBytesAtOpenNotCheckpoints: a base file's bytes at open
+// that a checkpoint kept (KindAtOpen) are what the path held with those
+// stat facts, and Lookup finds them; a checkpoint's staged bytes are not.
+func TestLookupFindsBytesAtOpenNotCheckpoints(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind  string
+		found bool
+	}{{KindAtOpen, true}, {KindCheckpoint, false}} {
+		src := filepath.Join(t.TempDir(), "src")
+		content := "bytes " + tc.kind + "\n"
+		if err := os.WriteFile(src, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e := manifest.Entry{Path: tc.kind + ".txt", Kind: manifest.KindFile, Mode: 0o644, Size: int64(len(content)),
+			MtimeNs: 1, CtimeNs: 2, Ino: 7, Dev: 9, Digest: manifest.HashBytes([]byte(content))}
+		if err := s.AddKind(tc.kind, "tx1", e, src); err != nil {
+			t.Fatal(err)
+		}
+		d, ok := s.Lookup(e)
+		if ok != tc.found || (ok && d != e.Digest) {
+			t.Errorf("Lookup of a %s record: %q, %v; want found %v", tc.kind, d, ok, tc.found)
+		}
+	}
+}
