@@ -397,7 +397,7 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 			set.Changes[i].Result.Digest = fresh.Changes[k].Result.Digest
 		}
 	}
-	if err := t.keepAtOpen(ctx, orig, set); err != nil {
+	if err := t.keepAtOpen(ctx, orig, set, prev); err != nil {
 		return nil, err
 	}
 	if o.IfChanged && prev != nil && manifest.SameStat(prev.BaseRecord, stamp) && prev.Set.Digest() == set.Digest() {
@@ -451,10 +451,24 @@ const atOpenDir = "at-open-objects"
 // its stat facts still prove them (as at open, before the read and after
 // it); a path whose base file moved since is skipped, and a rewind that
 // needs it is refused then, as the at-open bytes were not kept.
-func (t *Tx) keepAtOpen(ctx context.Context, orig *originals.Store, set *changeset.Set) error {
+//
+// A path the previous checkpoint recorded changed over the same base
+// file was handled by it: only paths changed since are looked up, so
+// that the store's index is read only when there are some, and a
+// checkpoint's cost stays what changed since the last one.
+func (t *Tx) keepAtOpen(ctx context.Context, orig *originals.Store, set *changeset.Set, prev *checkpointRecord) error {
+	seen := map[string]manifest.Entry{}
+	if prev != nil {
+		for _, c := range prev.Set.Changes {
+			seen[c.Path] = c.Base
+		}
+	}
 	var want []manifest.Entry
 	for _, c := range set.Changes {
 		if c.Base.Kind != manifest.KindFile {
+			continue
+		}
+		if b, ok := seen[c.Path]; ok && manifest.SameStat(b, c.Base) {
 			continue
 		}
 		e := c.Base
