@@ -2,9 +2,13 @@ package airlock
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +19,7 @@ import (
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/progress"
+	"github.com/airlockdev/airlock/internal/safefs"
 	"github.com/airlockdev/airlock/internal/stage"
 )
 
@@ -98,6 +103,7 @@ const (
 	checkpointSuffix     = ".json"
 	checkpointObjectsDir = "checkpoint-objects"
 	eventRewound         = "rewound"
+	eventCheckpointed    = "checkpointed"
 )
 
 func checkpointFile(n int) string { return checkpointPrefix + strconv.Itoa(n) + checkpointSuffix }
@@ -133,6 +139,95 @@ func (t *Tx) loadCheckpoint(n int) (*checkpointRecord, error) {
 		return nil, fmt.Errorf("transaction %s: checkpoint %d's record %s is not checkpoint %d's", t.ID(), n, t.st.Path(checkpointFile(n)), n)
 	}
 	return &r, nil
+}
+
+// sealOf is the digest of a checkpoint record as its file decodes: the
+// record encoded, decoded and encoded again, so that the seal taken as it
+// is written and the one taken as it is read are of the same bytes.
+func sealOf(r *checkpointRecord) (string, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return "", err
+	}
+	var back checkpointRecord
+	if err := json.Unmarshal(b, &back); err != nil {
+		return "", err
+	}
+	if b, err = json.Marshal(&back); err != nil {
+		return "", err
+	}
+	return manifest.HashBytes(b), nil
+}
+
+// TamperedCheckpointError refuses a rewind to a checkpoint whose record
+// is not the one recorded when it was taken: a process other than airlock
+// rewrote it, and restoring it would write bytes the checkpoint never
+// held as if they were exact.
+type TamperedCheckpointError struct {
+	Tx     string
+	Number int
+	Record string // the record's file
+	Why    string
+}
+
+func (e *TamperedCheckpointError) Error() string {
+	return fmt.Sprintf("transaction %s: checkpoint %d's record %s is not the one recorded when it was taken (%s): a process other than airlock rewrote it; rewind to another checkpoint", e.Tx, e.Number, e.Record, e.Why)
+}
+
+// verifyCheckpoint proves r is checkpoint r.Number as it was taken: its
+// seal in the event log (the last one of that number) is its digest, and
+// every file it records is one the content store's index recorded for
+// this transaction's checkpoints, at that path with that digest and those
+// stat facts. A checkpoint taken before seals were written has only the
+// second check. A same-user process that rewrites the record, its seal and
+// the index consistently is beyond what unsigned state can detect.
+func (t *Tx) verifyCheckpoint(orig *originals.Store, r *checkpointRecord) error {
+	bad := func(why string) error {
+		return &TamperedCheckpointError{Tx: t.ID(), Number: r.Number, Record: t.st.Path(checkpointFile(r.Number)), Why: why}
+	}
+	evs, err := t.st.Events()
+	if err != nil {
+		return err
+	}
+	want := ""
+	for _, ev := range evs {
+		if ev.Event != eventCheckpointed {
+			continue
+		}
+		if n, ok := ev.Detail["number"].(float64); ok && int(n) == r.Number {
+			want, _ = ev.Detail["record"].(string)
+		}
+	}
+	if want != "" {
+		got, err := sealOf(r)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return bad(fmt.Sprintf("its digest is %s, its seal in the event log %s", got, want))
+		}
+	}
+	recs, err := orig.Records()
+	if err != nil {
+		return err
+	}
+	kept := map[string][]manifest.Entry{}
+	for _, rec := range recs {
+		if rec.Kind == originals.KindCheckpoint && rec.TxID == t.ID() {
+			kept[rec.Entry.Path] = append(kept[rec.Entry.Path], rec.Entry)
+		}
+	}
+	for _, c := range r.Set.Changes {
+		if c.Result.Kind != manifest.KindFile {
+			continue
+		}
+		if !slices.ContainsFunc(kept[c.Path], func(e manifest.Entry) bool {
+			return e.Digest == c.Result.Digest && manifest.SameStat(e, c.Result)
+		}) {
+			return bad(fmt.Sprintf("%s with content %s is not among the files the content store %s kept for its checkpoints", c.Path, c.Result.Digest, orig.Dir()))
+		}
+	}
+	return nil
 }
 
 // Checkpoints lists the transaction's checkpoints, oldest first.
@@ -270,7 +365,10 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 	}
 	// What the last checkpoint proved: its files' stat facts and digests.
 	proved := map[string]manifest.Entry{}
-	if prev != nil && manifest.SameStat(prev.BaseRecord, stamp) {
+	// The checkpoint a rewind takes first reuses nothing from a previous
+	// record it cannot prove is the one recorded.
+	trustPrev := prev != nil && (o.Auto != CheckpointByRewind || t.verifyCheckpoint(orig, prev) == nil)
+	if trustPrev && manifest.SameStat(prev.BaseRecord, stamp) {
 		_, clock := t.store.clocks(t.Path())
 		for _, c := range prev.Set.Changes {
 			if c.Result.Kind == manifest.KindFile && c.Result.Digest != "" && clock.Proves(c.Result.CtimeNs, prev.WalkNs) {
@@ -284,7 +382,7 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 		if c.Result.Kind != manifest.KindFile {
 			continue
 		}
-		if p, ok := proved[c.Path]; ok && manifest.SameStat(p, c.Result) && orig.Has(p.Digest) {
+		if p, ok := proved[c.Path]; ok && manifest.SameStat(p, c.Result) && reusable(orig, p.Digest, o.Auto == CheckpointByRewind) {
 			set.Changes[i].Result.Digest = p.Digest
 			continue
 		}
@@ -299,6 +397,9 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 			set.Changes[i].Result.Digest = fresh.Changes[k].Result.Digest
 		}
 	}
+	if err := t.keepAtOpen(ctx, orig, set, prev); err != nil {
+		return nil, err
+	}
 	if o.IfChanged && prev != nil && manifest.SameStat(prev.BaseRecord, stamp) && prev.Set.Digest() == set.Digest() {
 		return prev, errUnchanged
 	}
@@ -307,10 +408,152 @@ func (t *Tx) checkpoint(ctx context.Context, o CheckpointOptions) (*checkpointRe
 		n = ns[len(ns)-1] + 1
 	}
 	r := &checkpointRecord{Number: n, Time: time.Now().UTC(), Message: o.Message, Auto: o.Auto, WalkNs: walkNs, BaseRecord: stamp, Set: set}
+	// The seal goes to the event log before the record is published: a
+	// crash between them leaves a seal naming no record, which the next
+	// checkpoint, taking the same number, seals again (the last seal of a
+	// number is its record's), never a record without one.
+	seal, err := sealOf(r)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: seal checkpoint %d: %w", t.ID(), n, err)
+	}
+	if err := t.event(eventCheckpointed, map[string]any{"number": n, "record": seal}); err != nil {
+		return nil, err
+	}
 	if err := t.st.WriteOnce(checkpointFile(n), r); err != nil {
 		return nil, fmt.Errorf("checkpoint %s: record checkpoint %d: %w", t.ID(), n, err)
 	}
 	return r, nil
+}
+
+// reusable says whether a checkpoint may record a file by the digest the
+// last one proved, without reading it again: its object is in the store.
+// The checkpoint a rewind takes first (prove) is the only record of files
+// the rewind is about to replace, so there the object's bytes themselves
+// are proved; one that does not hold them sends the file to be read
+// again, from the live file, which put then stores over the bad object.
+// A checkpoint taken otherwise keeps the cheap check: a bad object it
+// names is found by the rewind that reads it, before anything is written.
+func reusable(orig *originals.Store, digest string, prove bool) bool {
+	if !prove {
+		return orig.Has(digest)
+	}
+	return orig.Verify(digest) == nil
+}
+
+// atOpenDir is where keepAtOpen copies base files before the content
+// store takes them.
+const atOpenDir = "at-open-objects"
+
+// keepAtOpen keeps, for each file of the base set changes, its bytes as
+// the transaction opened with them, once: a rewind to an earlier
+// checkpoint, where the path was untouched, restores those bytes, and the
+// staged copy that held them is gone. They are read from the base while
+// its stat facts still prove them (as at open, before the read and after
+// it); a path whose base file moved since is skipped, and a rewind that
+// needs it is refused then, as the at-open bytes were not kept.
+//
+// A path the previous checkpoint recorded changed over the same base
+// file was handled by it: only paths changed since are looked up, so
+// that the store's index is read only when there are some, and a
+// checkpoint's cost stays what changed since the last one.
+func (t *Tx) keepAtOpen(ctx context.Context, orig *originals.Store, set *changeset.Set, prev *checkpointRecord) error {
+	seen := map[string]manifest.Entry{}
+	if prev != nil {
+		for _, c := range prev.Set.Changes {
+			seen[c.Path] = c.Base
+		}
+	}
+	var want []manifest.Entry
+	for _, c := range set.Changes {
+		if c.Base.Kind != manifest.KindFile {
+			continue
+		}
+		if b, ok := seen[c.Path]; ok && manifest.SameStat(b, c.Base) {
+			continue
+		}
+		e := c.Base
+		e.Path = c.Path
+		if _, ok := orig.Lookup(e); ok {
+			continue
+		}
+		want = append(want, e)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	dir := t.st.Path(atOpenDir)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", t.ID(), err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", t.ID(), err)
+	}
+	root, err := safefs.OpenRootNoFollow(t.Base())
+	if err != nil {
+		return nil // a base gone or swapped proves nothing: nothing to keep
+	}
+	defer root.Close()
+	var es []manifest.Entry
+	var srcs []string
+	for _, e := range want {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		src, d, ok := copyAtOpen(root, dir, filepath.Join(t.Base(), filepath.FromSlash(e.Path)), e)
+		if !ok {
+			continue
+		}
+		e.Digest = d
+		es, srcs = append(es, e), append(srcs, src)
+	}
+	if len(es) == 0 {
+		return nil
+	}
+	sb, err := t.stateBase()
+	if err != nil {
+		return err
+	}
+	unlock, err := sb.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := orig.AddAll(originals.KindAtOpen, t.ID(), es, srcs); err != nil {
+		return fmt.Errorf("checkpoint %s: keep the base's bytes at open in %s: %w", t.ID(), orig.Dir(), err)
+	}
+	return nil
+}
+
+// copyAtOpen copies the base file e (at abs) into dir, durably, and
+// returns the copy and its digest, or ok false when the base file is not
+// the one e measured, before or after the copy.
+func copyAtOpen(root *safefs.Root, dir, abs string, e manifest.Entry) (src, digest string, ok bool) {
+	in, err := changeset.OpenOriginal(root, e)
+	if err != nil {
+		return "", "", false
+	}
+	defer in.Close()
+	out, err := os.CreateTemp(dir, "at-open-*")
+	if err != nil {
+		return "", "", false
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(out, h), io.LimitReader(in, e.Size+1))
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", "", false
+	}
+	now, err := manifest.Lstat(abs)
+	if err != nil || !manifest.SameStat(now, e) {
+		return "", "", false
+	}
+	return out.Name(), manifest.Sum(h), true
 }
 
 // keepCheckpointed freezes the files of set from the staged workspace

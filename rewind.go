@@ -84,11 +84,14 @@ func (t *Tx) Rewind(ctx context.Context, n int) (_ *Rewound, err error) {
 	if !manifest.SameStat(stamp, target.BaseRecord) {
 		return nil, fmt.Errorf("rewind %s to checkpoint %d: it was taken before the transaction was rebased, recovered or partly committed (commit ID -- PATH...), each of which moves the base its changes are measured against, and records its changes against the older one; rewind to a checkpoint taken since", t.ID(), n)
 	}
-	saved, err := t.checkpoint(ctx, CheckpointOptions{Message: "before rewind to " + strconv.Itoa(n), Auto: CheckpointByRewind})
+	orig, err := t.originals()
 	if err != nil {
 		return nil, err
 	}
-	orig, err := t.originals()
+	if err := t.verifyCheckpoint(orig, target); err != nil {
+		return nil, fmt.Errorf("rewind %s to checkpoint %d: nothing was changed: %w", t.ID(), n, err)
+	}
+	saved, err := t.checkpoint(ctx, CheckpointOptions{Message: "before rewind to " + strconv.Itoa(n), Auto: CheckpointByRewind})
 	if err != nil {
 		return nil, err
 	}
@@ -98,18 +101,18 @@ func (t *Tx) Rewind(ctx context.Context, n int) (_ *Rewound, err error) {
 		return nil, fmt.Errorf("rewind %s: open the staged workspace %s: %w", t.ID(), t.Path(), err)
 	}
 	defer root.Close()
-	// Every byte the rewind writes must be at hand before it writes
-	// any: a checkpoint's in the content store, the base's at open where
-	// it still is.
+	// Every byte the rewind writes must be at hand, and proved to be the
+	// bytes recorded, before it writes any: a checkpoint's in the content
+	// store, the base's at open where it still is. Proving them only as
+	// they are copied would find a bad one after the staged file it
+	// replaces, possibly its only good copy, is gone.
 	for _, s := range steps {
 		if s.want.Kind != manifest.KindFile {
 			continue
 		}
-		rc, err := t.rewindSource(orig, s)
-		if err != nil {
+		if err := t.proveSource(orig, s); err != nil {
 			return nil, fmt.Errorf("rewind %s to checkpoint %d: nothing was changed: %w", t.ID(), n, err)
 		}
-		rc.Close()
 	}
 	// A test writes the staged tree here, after the state the rewind
 	// works from was recorded, and again once it has written.
@@ -215,6 +218,27 @@ func (t *Tx) rewindSource(orig *originals.Store, s rewindStep) (io.ReadCloser, e
 		return nil, fmt.Errorf("%s: the content the checkpoint recorded (%s) is no longer in the content store %s", s.path, s.want.Digest, orig.Dir())
 	}
 	return orig.Open(s.want.Digest)
+}
+
+// proveSource reads the bytes a step writes whole and checks them
+// against the digest recorded, where one was.
+func (t *Tx) proveSource(orig *originals.Store, s rewindStep) error {
+	rc, err := t.rewindSource(orig, s)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	d, err := manifest.HashReader(rc)
+	if err != nil {
+		return fmt.Errorf("%s: read the content to restore: %w", s.path, err)
+	}
+	if s.want.Digest != "" && d != s.want.Digest && !s.atOpen {
+		return fmt.Errorf("%s: %w", s.path, &originals.BadObjectError{Path: orig.ObjectPath(s.want.Digest), Digest: s.want.Digest, Got: d})
+	}
+	if s.want.Digest != "" && d != s.want.Digest {
+		return fmt.Errorf("%s: its content at open read now (%s) is not the content recorded (%s)", s.path, d, s.want.Digest)
+	}
+	return nil
 }
 
 // rewinder writes the steps of one rewind beneath the staged workspace's

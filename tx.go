@@ -1,9 +1,11 @@
 package airlock
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"slices"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/originals"
 	"github.com/airlockdev/airlock/internal/pool"
 	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/selector"
@@ -277,7 +280,7 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 	if rootAfter, err := manifest.Lstat(t.Path()); rerr == nil && err == nil && rootBefore.Kind == manifest.KindDir && manifest.SameStat(rootBefore, rootAfter) {
 		t.walkedRoot = pool.FileID{Dev: rootAfter.Dev, Ino: rootAfter.Ino}
 	}
-	set, err := changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path()})
+	set, err := changeset.Diff(ctx, changeset.Input{Base: base, StagedOpen: open, Staged: now, BaseDir: t.Base(), StagedDir: t.Path(), AtOpen: t.atOpenBytes(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -287,6 +290,34 @@ func (t *Tx) diffFrom(ctx context.Context, view string) (*changeset.Set, error) 
 		t.poolSrc = pool.Source(base, open, now)
 	}
 	return set, nil
+}
+
+// atOpenBytes is the diff's source of a base file's bytes at open once
+// the base file no longer proves them: the content store (an airlock
+// commit's original, or a checkpoint's at-open copy), each object proved
+// by its digest before it is compared, then a git HEAD that was clean at
+// open. Without them a file whose stat facts moved counts as changed
+// whenever the live base did, and show, diff and a rewind's re-measure
+// disagree about a file that holds exactly its bytes at open.
+func (t *Tx) atOpenBytes(ctx context.Context) func(manifest.Entry) (io.ReadCloser, bool) {
+	var orig *originals.Store
+	return func(b manifest.Entry) (io.ReadCloser, bool) {
+		if orig == nil {
+			var err error
+			if orig, err = t.originals(); err != nil {
+				return nil, false
+			}
+		}
+		if d, ok := orig.Lookup(b); ok && orig.Verify(d) == nil {
+			if f, err := orig.Open(d); err == nil {
+				return f, true
+			}
+		}
+		if blob, ok, err := t.headBlob(ctx, b); err == nil && ok {
+			return io.NopCloser(bytes.NewReader(blob)), true
+		}
+		return nil, false
+	}
 }
 
 // loadManifest reads one of the transaction's manifests through the state

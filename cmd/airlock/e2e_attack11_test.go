@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,8 +16,22 @@ import (
 // The outside review of checkpoint, checkpoints and rewind (attack11):
 // each test drives the real binary as a user, an agent (which controls
 // the staged tree) or a hostile same-user process would, and holds one
-// guarantee. The attacks that break a guarantee today are in
-// e2e_attack11_breaks_test.go (airlock_known_breaks).
+// guarantee. The five the review found broken (a tampered object, a
+// rewritten record, another session's hook, another commit over an
+// untouched file, the human editing the base) were fixed, and their tests
+// are here.
+
+// attack11Object is the path of content's object in the base's content
+// store.
+func attack11Object(t *testing.T, x *h, content string) string {
+	t.Helper()
+	sum := sha256.Sum256([]byte(content))
+	ms, err := filepath.Glob(filepath.Join(x.state, "bases", "*", "originals", "objects", hex.EncodeToString(sum[:])))
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("the content store holds %d objects of %q (%v)", len(ms), content, err)
+	}
+	return ms[0]
+}
 
 // attack11Diff is the transaction's change set as a patch, the oracle a
 // rewind's result is compared with.
@@ -195,7 +211,10 @@ func TestAttack11RewindRefusesEscapingNamesInARecord(t *testing.T) {
 			}
 			attack11Write(t, p, rec)
 			r := x.airlock("rewind", "t1", "1")
-			if r.Code != 125 || !strings.Contains(r.Stderr, "not a clean relative path beneath the root") {
+			// The record's seal refuses it first; the name check beneath
+			// the staged root holds should the seal and the index be
+			// rewritten to match.
+			if r.Code != 125 || !(strings.Contains(r.Stderr, "checkpoint 1's record") || strings.Contains(r.Stderr, "not a clean relative path beneath the root")) {
 				t.Fatalf("a rewind to a record naming %q: exit %d\n%s", target, r.Code, r.Stderr)
 			}
 			abs := target
@@ -500,4 +519,259 @@ func TestAttack11UndoRestoresTheOriginalsNotACheckpoint(t *testing.T) {
 	wantCode(t, x.airlock("gc"), 0)
 	wantCode(t, x.airlock("undo", "t1", "--workdir", x.base), 0)
 	wantTree(t, "base after undo", base, snapshot(t, x.base, nil))
+}
+
+// TestAttack11PostToolUseCheckpointsOnlyItsOwnSessionsTx: Claude Code session
+// sB's WorktreeCreate opens wtb; session sA, whose cwd is in wtb's staged
+// tree (a `cd` there, or a second agent started in it), runs a tool. sA's
+// PostToolUse hook takes no checkpoint of wtb, whose record names sB: only
+// the session that opened a transaction checkpoints it, as only it ends it.
+func TestAttack11PostToolUseCheckpointsOnlyItsOwnSessionsTx(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+	in := func(session, event, cwd string, kv ...any) string {
+		m := map[string]any{"session_id": session, "cwd": cwd, "hook_event_name": event}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	r := testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "worktree-create"}, Dir: x.base,
+		Stdin: in("sB", "WorktreeCreate", x.base, "name", "wtb"), Env: x.environ(), Timeout: commandTimeout})
+	if r.Code != 0 {
+		t.Fatalf("worktree-create: %s", r)
+	}
+	staged := strings.TrimSpace(r.Stdout)
+	writeFile(t, filepath.Join(staged, "b.txt"), "written by session sB\n")
+	r = testbin.Run(t, testbin.Cmd{Bin: airlockBin, Args: []string{"hook", "claude", "post-tool-use"}, Dir: staged,
+		Stdin: in("sA", "PostToolUse", staged, "tool_name", "Bash", "tool_input", map[string]any{"command": "ls"}), Env: x.environ(), Timeout: commandTimeout})
+	if r.Code != 0 || r.Stdout != "" {
+		t.Fatalf("post-tool-use: %s", r)
+	}
+	cr := x.airlock("checkpoints", "wtb", "--json")
+	wantCode(t, cr, 0)
+	if n := strings.Count(cr.Stdout, `"number"`); n != 1 {
+		t.Errorf("session sA's hook left wtb (session sB's) with %d checkpoints, want 1 (WorktreeCreate's at open)\n%s", n, r.Stderr)
+	}
+}
+
+// TestAttack11RewindNeverLosesBytesBehindATamperedObject: a same-user
+// process overwrites the stored object of a file the agent wrote
+// (checkpoint 2). The checkpoint a rewind to 1 takes first proves every
+// object it names by its bytes (one recorded by stat facts is hashed, one
+// already stored under the digest is compared and replaced when wrong),
+// so checkpoint 3 holds the file's good bytes and rewinding to it undoes
+// the rewind exactly.
+func TestAttack11RewindNeverLosesBytesBehindATamperedObject(t *testing.T) {
+	for _, reread := range []bool{false, true} {
+		name := "stat proved"
+		if reread {
+			name = "file read again"
+		}
+		t.Run(name, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a.txt": F(0o644, "a\n")})
+			wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+			staged := x.stagedPath("t1")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			writeFile(t, filepath.Join(staged, "a.txt"), "precious\n")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			obj := attack11Object(t, x, "precious\n")
+			must(t, os.Chmod(obj, 0o600))
+			must(t, os.WriteFile(obj, []byte("tampered\n"), 0o600))
+			if reread {
+				// A new ctime: the checkpoint reads the file again.
+				must(t, os.Chmod(filepath.Join(staged, "a.txt"), 0o640))
+				must(t, os.Chmod(filepath.Join(staged, "a.txt"), 0o644))
+			}
+			r := x.airlock("rewind", "t1", "1")
+			if r.Code != 0 {
+				t.Fatalf("rewind t1 1 (its bytes are the base's, untampered): exit %d\n%s", r.Code, r.Stderr)
+			}
+			r = x.airlock("rewind", "t1", "3")
+			b, _ := os.ReadFile(filepath.Join(staged, "a.txt"))
+			if r.Code != 0 || string(b) != "precious\n" {
+				t.Errorf("undoing the rewind (checkpoint 3): exit %d, a.txt %q, want \"precious\\n\"\n%s", r.Code, b, r.Stderr)
+			}
+		})
+	}
+}
+
+// TestAttack11RewindRefusesATamperedObjectBeforeWriting: the object a
+// rewind would restore was overwritten by a same-user process. The rewind
+// hashes every object it reads before it writes anything: it is refused,
+// naming the path and the object, and the staged tree is as it was.
+func TestAttack11RewindRefusesATamperedObjectBeforeWriting(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "a.txt"), "a at 1\n")
+	writeFile(t, filepath.Join(staged, "b.txt"), "b at 1\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	writeFile(t, filepath.Join(staged, "a.txt"), "a later\n")
+	writeFile(t, filepath.Join(staged, "b.txt"), "b later\n")
+	before := snapshot(t, staged, nil)
+	obj := attack11Object(t, x, "b at 1\n")
+	must(t, os.Chmod(obj, 0o600))
+	must(t, os.WriteFile(obj, []byte("tampered\n"), 0o600))
+	r := x.airlock("rewind", "t1", "1")
+	wantCode(t, r, 125)
+	for _, want := range []string{"nothing was changed", "b.txt", obj} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("the refusal does not name %q:\n%s", want, r.Stderr)
+		}
+	}
+	wantTree(t, "staged after the refused rewind", before, snapshot(t, staged, nil))
+}
+
+// TestAttack11RewindRefusesARewrittenRecord: a same-user process
+// rewrites checkpoint 1's record so that a.txt's digest is b.txt's (an
+// object the store holds). The rewind checks the record against its seal
+// in the event log and against what the content store's index kept for
+// the transaction's checkpoints, and refuses it, naming the checkpoint,
+// with nothing changed; with the seal rewritten too, the index still
+// tells.
+func TestAttack11RewindRefusesARewrittenRecord(t *testing.T) {
+	for _, sealToo := range []bool{false, true} {
+		name := "record"
+		if sealToo {
+			name = "record and its seal"
+		}
+		t.Run(name, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a.txt": F(0o644, "a\n"), "b.txt": F(0o644, "b\n")})
+			wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+			staged := x.stagedPath("t1")
+			writeFile(t, filepath.Join(staged, "a.txt"), "a at 1\n")
+			writeFile(t, filepath.Join(staged, "b.txt"), "b at 1\n")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			writeFile(t, filepath.Join(staged, "a.txt"), "a later\n")
+			before := snapshot(t, staged, nil)
+
+			p, rec := attack11Record(t, x, "t1", 1)
+			digests := map[string]any{}
+			for _, c := range attack11Changes(t, rec) {
+				digests[c["path"].(string)] = c["result"].(map[string]any)["digest"]
+			}
+			for _, c := range attack11Changes(t, rec) {
+				if c["path"] == "a.txt" {
+					c["result"].(map[string]any)["digest"] = digests["b.txt"]
+				}
+			}
+			attack11Write(t, p, rec)
+			if sealToo {
+				// The seal dropped from the event log: only the content
+				// store's index is left to tell.
+				ev := filepath.Join(x.state, "tx", "t1", "events.jsonl")
+				b, err := os.ReadFile(ev)
+				must(t, err)
+				var kept []string
+				for _, l := range strings.SplitAfter(string(b), "\n") {
+					if !strings.Contains(l, `"checkpointed"`) {
+						kept = append(kept, l)
+					}
+				}
+				must(t, os.WriteFile(ev, []byte(strings.Join(kept, "")), 0o600))
+			}
+
+			r := x.airlock("rewind", "t1", "1")
+			wantCode(t, r, 125)
+			for _, want := range []string{"checkpoint 1's record", "nothing was changed"} {
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("the refusal does not say %q:\n%s", want, r.Stderr)
+				}
+			}
+			wantTree(t, "staged after the refused rewind", before, snapshot(t, staged, nil))
+		})
+	}
+}
+
+// TestAttack11RewindAfterAnotherCommitOverAnUntouchedFile: t1 and t2 are
+// open over one base; t1 takes checkpoint 1 (a.txt untouched), then edits
+// a.txt; t2 commits its own a.txt. Rewind t1 1 writes a.txt's bytes at
+// open and succeeds, and show counts no change: the change set compares a
+// staged file with the base's bytes at open (the content store keeps
+// them: t2's commit kept a.txt's original), not with the live base.
+func TestAttack11RewindAfterAnotherCommitOverAnUntouchedFile(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t2"), 0)
+	s1, s2 := x.stagedPath("t1"), x.stagedPath("t2")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	at1 := snapshot(t, s1, nil)
+	writeFile(t, filepath.Join(s1, "a.txt"), "t1's own a\n")
+	writeFile(t, filepath.Join(s2, "a.txt"), "t2 committed a\n")
+	wantCode(t, x.airlock("commit", "t2"), 0)
+	r := x.airlock("rewind", "t1", "1")
+	if r.Code != 0 {
+		t.Errorf("rewind t1 1 with nothing writing: exit %d\n%s", r.Code, r.Stderr)
+	}
+	wantTree(t, "t1 after rewind 1", at1, snapshot(t, s1, nil))
+	show := x.airlock("show", "t1")
+	if !strings.Contains(show.Stdout, "+0 ~0 -0") {
+		t.Errorf("t1 holds checkpoint 1's tree (no change) but show says:\n%s", show.Stdout)
+	}
+	if d := attack11Diff(t, x, "t1"); d != "" {
+		t.Errorf("t1 holds checkpoint 1's tree (no change) but diff prints:\n%s", d)
+	}
+}
+
+// TestAttack11RewindAfterTheHumanEditsTheBase: checkpoint 1 has a.txt
+// untouched; the agent then deletes (or rewrites) it and checkpoint 2
+// records that, while the base's a.txt still proves its bytes at open:
+// checkpoint 2 keeps them in the content store. The human then edits the
+// base's a.txt; rewind 1 restores the bytes at open from the store.
+func TestAttack11RewindAfterTheHumanEditsTheBase(t *testing.T) {
+	for _, agent := range []string{"deletes", "rewrites"} {
+		t.Run(agent, func(t *testing.T) {
+			x := newH(t)
+			build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+			wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+			staged := x.stagedPath("t1")
+			writeFile(t, filepath.Join(staged, "b.txt"), "b\n")
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			at1 := snapshot(t, staged, nil)
+			if agent == "deletes" {
+				must(t, os.Remove(filepath.Join(staged, "a.txt")))
+			} else {
+				writeFile(t, filepath.Join(staged, "a.txt"), "the agent's a\n")
+			}
+			wantCode(t, x.airlock("checkpoint", "t1"), 0)
+			writeFile(t, filepath.Join(x.base, "a.txt"), "the human's a\n")
+			r := x.airlock("rewind", "t1", "1")
+			if r.Code != 0 {
+				t.Fatalf("rewind t1 1 after the human edited the base: exit %d\n%s", r.Code, r.Stderr)
+			}
+			wantTree(t, "staged after rewind 1", at1, snapshot(t, staged, nil))
+		})
+	}
+}
+
+// TestAttack11RewindRefusedWhenNoCheckpointSawTheBytesAtOpen: checkpoint 1
+// has a.txt untouched; the agent deletes it and the human edits the base's
+// a.txt before any checkpoint recorded the deletion. No copy of a.txt's
+// bytes at open is left (the staged one is deleted, the base's rewritten,
+// no commit or checkpoint kept them): the rewind to 1 is refused, naming
+// the path, and the staged tree is as it was.
+func TestAttack11RewindRefusedWhenNoCheckpointSawTheBytesAtOpen(t *testing.T) {
+	x := newH(t)
+	build(t, x.base, tree{"a.txt": F(0o644, "a at open\n")})
+	wantCode(t, x.airlock("open", "--workdir", x.base, "--id", "t1"), 0)
+	staged := x.stagedPath("t1")
+	writeFile(t, filepath.Join(staged, "b.txt"), "b\n")
+	wantCode(t, x.airlock("checkpoint", "t1"), 0)
+	must(t, os.Remove(filepath.Join(staged, "a.txt")))
+	writeFile(t, filepath.Join(x.base, "a.txt"), "the human's a\n")
+	before := snapshot(t, staged, nil)
+	r := x.airlock("rewind", "t1", "1")
+	wantCode(t, r, 125)
+	for _, want := range []string{"a.txt", "its content at open was not kept", "nothing was changed"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, r.Stderr)
+		}
+	}
+	wantTree(t, "staged after the refused rewind", before, snapshot(t, staged, nil))
 }

@@ -193,6 +193,13 @@ type Input struct {
 	Staged    *manifest.Manifest
 	BaseDir   string // to read a base file's content when stat cannot decide
 	StagedDir string
+	// AtOpen, when set, opens the bytes a base file held at open once the
+	// base file itself no longer proves them (another commit replaced it,
+	// the user edited it): the change set is against the base at open,
+	// and a staged file holding exactly those bytes is unchanged, however
+	// the live base moved. ok false: they cannot be had, and the path
+	// counts as changed.
+	AtOpen func(b manifest.Entry) (rc io.ReadCloser, ok bool)
 }
 
 // Diff computes the change set of the staged tree against the base at open.
@@ -318,18 +325,40 @@ func modified(in Input, staged, based *lazyRoot, b, s *manifest.Entry) (bool, er
 	if b.Size != s.Size {
 		return true, nil
 	}
-	// Same size, stat moved: only the bytes can tell. The base file holds
-	// the original bytes only while it is itself unchanged since open;
-	// otherwise the path counts as changed and the drift check decides.
+	// Same size, stat moved: only the bytes can tell, compared with the
+	// bytes at open. The base file holds them only while it is itself
+	// unchanged since open; after that, the content store may (in.AtOpen),
+	// or else the path counts as changed and the drift check decides.
 	root, err := staged.get()
 	if err != nil {
 		return false, err
 	}
-	broot, err := based.get()
-	if err != nil {
+	if broot, err := based.get(); err == nil {
+		if fa, err := OpenOriginal(broot, *b); err == nil {
+			defer fa.Close()
+			return differStaged(fa, root, *s)
+		}
+	}
+	if in.AtOpen == nil {
+		return true, nil
+	}
+	rc, ok := in.AtOpen(*b)
+	if !ok {
 		return true, nil // the original cannot be read: a change, the checks decide
 	}
-	return DifferStaged(broot, *b, root, *s)
+	defer rc.Close()
+	return differStaged(rc, root, *s)
+}
+
+// differStaged compares the bytes at open, a, with the staged file e
+// measured beneath staged.
+func differStaged(a io.Reader, staged *safefs.Root, e manifest.Entry) (bool, error) {
+	fb, err := OpenStaged(staged, e)
+	if err != nil {
+		return stagedErr(err)
+	}
+	defer fb.Close()
+	return differ(a, fb)
 }
 
 // stagedErr turns a failed read of a staged file into Diff's answer: a
@@ -414,18 +443,13 @@ func DifferStaged(base *safefs.Root, b manifest.Entry, staged *safefs.Root, e ma
 		return true, nil
 	}
 	defer fa.Close()
-	fb, err := OpenStaged(staged, e)
-	if err != nil {
-		return stagedErr(err)
-	}
-	defer fb.Close()
-	return differ(fa, fb)
+	return differStaged(fa, staged, e)
 }
 
 // differ compares two open files; b is the staged one. b is never read past
 // the point where a ends, so a staged file that grows without end cannot
 // keep it reading.
-func differ(fa, fb *os.File) (bool, error) {
+func differ(fa io.Reader, fb *os.File) (bool, error) {
 	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
 	for {
 		na, ea := io.ReadFull(fa, ba)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -377,6 +379,40 @@ func TestDiffBaseChangedSinceOpen(t *testing.T) {
 	must(t, os.WriteFile(f.b("r"), []byte("SAME"), 0o644))
 	if got := describe(f.diff(t)); !slices.Equal(got, []string{"modify r file->file"}) {
 		t.Fatalf("change set %q, want r", got)
+	}
+}
+
+// TestDiffBaseChangedSinceOpenBytesAtOpenKept: once the base file moved,
+// Input.AtOpen supplies its bytes at open, and the staged file is
+// compared with those, not with the live base: equal bytes are no
+// change, other bytes are one.
+func TestDiffBaseChangedSinceOpenBytesAtOpenKept(t *testing.T) {
+	for _, tc := range []struct {
+		kept string
+		want []string
+	}{
+		{"same", nil},
+		{"diff", []string{"modify r file->file"}},
+	} {
+		t.Run(tc.kept, func(t *testing.T) {
+			f := newFixture(t, []node{file("r", "same", 0o644)})
+			must(t, os.WriteFile(f.s("r"), []byte("same"), 0o644))
+			must(t, os.WriteFile(f.b("r"), []byte("SAME"), 0o644))
+			var asked []string
+			in := Input{Base: f.baseM, StagedOpen: f.open, Staged: walk(t, f.staged), BaseDir: f.base, StagedDir: f.staged,
+				AtOpen: func(b manifest.Entry) (io.ReadCloser, bool) {
+					asked = append(asked, b.Path)
+					return io.NopCloser(strings.NewReader(tc.kept)), true
+				}}
+			set, err := Diff(context.Background(), in)
+			must(t, err)
+			if got := describe(set); !slices.Equal(got, tc.want) {
+				t.Errorf("change set %q, want %q", got, tc.want)
+			}
+			if !slices.Equal(asked, []string{"r"}) {
+				t.Errorf("AtOpen asked for %q, want [r]", asked)
+			}
+		})
 	}
 }
 

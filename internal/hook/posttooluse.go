@@ -30,10 +30,18 @@ func (r *Runner) postToolUse(ctx context.Context, in *Input) error {
 		fmt.Fprintf(r.Err, "airlock: no checkpoint after %s: %s\n", in.ToolName, commandline.Message(err))
 		return nil
 	}
-	// A transaction a hook opened (WorktreeCreate) is one the session
-	// owns; under `airlock run` the agent is the run's command, and the
-	// run's transaction is not checkpointed while it runs.
+	// Only the session whose WorktreeCreate opened the transaction
+	// checkpoints it, as only it ends it (sessionEnd); under `airlock run`
+	// the agent is the run's command, and the run's transaction is not
+	// checkpointed while it runs.
 	if tx == nil || tx.Record().Session == "" || r.getenv("AIRLOCK_TX") == tx.ID() {
+		return nil
+	}
+	if s := tx.Record().Session; s != in.SessionID {
+		// Another session's tool call in this workspace (a cd into it, a
+		// second agent started there, or the same window after /clear,
+		// which gets a new session id): not the owner's step to record.
+		fmt.Fprintf(r.Err, "airlock: no checkpoint of %s after %s: session %s opened it, not this session (%s)\n", tx.ID(), in.ToolName, s, in.SessionID)
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, checkpointWait)

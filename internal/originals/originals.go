@@ -40,13 +40,21 @@ type Record struct {
 	// Kind is "" for an original a commit replaced, KindCheckpoint for
 	// content a transaction's checkpoint recorded from its staged
 	// workspace: the same objects, deduplicated, but never an ancestor
-	// (Lookup skips it) and kept only while that transaction is open.
+	// (Lookup skips it) and kept only while that transaction is open;
+	// KindAtOpen for a base file's bytes at open that a checkpoint kept.
 	Kind string `json:"kind,omitempty"`
 }
 
 // KindCheckpoint marks a record whose bytes a checkpoint of transaction
 // TxID recorded; its Entry's stat facts are those of the staged file.
 const KindCheckpoint = "checkpoint"
+
+// KindAtOpen marks a record of a base file's bytes as a transaction
+// opened with them, kept by a checkpoint of TxID that recorded the path
+// changed while the base file's stat facts still proved them. Like an
+// original, its Entry's stat facts are the base file's, and Lookup finds
+// it: the bytes a path held with exactly those facts.
+const KindAtOpen = "at_open"
 
 // Store is a base's store of originals.
 type Store struct {
@@ -155,6 +163,37 @@ func (s *Store) Open(d string) (*os.File, error) {
 	return state.OpenFile(p, os.O_RDONLY, 0)
 }
 
+// BadObjectError says a stored object's bytes are not the ones its name
+// (their digest) says: something other than airlock wrote it.
+type BadObjectError struct {
+	Path   string // the object's file
+	Digest string // the digest its name says
+	Got    string // the digest of the bytes it holds
+}
+
+func (e *BadObjectError) Error() string {
+	return fmt.Sprintf("the content store's object %s does not hold the bytes its name says (%s): they hash to %s; a process other than airlock wrote it", e.Path, e.Digest, e.Got)
+}
+
+// Verify reads the object of d whole and proves its bytes are d's: an
+// existing name (Has) proves nothing about what a same-user process left
+// under it. A wrong object is a *BadObjectError.
+func (s *Store) Verify(d string) error {
+	f, err := s.Open(d)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	got, err := manifest.HashReader(f)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", s.ObjectPath(d), err)
+	}
+	if got != d {
+		return &BadObjectError{Path: s.ObjectPath(d), Digest: d, Got: got}
+	}
+	return nil
+}
+
 // Add keeps the file at src (whose bytes have digest e.Digest) as the
 // original of e.Path. src is moved into the store when it is on the same
 // file system, else copied; either way it is gone from src afterwards.
@@ -216,6 +255,21 @@ func (s *Store) put(e manifest.Entry, src string) (moved bool, err error) {
 		}
 		moved = true
 	case err == nil:
+		// An object already there is kept only once its bytes are proved
+		// to be its name's: one a same-user process overwrote is replaced
+		// by src, whose bytes the caller proved, rather than named again
+		// as if it held them.
+		var bad *BadObjectError
+		if verr := s.Verify(e.Digest); errors.As(verr, &bad) {
+			if err := os.Rename(src, dst); err != nil {
+				if err := copyFile(src, dst); err != nil {
+					return false, err
+				}
+			}
+			return true, nil
+		} else if verr != nil {
+			return false, fmt.Errorf("originals: %w", verr)
+		}
 		// The object may have been renamed in by a process killed before
 		// its directory fsync: once per store, make what is there durable
 		// before the index names it again.
@@ -290,7 +344,7 @@ func (s *Store) Lookup(e manifest.Entry) (string, bool) {
 	defer s.mu.Unlock()
 	recs := s.byPath[e.Path]
 	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Kind != "" {
+		if recs[i].Kind == KindCheckpoint {
 			continue
 		}
 		r := recs[i].Entry

@@ -1,6 +1,7 @@
 package originals
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -267,5 +268,63 @@ func TestOpenCreatesNothing(t *testing.T) {
 	}
 	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
 		t.Errorf("Open created the store: %v", err)
+	}
+}
+
+// TestAddReplacesAnObjectWhoseBytesAreWrong: an object a same-user
+// process overwrote is not kept under its name when the same bytes are
+// added again: Verify finds it wrong, and Add stores the right bytes over
+// it.
+func TestAddReplacesAnObjectWhoseBytesAreWrong(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := keep(t, s, "a.txt", "precious\n", 100)
+	if err := s.Verify(e.Digest); err != nil {
+		t.Fatalf("Verify of an object as Add stored it: %v", err)
+	}
+	if err := os.WriteFile(s.ObjectPath(e.Digest), []byte("tampered\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var bad *BadObjectError
+	if err := s.Verify(e.Digest); !errors.As(err, &bad) || bad.Path != s.ObjectPath(e.Digest) {
+		t.Fatalf("Verify of an overwritten object: %v, want a *BadObjectError naming %s", err, s.ObjectPath(e.Digest))
+	}
+	keep(t, s, "a.txt", "precious\n", 100)
+	if got := read(t, s, e.Digest); got != "precious\n" {
+		t.Errorf("after Add of the same bytes the object holds %q, want %q", got, "precious\n")
+	}
+	if err := s.Verify(e.Digest); err != nil {
+		t.Errorf("Verify after Add replaced the object: %v", err)
+	}
+}
+
+// TestLookupFindsBytesAtOpenNotCheckpoints: a base file's bytes at open
+// that a checkpoint kept (KindAtOpen) are what the path held with those
+// stat facts, and Lookup finds them; a checkpoint's staged bytes are not.
+func TestLookupFindsBytesAtOpenNotCheckpoints(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kind  string
+		found bool
+	}{{KindAtOpen, true}, {KindCheckpoint, false}} {
+		src := filepath.Join(t.TempDir(), "src")
+		content := "bytes " + tc.kind + "\n"
+		if err := os.WriteFile(src, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e := manifest.Entry{Path: tc.kind + ".txt", Kind: manifest.KindFile, Mode: 0o644, Size: int64(len(content)),
+			MtimeNs: 1, CtimeNs: 2, Ino: 7, Dev: 9, Digest: manifest.HashBytes([]byte(content))}
+		if err := s.AddKind(tc.kind, "tx1", e, src); err != nil {
+			t.Fatal(err)
+		}
+		d, ok := s.Lookup(e)
+		if ok != tc.found || (ok && d != e.Digest) {
+			t.Errorf("Lookup of a %s record: %q, %v; want found %v", tc.kind, d, ok, tc.found)
+		}
 	}
 }
