@@ -4,7 +4,6 @@ package main_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,36 +14,6 @@ import (
 // attack9's breaks: each test fails today, and is compiled only with the
 // build tag airlock_known_breaks
 // (go test -tags 'airlock_faults airlock_known_breaks' -run KnownBreakAttack9 ./cmd/airlock).
-
-// TestKnownBreakAttack9AskpassFromEnvironmentRuns: a desktop session
-// sets SSH_ASKPASS (or the user GIT_ASKPASS); over http, a remote that
-// asks for credentials the clone does not have makes the landing's git
-// run that program, a window that waits for someone to answer, though
-// land must never wait at a prompt. GIT_TERMINAL_PROMPT=0 stops git's
-// terminal prompt only: git asks an askpass program first (prompt.c).
-// The test's askpass records that it ran and refuses, so the landing
-// ends either way.
-func TestKnownBreakAttack9AskpassFromEnvironmentRuns(t *testing.T) {
-	srv := startAuthHTTP(t, "u", "pw", "")
-	srv.seed(t, "k.git", map[string]string{"a.txt": "a\n"})
-	hst := newAuthHost(t, srv, "k.git", srv.url("k.git"))
-	for _, v := range []string{"SSH_ASKPASS", "GIT_ASKPASS"} {
-		t.Run(v, func(t *testing.T) {
-			dir := testbin.RealDir(t)
-			asked := filepath.Join(dir, "asked")
-			testbin.WriteFiles(t, dir, map[string]string{"askpass": "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + asked + "\nexit 1\n"})
-			os.Chmod(filepath.Join(dir, "askpass"), 0o755)
-			id := hst.open(map[string]string{"b.txt": "b\n"})
-			r := hst.run([]string{v + "=" + filepath.Join(dir, "askpass")}, "land", "-q", "--remote", "origin", "--branch", "main", id)
-			if r.Code != 125 {
-				t.Errorf("land without credentials: want exit 125\n%s", r)
-			}
-			if a9Ran(asked) {
-				t.Errorf("land ran %s, which would wait for an answer: it asked %q", v, testbin.ReadFile(t, asked))
-			}
-		})
-	}
-}
 
 // TestKnownBreakAttack9TokenGoCannotParse: a password git accepts in a
 // URL but Go's net/url refuses (a '^', or a '%' not followed by two hex

@@ -410,3 +410,33 @@ func TestE2EAttack9UserOnlyTokenMaskedInGitsReason(t *testing.T) {
 		t.Errorf("the token is in airlock's state: %s", found.Stdout)
 	}
 }
+
+// TestE2EAttack9AskpassFromEnvironmentNotRun: a desktop session sets
+// SSH_ASKPASS (or the user GIT_ASKPASS); over http, a remote that asks
+// for credentials the clone does not have must not make the landing's
+// git run that program, a window that waits for someone to answer.
+// GIT_TERMINAL_PROMPT=0 stops git's terminal prompt only: git asks an
+// askpass program first (prompt.c), so airlock sets GIT_ASKPASS empty.
+// The test's askpass records that it ran and refuses, so the landing
+// ends either way.
+func TestE2EAttack9AskpassFromEnvironmentNotRun(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pw", "")
+	srv.seed(t, "k.git", map[string]string{"a.txt": "a\n"})
+	hst := newAuthHost(t, srv, "k.git", srv.url("k.git"))
+	for _, v := range []string{"SSH_ASKPASS", "GIT_ASKPASS"} {
+		t.Run(v, func(t *testing.T) {
+			dir := testbin.RealDir(t)
+			asked := filepath.Join(dir, "asked")
+			testbin.WriteFiles(t, dir, map[string]string{"askpass": "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + asked + "\nexit 1\n"})
+			os.Chmod(filepath.Join(dir, "askpass"), 0o755)
+			id := hst.open(map[string]string{"b.txt": "b\n"})
+			r := hst.run([]string{v + "=" + filepath.Join(dir, "askpass")}, "land", "-q", "--remote", "origin", "--branch", "main", id)
+			if r.Code != 125 {
+				t.Errorf("land without credentials: want exit 125\n%s", r)
+			}
+			if a9Ran(asked) {
+				t.Errorf("land ran %s, which would wait for an answer: it asked %q", v, testbin.ReadFile(t, asked))
+			}
+		})
+	}
+}

@@ -43,6 +43,13 @@ var set = []string{
 	// own non-interactive authentication (ssh keys and agents, credential
 	// helpers) still works; a prompt would only hang.
 	"GIT_TERMINAL_PROMPT=0",
+	// No askpass program either: git asks GIT_ASKPASS, core.askPass and
+	// SSH_ASKPASS before the terminal (prompt.c), and a desktop's askpass
+	// opens a window that waits for someone to answer. git stops at a
+	// GIT_ASKPASS that is set, and runs none when it is empty; the
+	// landing sets core.askPass empty too (internal/landing). ssh's own
+	// use of SSH_ASKPASS is left to the user's ssh command.
+	"GIT_ASKPASS=",
 	// A path is a file name, never a glob or pathspec magic.
 	"GIT_LITERAL_PATHSPECS=1",
 	// git's messages in English: callers match them ("not a git

@@ -236,6 +236,10 @@ func resolveAccess(ctx context.Context, dir, from, remote string) (*access, erro
 	if os.Getenv("GIT_SSH_COMMAND") == "" && ssh == "" && os.Getenv("GIT_SSH") == "" {
 		a.batch = true
 	}
+	// No askpass program answers git's prompts (GIT_ASKPASS is set
+	// empty for every git airlock runs, internal/git): the clone's
+	// core.askPass is overridden too, should git ever read it first.
+	kv = append(kv, "core.askpass", "")
 	a.env = append(a.env, git.ConfigEnv(kv...)...)
 	return a, nil
 }
