@@ -3,7 +3,6 @@
 package main_test
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,30 +115,6 @@ func TestKnownBreakAttack9CredentialsBesideGitConfig(t *testing.T) {
 				t.Errorf("land: want landed\n%s", r)
 			}
 		})
-	}
-}
-
-// TestKnownBreakAttack9CredentialHelperReachesTerminal: land run from a
-// person's shell hands its controlling terminal to the clone's credential
-// helper, so a helper that asks there (as a password manager's helper
-// does when it has no window) waits for an answer no one gives: the
-// landing's git is not started in a session of its own. The test's helper
-// records whether it could open /dev/tty, and answers nothing, so the
-// landing ends either way.
-func TestKnownBreakAttack9CredentialHelperReachesTerminal(t *testing.T) {
-	srv := startAuthHTTP(t, "u", "pw", "")
-	srv.seed(t, "y.git", map[string]string{"a.txt": "a\n"})
-	hst := newAuthHost(t, srv, "y.git", srv.url("y.git"))
-	dir := testbin.RealDir(t)
-	tty := filepath.Join(dir, "tty")
-	gitIn(t, hst.clone, "config", "credential.helper", fmt.Sprintf("!f() { if (exec 3</dev/tty) 2>/dev/null; then echo could-prompt >> %s; fi; }; f", tty))
-	id := hst.open(map[string]string{"b.txt": "b\n"})
-	out, code := hst.landOnTerminal(t, nil, id)
-	if code != 125 {
-		t.Errorf("land without credentials: want exit 125, got %d\n%s", code, out)
-	}
-	if a9Ran(tty) {
-		t.Errorf("the credential helper could open the terminal land runs on, where a prompt waits forever")
 	}
 }
 

@@ -440,3 +440,27 @@ func TestE2EAttack9AskpassFromEnvironmentNotRun(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EAttack9CredentialHelperGetsNoTerminal: land run from a person's
+// shell must not hand its controlling terminal to the clone's credential
+// helper, where a helper that asks (as a password manager's helper does
+// when it has no window) would wait for an answer no one gives: each
+// remote git call runs in a session of its own. The test's helper records
+// whether it could open /dev/tty, and answers nothing, so the landing ends
+// either way.
+func TestE2EAttack9CredentialHelperGetsNoTerminal(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pw", "")
+	srv.seed(t, "y.git", map[string]string{"a.txt": "a\n"})
+	hst := newAuthHost(t, srv, "y.git", srv.url("y.git"))
+	dir := testbin.RealDir(t)
+	tty := filepath.Join(dir, "tty")
+	gitIn(t, hst.clone, "config", "credential.helper", fmt.Sprintf("!f() { if (exec 3</dev/tty) 2>/dev/null; then echo could-prompt >> %s; fi; }; f", tty))
+	id := hst.open(map[string]string{"b.txt": "b\n"})
+	out, code := hst.landOnTerminal(t, nil, id)
+	if code != 125 {
+		t.Errorf("land without credentials: want exit 125, got %d\n%s", code, out)
+	}
+	if a9Ran(tty) {
+		t.Errorf("the credential helper could open the terminal land runs on, where a prompt waits forever")
+	}
+}
