@@ -3,13 +3,13 @@ package landing
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/git"
+	"github.com/airlockdev/airlock/internal/remoteurl"
 )
 
 // urlRemote is the name under which a landing's git knows a remote given
@@ -273,17 +273,17 @@ func rewrite(u string, view []configEntry, push bool) string {
 // splitCredentials takes the user and password out of an http(s) URL: ok
 // when it held any, with the URL without them and the credential context
 // they are for (scheme://host[:port], as credential.<url>.* matches it).
+// The URL is split as git splits it (internal/remoteurl), not by net/url,
+// which refuses passwords git takes.
 func splitCredentials(raw string) (bare, host, user string, pass *string, ok bool) {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil || (u.Scheme != "http" && u.Scheme != "https") {
+	u, found := remoteurl.Split(raw)
+	if !found || (u.Scheme != "http" && u.Scheme != "https") {
 		return "", "", "", nil, false
 	}
-	user = u.User.Username()
-	if p, set := u.User.Password(); set {
+	if p, set := u.Password(); set {
 		pass = &p
 	}
-	u.User = nil
-	return u.String(), u.Scheme + "://" + u.Host, user, pass, true
+	return u.Bare(), u.Host(), u.User(), pass, true
 }
 
 // localRelative reports whether a URL git accepts is a relative path

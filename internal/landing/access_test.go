@@ -64,6 +64,12 @@ func TestSplitCredentials(t *testing.T) {
 	if !ok || bare != "https://h.example:8443/o/r.git" || host != "https://h.example:8443" || user != "x-access-token" || pass == nil || *pass != "T0K@N" {
 		t.Errorf("user and password: %q %q %q %v %v", bare, host, user, pass, ok)
 	}
+	for raw, want := range map[string]string{"https://u:ghs^SECRET@h/r.git": "ghs^SECRET", "https://u:ghs%SECRET@h/r.git": "ghs%SECRET"} {
+		// net/url refuses these; git sends them as written.
+		if bare, _, _, pass, ok := splitCredentials(raw); !ok || bare != "https://h/r.git" || pass == nil || *pass != want {
+			t.Errorf("splitCredentials(%q) = %q %v %v", raw, bare, pass, ok)
+		}
+	}
 	if _, _, user, pass, ok := splitCredentials("https://TOKEN@h/r.git"); !ok || user != "TOKEN" || pass != nil {
 		t.Errorf("a user alone: %q %v %v", user, pass, ok)
 	}

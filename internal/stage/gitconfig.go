@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/remoteurl"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
@@ -131,25 +131,26 @@ func RemeasureGitConfig(m *manifest.Manifest, dir string) error {
 
 // withoutCredentials is s, an http(s) or ftp(s) URL, without its user
 // information, when that held a password or a user other than ssh's
-// conventional "git" (a token is often the user alone).
+// conventional "git" (a token is often the user alone); any other URL
+// (ssh://, scp-like user:pass@host:path) without its password, which git
+// never sends but is a secret all the same. s is split as git splits it
+// (internal/remoteurl): a password net/url cannot parse is one git sends.
 func withoutCredentials(s string) (string, bool) {
-	if !strings.Contains(s, "@") || !strings.Contains(s, "://") {
-		return "", false
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	u, ok := remoteurl.Split(s)
+	if !ok {
 		return "", false
 	}
 	switch u.Scheme {
 	case "http", "https", "ftp", "ftps":
+		if u.Secret() {
+			return u.Bare(), true
+		}
 	default:
-		return "", false
+		if _, set := u.RawPassword(); set {
+			return u.WithUserinfo(u.RawUser()), true
+		}
 	}
-	if _, pw := u.User.Password(); !pw && u.User.Username() == "git" {
-		return "", false
-	}
-	u.User = nil
-	return u.String(), true
+	return "", false
 }
 
 // quoteConfig writes s as a quoted git configuration string.

@@ -26,6 +26,11 @@ func TestScrubGitConfig(t *testing.T) {
 	fetch = +refs/heads/*:refs/remotes/origin/*
 [remote "up"]
 	url = ssh://git@host/r.git
+[remote "caret"]
+	url = https://u:TOK^EN6@host/r.git
+	pushurl = https://u:TOK%EN7@host/r.git
+[remote "scp"]
+	url = u:TOKEN8@host:r.git
 [http "https://github.com/"]
 	extraheader = AUTHORIZATION: basic VE9LRU4z
 [http]
@@ -55,6 +60,9 @@ remote.origin.url=https://github.com/o/r.git
 remote.origin.pushurl=https://github.com/o/r.git
 remote.origin.fetch=+refs/heads/*:refs/remotes/origin/*
 remote.up.url=ssh://git@host/r.git
+remote.caret.url=https://host/r.git
+remote.caret.pushurl=https://host/r.git
+remote.scp.url=u@host:r.git
 http.sslverify=true
 url.https://host/.insteadof=https://host/
 branch.main.remote=origin
