@@ -116,33 +116,3 @@ func TestKnownBreakAttack9LinkedWorktreeBaseSharesConfig(t *testing.T) {
 	})
 }
 
-// TestKnownBreakAttack9EnvironmentConfigDropped: a CI job (or a wrapper)
-// that gives git its auth header through GIT_CONFIG_COUNT (or `git -c`,
-// GIT_CONFIG_PARAMETERS, inherited by child processes) makes `git fetch
-// origin` in the clone work, but not land: airlock's git drops both
-// (internal/git environ's "relocating" list, meant for a parent git's
-// one-command settings) before it reads the configuration it passes on.
-func TestKnownBreakAttack9EnvironmentConfigDropped(t *testing.T) {
-	srv := startAuthHTTP(t, "u", "pw", "ciTOKEN")
-	srv.seed(t, "e.git", map[string]string{"a.txt": "a\n"})
-	bare := filepath.Join(srv.root, "e.git")
-	for _, c := range []struct {
-		name string
-		env  []string
-	}{
-		{"GIT_CONFIG_COUNT", []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraheader", "GIT_CONFIG_VALUE_0=Authorization: Bearer ciTOKEN"}},
-		{"GIT_CONFIG_PARAMETERS", []string{"GIT_CONFIG_PARAMETERS='http.extraheader'='Authorization: Bearer ciTOKEN'"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			hst := newAuthHost(t, srv, "e.git", srv.url("e.git"))
-			if out, err := hst.gitAs(c.env, "fetch", "-q", "origin"); err != nil {
-				t.Fatalf("git fetch origin in the clone fails, no oracle: %v\n%s", err, out)
-			}
-			id := hst.open(map[string]string{c.name + ".txt": "e\n"})
-			r := hst.run(c.env, "land", "-q", "--remote", "origin", "--branch", "main", id)
-			if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
-				t.Errorf("land where git fetch origin works: want landed\n%s", r)
-			}
-		})
-	}
-}

@@ -532,3 +532,54 @@ func TestE2EAttack9UnparsableRemoteFlagMasked(t *testing.T) {
 		t.Errorf("land printed the password:\n%s", r)
 	}
 }
+
+// TestE2EAttack9EnvironmentConfigAuthenticates: a CI job (or a wrapper)
+// that gives git its auth header through GIT_CONFIG_COUNT (or `git -c`,
+// GIT_CONFIG_PARAMETERS, inherited by child processes) makes `git fetch
+// origin` in the clone work, and land too: the landing reads the access
+// settings those variables set, as the user's git does, though airlock's
+// other git calls drop them (internal/git environ.go). What they set that
+// is no access setting is not passed on, and a failed fetch names it
+// instead of telling the user to check a `git fetch` that works.
+func TestE2EAttack9EnvironmentConfigAuthenticates(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pw", "ciTOKEN")
+	srv.seed(t, "e.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "e.git")
+	for _, c := range []struct {
+		name string
+		env  []string
+	}{
+		{"GIT_CONFIG_COUNT", []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraheader", "GIT_CONFIG_VALUE_0=Authorization: Bearer ciTOKEN"}},
+		{"GIT_CONFIG_PARAMETERS", []string{"GIT_CONFIG_PARAMETERS='http.extraheader'='Authorization: Bearer ciTOKEN'"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hst := newAuthHost(t, srv, "e.git", srv.url("e.git"))
+			if out, err := hst.gitAs(c.env, "fetch", "-q", "origin"); err != nil {
+				t.Fatalf("git fetch origin in the clone fails, no oracle: %v\n%s", err, out)
+			}
+			id := hst.open(map[string]string{c.name + ".txt": "e\n"})
+			r := hst.run(c.env, "land", "-q", "--remote", "origin", "--branch", "main", id)
+			if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
+				t.Errorf("land where git fetch origin works: want landed\n%s", r)
+			}
+		})
+	}
+	// A rewrite is no access setting: `git fetch origin` works through
+	// it, land does not, and says which key it left out.
+	t.Run("a key it does not pass on", func(t *testing.T) {
+		hst := newAuthHost(t, srv, "e.git", "http://nowhere.invalid/e.git")
+		env := []string{"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=http.extraheader", "GIT_CONFIG_VALUE_0=Authorization: Bearer ciTOKEN",
+			"GIT_CONFIG_KEY_1=url." + srv.url("") + ".insteadOf", "GIT_CONFIG_VALUE_1=http://nowhere.invalid/"}
+		if out, err := hst.gitAs(env, "fetch", "-q", "origin"); err != nil {
+			t.Fatalf("git fetch origin in the clone fails, no oracle: %v\n%s", err, out)
+		}
+		id := hst.open(map[string]string{"rewrite.txt": "e\n"})
+		r := hst.run(env, "land", "-q", "--remote", "origin", "--branch", "main", id)
+		if said := r.Stdout + r.Stderr; r.Code != 125 || !strings.Contains(said, "sets url."+srv.url("")+".insteadof, which airlock does not pass on") {
+			t.Errorf("land: want exit 125 naming the environment's rewrite it left out\n%s", r)
+		}
+		if strings.Contains(r.Stdout+r.Stderr, "ciTOKEN") {
+			t.Errorf("land printed the environment's token:\n%s", r)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package git
 
 import (
+	"os"
 	"slices"
 	"strings"
 )
@@ -77,4 +78,22 @@ func environ(env []string) []string {
 		out = append(out, kv)
 	}
 	return append(out, set...)
+}
+
+// CommandConfigEnv is the configuration the environment gives git for one
+// command (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT and its numbered
+// GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n), which environ drops from every
+// git airlock runs. It is for a caller that must read the configuration
+// as the user's own git command would (a landing reads how `git fetch`
+// in the clone authenticates, and a CI job may pass its auth header this
+// way); that caller takes from it what it needs and passes it on itself.
+func CommandConfigEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "GIT_CONFIG_PARAMETERS" || k == "GIT_CONFIG_COUNT" || slices.ContainsFunc(relocatingPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

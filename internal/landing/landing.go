@@ -240,6 +240,11 @@ func (l *Repo) FetchHeads(ctx context.Context) (string, string, error) {
 		if advice := l.access.sshAdvice(msg); advice != "" {
 			return "", "", fmt.Errorf("fetch %s from %s: %s; %s", l.Ref, l.Remote, msg, advice)
 		}
+		if len(l.access.dropped) > 0 {
+			// `git fetch` in the clone would read these; saying "check
+			// that it works" would send the user after a fetch that may.
+			return "", "", fmt.Errorf("fetch %s from %s: %s; the environment's one-command git configuration (GIT_CONFIG_COUNT, GIT_CONFIG_PARAMETERS) sets %s, which airlock does not pass on (it takes only the settings that say how to reach and authenticate to a server: http.*, credential.*, core.sshCommand, ssh.variant): put what the fetch needs in the clone's configuration, then check that `git fetch %s` works in %s without them", l.Ref, l.Remote, msg, strings.Join(l.access.dropped, ", "), l.Remote, l.BaseDir)
+		}
 		return "", "", fmt.Errorf("fetch %s from %s: %s; airlock authenticates as git does (ssh keys, credential helpers, never a prompt): check that `git fetch %s` works in %s", l.Ref, l.Remote, msg, l.Remote, l.BaseDir)
 	}
 	head, err := l.resolve(ctx, fetchedHead)
