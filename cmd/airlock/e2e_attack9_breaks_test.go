@@ -115,4 +115,3 @@ func TestKnownBreakAttack9LinkedWorktreeBaseSharesConfig(t *testing.T) {
 		}
 	})
 }
-
