@@ -583,3 +583,57 @@ func TestE2EAttack9EnvironmentConfigAuthenticates(t *testing.T) {
 		}
 	})
 }
+
+// TestE2EAttack9CredentialsBesideGitConfigScrubbed: a clone may keep its
+// credentials in another file of its .git than config: one its config
+// includes (a CI job writing its auth header apart), credential-store's
+// file, the config.worktree that extensions.worktreeConfig adds, the
+// reflog of a `git pull` given a URL with a token (git logs the pull's
+// command line). The copy backend's staged tree holds none of them
+// (stage.ScrubGit), and land authenticates from the clone's own.
+func TestE2EAttack9CredentialsBesideGitConfigScrubbed(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pwSECRET42", "bearerSECRET42")
+	srv.seed(t, "i.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "i.git")
+	for _, c := range []struct {
+		name  string
+		setup func(h *remoteHost)
+	}{
+		{"include.path", func(h *remoteHost) {
+			testbin.WriteFiles(t, h.clone, map[string]string{".git/auth.inc": "[http]\n\textraheader = Authorization: Bearer bearerSECRET42\n"})
+			gitIn(t, h.clone, "config", "include.path", "auth.inc")
+		}},
+		{"credential-store in .git", func(h *remoteHost) {
+			testbin.WriteFiles(t, h.clone, map[string]string{".git/credentials": strings.Replace(srv.url(""), "http://", "http://u:pwSECRET42@", 1) + "\n"})
+			gitIn(t, h.clone, "config", "credential.helper", "store --file=.git/credentials")
+		}},
+		{"config.worktree", func(h *remoteHost) {
+			gitIn(t, h.clone, "config", "extensions.worktreeConfig", "true")
+			gitIn(t, h.clone, "config", "--worktree", "http.extraheader", "Authorization: Bearer bearerSECRET42")
+		}},
+		{"a pull's reflog", func(h *remoteHost) {
+			// `git pull URL` logs its command line in .git/logs (a
+			// refspec makes the ref update whatever the clone has).
+			gitIn(t, h.clone, "pull", "-q", strings.Replace(srv.url("i.git"), "http://", "http://u:pwSECRET42@", 1), "main:pulled")
+			gitIn(t, h.clone, "config", "credential.helper", "store --file="+filepath.Join(h.home, "credentials"))
+			testbin.WriteFiles(t, h.home, map[string]string{"credentials": strings.Replace(srv.url(""), "http://", "http://u:pwSECRET42@", 1) + "\n"})
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hst := newAuthHost(t, srv, "i.git", srv.url("i.git"))
+			c.setup(hst)
+			if out, err := hst.gitAs(nil, "fetch", "-q", "origin"); err != nil {
+				t.Fatalf("git fetch origin in the clone fails, no oracle: %v\n%s", err, out)
+			}
+			id, staged := a9Open(hst, map[string]string{c.name + ".txt": "b\n"}, "--backend", "copy")
+			found := testbin.Run(t, testbin.Cmd{Bin: "grep", Args: []string{"-rl", "SECRET42", staged}})
+			if found.Stdout != "" {
+				t.Errorf("a credential is in the staged tree: %s", found.Stdout)
+			}
+			r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id)
+			if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
+				t.Errorf("land: want landed\n%s", r)
+			}
+		})
+	}
+}
