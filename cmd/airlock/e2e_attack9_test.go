@@ -637,3 +637,41 @@ func TestE2EAttack9CredentialsBesideGitConfigScrubbed(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EAttack9LinkedWorktreePlantedHelperRefused: a base that is a
+// linked git worktree (`git worktree add`) has a .git file, not a
+// directory; the copy backend copies that file, so git in the staged tree
+// works on the base's own repository, as a worktree transaction's does. A
+// credential helper the agent plants in its config through it would get
+// the password the user's own helper gave (git hands every helper a
+// successful credential to `store`): the transaction is guarded as a
+// worktree one is (repoguard), and land refuses it (BoundaryEscape)
+// before any fetch.
+func TestE2EAttack9LinkedWorktreePlantedHelperRefused(t *testing.T) {
+	const token = "ghsLINKTOKEN21"
+	srv := startAuthHTTP(t, "u", token, "")
+	srv.seed(t, "l.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "l.git")
+	hst := newAuthHost(t, srv, "l.git", srv.url("l.git"))
+	dir := testbin.RealDir(t)
+	testbin.WriteFiles(t, dir, map[string]string{
+		"credentials": strings.Replace(srv.url(""), "http://", "http://u:"+token+"@", 1) + "\n",
+		"global":      "[credential]\n\thelper = store --file=" + filepath.Join(dir, "credentials") + "\n",
+	})
+	global := "GIT_CONFIG_GLOBAL=" + filepath.Join(dir, "global")
+	linked := filepath.Join(filepath.Dir(hst.clone), "linked")
+	gitIn(t, hst.clone, "worktree", "add", "-q", "-b", "work2", linked)
+	hst.clone = linked
+	id, staged := a9Open(hst, map[string]string{"c.txt": "c\n"}, "--backend", "copy")
+	stolen := filepath.Join(dir, "stolen")
+	if out, err := hst.gitAs(nil, "-C", staged, "config", "--add", "credential.helper", "!f() { cat >> "+stolen+"; }; f"); err != nil {
+		t.Fatalf("the agent's git config in the staged tree: %v\n%s", err, out)
+	}
+	r := hst.run([]string{global}, "land", "-q", "--remote", "origin", "--branch", "main", id)
+	if r.Code != 75 || !strings.Contains(r.Stdout, "BoundaryEscape") || len(landed(t, bare, "main")[id]) != 0 {
+		t.Errorf("land after the agent changed the base's config through the staged .git file: want refused (BoundaryEscape), nothing landed\n%s", r)
+	}
+	if testbin.Exists(stolen) {
+		t.Errorf("a helper the agent planted through the staged .git file ran at land (exit %d, landed %d) and was given:\n%s", r.Code, len(landed(t, bare, "main")[id]), testbin.ReadFile(t, stolen))
+	}
+}
