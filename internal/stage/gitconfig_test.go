@@ -16,7 +16,7 @@ import (
 // The staged copy of a config loses its credentials and nothing else, as
 // git itself reads the file before and after.
 func TestScrubGitConfig(t *testing.T) {
-	testbin.Require(t, "git", "ScrubGitConfig reads the config with git, the oracle here too")
+	testbin.Require(t, "git", "ScrubGit reads the config with git, the oracle here too")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, ".git", "config")
 	testbin.WriteFiles(t, dir, map[string]string{".git/config": `[core]
