@@ -44,6 +44,12 @@ func (t *Tx) guardRepo(ctx context.Context) error {
 	}
 	g, err := repoguard.Take(ctx, t.Base())
 	if err != nil {
+		if t.rec.Backend != stage.Worktree {
+			// A .git file that leads git to no repository (one copied
+			// from elsewhere, its target gone) shares nothing: git in
+			// the staged tree fails as it does in the base.
+			return nil
+		}
 		return fmt.Errorf("fingerprint the repository of %s: %w", t.Base(), err)
 	}
 	return t.st.Write(repoGuardFile, g)
