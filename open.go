@@ -415,7 +415,7 @@ func (s *Store) stageOpen(ctx context.Context, b *state.Base, st *state.Tx, base
 		res, err = backend.Stage(ctx, req)
 	}
 	if err == nil {
-		err = scrubStagedGit(ctx, res, staged)
+		err = scrubStagedGit(ctx, res, staged, base)
 	}
 	if err == nil {
 		beside.Go(func() { measured(res, early) })

@@ -186,7 +186,7 @@ func (t *Tx) prepareRemote(ctx context.Context, o RemoteOptions, ref string) (*r
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, err
 		}
-		return nil, nil, fmt.Errorf("transaction %s was not opened in a git repository with a commit (%s); landing into a remote needs the commit its base was at: open it in a clone of %s", t.ID(), t.Base(), o.Remote)
+		return nil, nil, fmt.Errorf("transaction %s was not opened in a git repository with a commit (%s); landing into a remote needs the commit its base was at: open it in a clone of %s", t.ID(), t.Base(), landing.Redact(o.Remote))
 	}
 	if rl.l, err = t.openLanding(ctx, o.Remote, ref); err != nil {
 		return nil, nil, err

@@ -13,9 +13,9 @@ import (
 // and the receipts' check make against the remote (fetch, push,
 // ls-remote), so that a remote that accepts the connection and never
 // answers cannot hang them. A zero field takes its default
-// (DefaultRemoteLimits). Each call runs in a process group of its own
-// that ends with it and with the process that started it, git's ssh and
-// remote helpers with it.
+// (DefaultRemoteLimits). Each call runs in a session and process group
+// of its own, without a terminal, that ends with it and with the process
+// that started it, git's ssh and remote helpers with it.
 type RemoteLimits struct {
 	// Connect bounds an ssh connection and its handshake (ssh's
 	// ConnectTimeout); Timeout bounds git:// and http(s), whose connect

@@ -142,13 +142,13 @@ func (t *Tx) discard(ctx context.Context, o DiscardOptions) (*Result, error) {
 	}
 	res, err := t.settle(ctx, Discarded, nil, set, sc)
 	if res != nil {
-		// Discarding drops the worktree's files, not what its git did to
-		// the repository it shares with the base: say so.
+		// Discarding drops the staged tree's files, not what its git did
+		// to the repository it shares with the base: say so.
 		if w := t.branchMoved(ctx); w != "" {
 			res.Warnings = append(res.Warnings, w)
 		}
 		if changed, cerr := t.repoChanged(ctx); cerr == nil && len(changed) > 0 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the command changed the repository this worktree shared with the base (%s); discarding does not take that back: look at them (a hook or an alias there runs as you with your next git command)", strings.Join(changed, ", ")))
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the command changed the repository the staged tree shared with the base (%s); discarding does not take that back: look at them (a hook or an alias there runs as you with your next git command)", strings.Join(changed, ", ")))
 		}
 	}
 	return res, err

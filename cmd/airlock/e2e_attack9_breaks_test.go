@@ -3,270 +3,34 @@
 package main_test
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 // attack9's breaks: each test fails today, and is compiled only with the
 // build tag airlock_known_breaks
 // (go test -tags 'airlock_faults airlock_known_breaks' -run KnownBreakAttack9 ./cmd/airlock).
 
-// TestKnownBreakAttack9AskpassFromEnvironmentRuns: a desktop session
-// sets SSH_ASKPASS (or the user GIT_ASKPASS); over http, a remote that
-// asks for credentials the clone does not have makes the landing's git
-// run that program, a window that waits for someone to answer, though
-// land must never wait at a prompt. GIT_TERMINAL_PROMPT=0 stops git's
-// terminal prompt only: git asks an askpass program first (prompt.c).
-// The test's askpass records that it ran and refuses, so the landing
-// ends either way.
-func TestKnownBreakAttack9AskpassFromEnvironmentRuns(t *testing.T) {
-	srv := startAuthHTTP(t, "u", "pw", "")
-	srv.seed(t, "k.git", map[string]string{"a.txt": "a\n"})
-	hst := newAuthHost(t, srv, "k.git", srv.url("k.git"))
-	for _, v := range []string{"SSH_ASKPASS", "GIT_ASKPASS"} {
-		t.Run(v, func(t *testing.T) {
-			dir := testbin.RealDir(t)
-			asked := filepath.Join(dir, "asked")
-			testbin.WriteFiles(t, dir, map[string]string{"askpass": "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + asked + "\nexit 1\n"})
-			os.Chmod(filepath.Join(dir, "askpass"), 0o755)
-			id := hst.open(map[string]string{"b.txt": "b\n"})
-			r := hst.run([]string{v + "=" + filepath.Join(dir, "askpass")}, "land", "-q", "--remote", "origin", "--branch", "main", id)
-			if r.Code != 125 {
-				t.Errorf("land without credentials: want exit 125\n%s", r)
-			}
-			if a9Ran(asked) {
-				t.Errorf("land ran %s, which would wait for an answer: it asked %q", v, testbin.ReadFile(t, asked))
-			}
-		})
-	}
-}
-
-// TestKnownBreakAttack9TokenGoCannotParse: a password git accepts in a
-// URL but Go's net/url refuses (a '^', or a '%' not followed by two hex
-// digits, which git keeps as it is) is not taken out of the URL: the
-// staged copy of .git/config keeps it, and git hands the whole URL to its
-// remote helper on the command line.
-func TestKnownBreakAttack9TokenGoCannotParse(t *testing.T) {
-	for _, c := range []struct{ name, inURL, password string }{
-		{"caret", "ghs^SECRET42", "ghs^SECRET42"},
-		{"bare percent", "ghs%SECRET42", "ghs%SECRET42"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			srv := startAuthHTTP(t, "u", c.password, "")
-			srv.seed(t, "p.git", map[string]string{"a.txt": "a\n"})
-			bare := filepath.Join(srv.root, "p.git")
-			url := strings.Replace(srv.url("p.git"), "http://", "http://u:"+c.inURL+"@", 1)
-			hst := newAuthHost(t, srv, "p.git", url)
-			if out, err := hst.gitAs(nil, "fetch", "-q", "origin"); err != nil {
-				t.Fatalf("git fetch origin in the clone fails, no oracle: %v\n%s", err, out)
-			}
-			env, argv, trace := a9Argv(t)
-			id, staged := a9Open(hst, map[string]string{"b.txt": "b\n"})
-			if strings.Contains(testbin.ReadFile(t, filepath.Join(staged, ".git", "config")), "SECRET42") {
-				t.Errorf("the staged .git/config holds the password:\n%s", testbin.ReadFile(t, filepath.Join(staged, ".git", "config")))
-			}
-			r := hst.run(env, "land", "-q", "--remote", "origin", "--branch", "main", id)
-			if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
-				t.Errorf("land: want landed, as git fetch origin in the clone works\n%s", r)
-			}
-			if strings.Contains(r.Stdout+r.Stderr, "SECRET42") {
-				t.Errorf("land printed the password:\n%s", r)
-			}
-			for _, f := range []string{argv, trace} {
-				if strings.Contains(testbin.ReadFile(t, f), "SECRET42") {
-					t.Errorf("the password is on a command line (%s)", filepath.Base(f))
-				}
-			}
-			// The same URL given as --remote: masked in what land says
-			// and keeps.
-			id = hst.open(map[string]string{"c.txt": "c\n"})
-			r = hst.run(nil, "land", "--remote", url, "--branch", "main", id)
-			if r.Code != 0 || strings.Contains(r.Stdout+r.Stderr, "SECRET42") {
-				t.Errorf("land --remote URL: want landed, the password masked\n%s", r)
-			}
-			if found := testbin.Run(t, testbin.Cmd{Bin: "grep", Args: []string{"-rl", "SECRET42", hst.state}}); found.Stdout != "" {
-				t.Errorf("the password is in airlock's state: %s", found.Stdout)
-			}
-		})
-	}
-}
-
-// TestKnownBreakAttack9CredentialsBesideGitConfig: the scrub rewrites
-// .git/config alone, but a clone may keep its credentials in another file
-// of its .git: one its config includes (a CI job writing its auth header
-// apart), credential-store's file, the config.worktree that
-// extensions.worktreeConfig adds, the reflog of a `git pull` given a URL
-// with a token (git logs the pull's command line). The copy backend
-// copies that file into the staged tree, where the agent reads it.
-func TestKnownBreakAttack9CredentialsBesideGitConfig(t *testing.T) {
-	srv := startAuthHTTP(t, "u", "pwSECRET42", "bearerSECRET42")
-	srv.seed(t, "i.git", map[string]string{"a.txt": "a\n"})
-	bare := filepath.Join(srv.root, "i.git")
-	for _, c := range []struct {
-		name  string
-		setup func(h *remoteHost)
-	}{
-		{"include.path", func(h *remoteHost) {
-			testbin.WriteFiles(t, h.clone, map[string]string{".git/auth.inc": "[http]\n\textraheader = Authorization: Bearer bearerSECRET42\n"})
-			gitIn(t, h.clone, "config", "include.path", "auth.inc")
-		}},
-		{"credential-store in .git", func(h *remoteHost) {
-			testbin.WriteFiles(t, h.clone, map[string]string{".git/credentials": strings.Replace(srv.url(""), "http://", "http://u:pwSECRET42@", 1) + "\n"})
-			gitIn(t, h.clone, "config", "credential.helper", "store --file=.git/credentials")
-		}},
-		{"config.worktree", func(h *remoteHost) {
-			gitIn(t, h.clone, "config", "extensions.worktreeConfig", "true")
-			gitIn(t, h.clone, "config", "--worktree", "http.extraheader", "Authorization: Bearer bearerSECRET42")
-		}},
-		{"a pull's reflog", func(h *remoteHost) {
-			// `git pull URL` logs its command line in .git/logs (a
-			// refspec makes the ref update whatever the clone has).
-			gitIn(t, h.clone, "pull", "-q", strings.Replace(srv.url("i.git"), "http://", "http://u:pwSECRET42@", 1), "main:pulled")
-			gitIn(t, h.clone, "config", "credential.helper", "store --file="+filepath.Join(h.home, "credentials"))
-			testbin.WriteFiles(t, h.home, map[string]string{"credentials": strings.Replace(srv.url(""), "http://", "http://u:pwSECRET42@", 1) + "\n"})
-		}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			hst := newAuthHost(t, srv, "i.git", srv.url("i.git"))
-			c.setup(hst)
-			if out, err := hst.gitAs(nil, "fetch", "-q", "origin"); err != nil {
-				t.Fatalf("git fetch origin in the clone fails, no oracle: %v\n%s", err, out)
-			}
-			id, staged := a9Open(hst, map[string]string{c.name + ".txt": "b\n"}, "--backend", "copy")
-			found := testbin.Run(t, testbin.Cmd{Bin: "grep", Args: []string{"-rl", "SECRET42", staged}})
-			if found.Stdout != "" {
-				t.Errorf("a credential is in the staged tree: %s", found.Stdout)
-			}
-			r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", id)
-			if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
-				t.Errorf("land: want landed\n%s", r)
-			}
-		})
-	}
-}
-
-// TestKnownBreakAttack9CredentialHelperReachesTerminal: land run from a
-// person's shell hands its controlling terminal to the clone's credential
-// helper, so a helper that asks there (as a password manager's helper
-// does when it has no window) waits for an answer no one gives: the
-// landing's git is not started in a session of its own. The test's helper
-// records whether it could open /dev/tty, and answers nothing, so the
-// landing ends either way.
-func TestKnownBreakAttack9CredentialHelperReachesTerminal(t *testing.T) {
-	srv := startAuthHTTP(t, "u", "pw", "")
-	srv.seed(t, "y.git", map[string]string{"a.txt": "a\n"})
-	hst := newAuthHost(t, srv, "y.git", srv.url("y.git"))
-	dir := testbin.RealDir(t)
-	tty := filepath.Join(dir, "tty")
-	gitIn(t, hst.clone, "config", "credential.helper", fmt.Sprintf("!f() { if (exec 3</dev/tty) 2>/dev/null; then echo could-prompt >> %s; fi; }; f", tty))
-	id := hst.open(map[string]string{"b.txt": "b\n"})
-	out, code := hst.landOnTerminal(t, nil, id)
-	if code != 125 {
-		t.Errorf("land without credentials: want exit 125, got %d\n%s", code, out)
-	}
-	if a9Ran(tty) {
-		t.Errorf("the credential helper could open the terminal land runs on, where a prompt waits forever")
-	}
-}
-
-// TestKnownBreakAttack9UnparsableRemoteFlagPrinted: --remote with a
-// password git accepts but Go's net/url refuses (a '^') is shown as
-// given when the landing fails: landing.Redact returns a URL it cannot
-// parse unchanged, and the refusal quotes it twice.
-func TestKnownBreakAttack9UnparsableRemoteFlagPrinted(t *testing.T) {
-	srv := startAuthHTTP(t, "u", "pw", "")
-	srv.seed(t, "m.git", map[string]string{"a.txt": "a\n"})
-	hst := newAuthHost(t, srv, "m.git", srv.url("m.git"))
-	id := hst.open(map[string]string{"b.txt": "b\n"})
-	r := hst.run(nil, "land", "--remote", strings.Replace(srv.url("m.git"), "http://", "http://u:bad^SECRET42@", 1), "--branch", "main", id)
-	if r.Code != 125 {
-		t.Errorf("land with a wrong password: want exit 125\n%s", r)
-	}
-	if strings.Contains(r.Stdout+r.Stderr, "SECRET42") {
-		t.Errorf("land printed the password:\n%s", r)
-	}
-}
-
-// TestKnownBreakAttack9LinkedWorktreeBaseSharesConfig: a base that is a
+// TestKnownBreakAttack9LinkedWorktreeTokenReadable: a base that is a
 // linked git worktree (`git worktree add`) has a .git file, not a
 // directory. The copy backend copies that file, so the staged tree's git
-// is the base's own repository: the agent reads the token in its
-// remote's URL (stage.ScrubGitConfig skips a .git that is no directory),
-// and its `git config` writes the base's config, which land reads. A
-// credential helper it plants there gets the password the user's own
-// helper gave (git hands every helper a successful credential to
-// `store`), and nothing refuses the transaction as the worktree backend
-// does (BoundaryEscape).
-func TestKnownBreakAttack9LinkedWorktreeBaseSharesConfig(t *testing.T) {
+// is the base's own repository: the agent reads the token in its remote's
+// URL. Left as it is, and documented (docs/backends.md, docs/landing.md
+// "Authentication"): the staged tree shares that repository as a worktree
+// transaction's does; what it changes there is refused
+// (TestE2EAttack9LinkedWorktreePlantedHelperRefused). Keep the token in a
+// credential helper, not in the URL, for such a base.
+func TestKnownBreakAttack9LinkedWorktreeTokenReadable(t *testing.T) {
 	const token = "ghsLINKTOKEN21"
 	srv := startAuthHTTP(t, "u", token, "")
 	srv.seed(t, "l.git", map[string]string{"a.txt": "a\n"})
-	bare := filepath.Join(srv.root, "l.git")
-	t.Run("the token in the URL", func(t *testing.T) {
-		hst := newAuthHost(t, srv, "l.git", strings.Replace(srv.url("l.git"), "http://", "http://u:"+token+"@", 1))
-		linked := filepath.Join(filepath.Dir(hst.clone), "linked")
-		gitIn(t, hst.clone, "worktree", "add", "-q", "-b", "work", linked)
-		hst.clone = linked
-		_, staged := a9Open(hst, map[string]string{"b.txt": "b\n"}, "--backend", "copy")
-		if out, _ := hst.gitAs(nil, "-C", staged, "config", "remote.origin.url"); strings.Contains(out, token) {
-			t.Errorf("git in the staged tree reads the token: %s", out)
-		}
-	})
-	t.Run("a planted helper gets the password", func(t *testing.T) {
-		hst := newAuthHost(t, srv, "l.git", srv.url("l.git"))
-		dir := testbin.RealDir(t)
-		testbin.WriteFiles(t, dir, map[string]string{
-			"credentials": strings.Replace(srv.url(""), "http://", "http://u:"+token+"@", 1) + "\n",
-			"global":      "[credential]\n\thelper = store --file=" + filepath.Join(dir, "credentials") + "\n",
-		})
-		global := "GIT_CONFIG_GLOBAL=" + filepath.Join(dir, "global")
-		linked := filepath.Join(filepath.Dir(hst.clone), "linked")
-		gitIn(t, hst.clone, "worktree", "add", "-q", "-b", "work2", linked)
-		hst.clone = linked
-		id, staged := a9Open(hst, map[string]string{"c.txt": "c\n"}, "--backend", "copy")
-		stolen := filepath.Join(dir, "stolen")
-		if out, err := hst.gitAs(nil, "-C", staged, "config", "--add", "credential.helper", "!f() { cat >> "+stolen+"; }; f"); err != nil {
-			t.Fatalf("the agent's git config in the staged tree: %v\n%s", err, out)
-		}
-		r := hst.run([]string{global}, "land", "-q", "--remote", "origin", "--branch", "main", id)
-		if testbin.Exists(stolen) {
-			t.Errorf("a helper the agent planted through the staged .git file ran at land (exit %d, landed %d) and was given:\n%s", r.Code, len(landed(t, bare, "main")[id]), testbin.ReadFile(t, stolen))
-		}
-	})
-}
-
-// TestKnownBreakAttack9EnvironmentConfigDropped: a CI job (or a wrapper)
-// that gives git its auth header through GIT_CONFIG_COUNT (or `git -c`,
-// GIT_CONFIG_PARAMETERS, inherited by child processes) makes `git fetch
-// origin` in the clone work, but not land: airlock's git drops both
-// (internal/git environ's "relocating" list, meant for a parent git's
-// one-command settings) before it reads the configuration it passes on.
-func TestKnownBreakAttack9EnvironmentConfigDropped(t *testing.T) {
-	srv := startAuthHTTP(t, "u", "pw", "ciTOKEN")
-	srv.seed(t, "e.git", map[string]string{"a.txt": "a\n"})
-	bare := filepath.Join(srv.root, "e.git")
-	for _, c := range []struct {
-		name string
-		env  []string
-	}{
-		{"GIT_CONFIG_COUNT", []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraheader", "GIT_CONFIG_VALUE_0=Authorization: Bearer ciTOKEN"}},
-		{"GIT_CONFIG_PARAMETERS", []string{"GIT_CONFIG_PARAMETERS='http.extraheader'='Authorization: Bearer ciTOKEN'"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			hst := newAuthHost(t, srv, "e.git", srv.url("e.git"))
-			if out, err := hst.gitAs(c.env, "fetch", "-q", "origin"); err != nil {
-				t.Fatalf("git fetch origin in the clone fails, no oracle: %v\n%s", err, out)
-			}
-			id := hst.open(map[string]string{c.name + ".txt": "e\n"})
-			r := hst.run(c.env, "land", "-q", "--remote", "origin", "--branch", "main", id)
-			if r.Code != 0 || len(landed(t, bare, "main")[id]) != 1 {
-				t.Errorf("land where git fetch origin works: want landed\n%s", r)
-			}
-		})
+	hst := newAuthHost(t, srv, "l.git", strings.Replace(srv.url("l.git"), "http://", "http://u:"+token+"@", 1))
+	linked := filepath.Join(filepath.Dir(hst.clone), "linked")
+	gitIn(t, hst.clone, "worktree", "add", "-q", "-b", "work", linked)
+	hst.clone = linked
+	_, staged := a9Open(hst, map[string]string{"b.txt": "b\n"}, "--backend", "copy")
+	if out, _ := hst.gitAs(nil, "-C", staged, "config", "remote.origin.url"); strings.Contains(out, token) {
+		t.Errorf("git in the staged tree reads the token: %s", out)
 	}
 }

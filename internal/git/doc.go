@@ -11,8 +11,9 @@
 //     are dropped, as is configuration a parent git passed down for one
 //     command only (environ.go says which and why).
 //   - None of the user's code runs: hooks are off (core.hooksPath=/dev/null)
-//     and no fsmonitor daemon is started. git never waits on a terminal for
-//     credentials (GIT_TERMINAL_PROMPT=0).
+//     and no fsmonitor daemon is started. git never waits on a terminal or an
+//     askpass window for credentials (GIT_TERMINAL_PROMPT=0, GIT_ASKPASS
+//     empty).
 //   - Pathspecs are literal (GIT_LITERAL_PATHSPECS=1): a file name is never a
 //     glob or pathspec magic. Callers put paths after "--" or use -z.
 //   - git runs as long as its context allows and no longer: when the context

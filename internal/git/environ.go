@@ -1,6 +1,7 @@
 package git
 
 import (
+	"os"
 	"slices"
 	"strings"
 )
@@ -43,6 +44,13 @@ var set = []string{
 	// own non-interactive authentication (ssh keys and agents, credential
 	// helpers) still works; a prompt would only hang.
 	"GIT_TERMINAL_PROMPT=0",
+	// No askpass program either: git asks GIT_ASKPASS, core.askPass and
+	// SSH_ASKPASS before the terminal (prompt.c), and a desktop's askpass
+	// opens a window that waits for someone to answer. git stops at a
+	// GIT_ASKPASS that is set, and runs none when it is empty; the
+	// landing sets core.askPass empty too (internal/landing). ssh's own
+	// use of SSH_ASKPASS is left to the user's ssh command.
+	"GIT_ASKPASS=",
 	// A path is a file name, never a glob or pathspec magic.
 	"GIT_LITERAL_PATHSPECS=1",
 	// git's messages in English: callers match them ("not a git
@@ -70,4 +78,22 @@ func environ(env []string) []string {
 		out = append(out, kv)
 	}
 	return append(out, set...)
+}
+
+// CommandConfigEnv is the configuration the environment gives git for one
+// command (GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT and its numbered
+// GIT_CONFIG_KEY_n/GIT_CONFIG_VALUE_n), which environ drops from every
+// git airlock runs. It is for a caller that must read the configuration
+// as the user's own git command would (a landing reads how `git fetch`
+// in the clone authenticates, and a CI job may pass its auth header this
+// way); that caller takes from it what it needs and passes it on itself.
+func CommandConfigEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "GIT_CONFIG_PARAMETERS" || k == "GIT_CONFIG_COUNT" || slices.ContainsFunc(relocatingPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -61,12 +61,15 @@ func TestEnvironScrubsRelocatingVariables(t *testing.T) {
 		"GIT_CONFIG_PARAMETERS='core.worktree'='/elsewhere'", "GIT_CONFIG_COUNT=1",
 		"GIT_CONFIG_KEY_0=core.bare", "GIT_CONFIG_VALUE_0=true",
 		"GIT_TERMINAL_PROMPT=1", "GIT_LITERAL_PATHSPECS=0", "LC_ALL=de_DE.UTF-8",
+		"GIT_ASKPASS=/usr/bin/ksshaskpass", "SSH_ASKPASS=/usr/bin/ksshaskpass",
 	}
 	got := environ(in)
 	want := []string{
 		"PATH=/bin", "HOME=/home/u", "GIT_EXEC_PATH=/usr/lib/git-core",
 		"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "GIT_TRACE=1",
-		"GIT_TERMINAL_PROMPT=0", "GIT_LITERAL_PATHSPECS=1", "LC_ALL=C",
+		// ssh's, for a user's own ssh command; git stops at GIT_ASKPASS.
+		"SSH_ASKPASS=/usr/bin/ksshaskpass",
+		"GIT_TERMINAL_PROMPT=0", "GIT_ASKPASS=", "GIT_LITERAL_PATHSPECS=1", "LC_ALL=C",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("environ =\n%q\nwant\n%q", got, want)

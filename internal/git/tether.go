@@ -6,8 +6,9 @@ import (
 )
 
 // Tethered is r with each command run, with its children (a remote
-// helper, ssh, fetch-pack), in a process group of its own that ends when
-// the call's context does and when airlock does, even by SIGKILL. It is
+// helper, ssh, fetch-pack), in a session without a terminal and a process
+// group of its own that ends when the call's context does and when
+// airlock does, even by SIGKILL. It is
 // for commands that talk to a remote: those are the ones that can hang on
 // a network that never answers, and whose children git leaves running
 // when git itself is killed.

@@ -6,11 +6,15 @@ import (
 	"syscall"
 )
 
-// groupOf puts cmd in a process group of its own, which its context's end
-// kills whole, and has the kernel send it SIGTERM when airlock ends (the
-// shell of tetherScript then kills its group).
+// groupOf puts cmd in a session of its own, whose process group its
+// context's end kills whole, and has the kernel send it SIGTERM when
+// airlock ends (the shell of tetherScript then kills its group). A new
+// session has no controlling terminal: git, a credential helper or ssh
+// that would ask on /dev/tty cannot open it (ENXIO) and fails instead of
+// waiting for an answer no one gives. setsid makes the group too (a
+// session leader may not setpgid).
 func groupOf(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Cancel = func() error {
 		// The group's id is its leader's pid: the shell, git, and what
 		// git started.

@@ -3,13 +3,13 @@ package landing
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/git"
+	"github.com/airlockdev/airlock/internal/remoteurl"
 )
 
 // urlRemote is the name under which a landing's git knows a remote given
@@ -90,6 +90,49 @@ func readConfig(ctx context.Context, r git.Repo) ([]configEntry, error) {
 	return out, nil
 }
 
+// readUserConfig is readConfig as the user's own git command in r would
+// read it: with the configuration the environment gives one command
+// (GIT_CONFIG_COUNT, GIT_CONFIG_PARAMETERS; scope "command"), which every
+// other git airlock runs drops (internal/git environ.go). Of that, only
+// the access settings are kept, the rest named in dropped: a CI job's
+// auth header is how its `git fetch` authenticates, but a one-command
+// core.worktree or alias is none of the landing's business.
+func readUserConfig(ctx context.Context, r git.Repo, remote string) (entries []configEntry, dropped []string, err error) {
+	// airlock's git gives itself settings on its command line (hooks
+	// off, internal/git), in the same scope: those are not the
+	// environment's, nor the user's.
+	own, err := readConfig(ctx, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	all := own
+	if env := git.CommandConfigEnv(); len(env) > 0 {
+		if all, err = readConfig(ctx, r.WithEnv(env...)); err != nil {
+			return nil, nil, err
+		}
+	}
+	mine := map[configEntry]int{}
+	for _, e := range own {
+		if e.scope == "command" {
+			mine[e]++
+		}
+	}
+	for _, e := range all {
+		if e.scope == "command" {
+			if mine[e] > 0 {
+				mine[e]--
+				continue
+			}
+			if !accessKey(e.key, remote) {
+				dropped = append(dropped, e.key)
+				continue
+			}
+		}
+		entries = append(entries, e)
+	}
+	return entries, dropped, nil
+}
+
 // access is how a landing's git reaches the remote: the name on its
 // command line, and, in its environment, the remote's URLs (credentials
 // taken out of them) and what the clone's configuration says about
@@ -102,6 +145,10 @@ type access struct {
 	// batch is set when airlock chose ssh's batch mode (the user named
 	// no ssh command of their own).
 	batch bool
+	// dropped are the keys the environment's one-command configuration
+	// set that the landing does not pass on (not access settings): a
+	// failure names them, since `git fetch` in the clone reads them.
+	dropped []string
 }
 
 // resolveAccess works out how the private repository at dir reaches
@@ -139,7 +186,7 @@ func resolveAccess(ctx context.Context, dir, from, remote string) (*access, erro
 	var kv []string
 	var view []configEntry
 	if a.cwd != "" {
-		clone, err := readConfig(ctx, git.In(from))
+		clone, dropped, err := readUserConfig(ctx, git.In(from), remote)
 		if err != nil {
 			return nil, fmt.Errorf("read the git configuration of %s: %w", from, err)
 		}
@@ -161,11 +208,19 @@ func resolveAccess(ctx context.Context, dir, from, remote string) (*access, erro
 			}
 			kv = append(kv, e.key, e.value)
 		}
-		view = clone
+		view, a.dropped = clone, dropped
 	} else {
 		var err error
-		if view, err = readConfig(ctx, git.At(dir)); err != nil {
+		if view, a.dropped, err = readUserConfig(ctx, git.At(dir), remote); err != nil {
 			return nil, fmt.Errorf("read the git configuration of the landing's repository %s: %w", dir, err)
+		}
+		// The landing's git reads the rest itself; not what the
+		// environment gave for one command (access settings only, see
+		// readUserConfig).
+		for _, e := range view {
+			if e.scope == "command" {
+				kv = append(kv, e.key, e.value)
+			}
 		}
 	}
 
@@ -236,6 +291,10 @@ func resolveAccess(ctx context.Context, dir, from, remote string) (*access, erro
 	if os.Getenv("GIT_SSH_COMMAND") == "" && ssh == "" && os.Getenv("GIT_SSH") == "" {
 		a.batch = true
 	}
+	// No askpass program answers git's prompts (GIT_ASKPASS is set
+	// empty for every git airlock runs, internal/git): the clone's
+	// core.askPass is overridden too, should git ever read it first.
+	kv = append(kv, "core.askpass", "")
 	a.env = append(a.env, git.ConfigEnv(kv...)...)
 	return a, nil
 }
@@ -269,17 +328,17 @@ func rewrite(u string, view []configEntry, push bool) string {
 // splitCredentials takes the user and password out of an http(s) URL: ok
 // when it held any, with the URL without them and the credential context
 // they are for (scheme://host[:port], as credential.<url>.* matches it).
+// The URL is split as git splits it (internal/remoteurl), not by net/url,
+// which refuses passwords git takes.
 func splitCredentials(raw string) (bare, host, user string, pass *string, ok bool) {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil || (u.Scheme != "http" && u.Scheme != "https") {
+	u, found := remoteurl.Split(raw)
+	if !found || (u.Scheme != "http" && u.Scheme != "https") {
 		return "", "", "", nil, false
 	}
-	user = u.User.Username()
-	if p, set := u.User.Password(); set {
+	if p, set := u.Password(); set {
 		pass = &p
 	}
-	u.User = nil
-	return u.String(), u.Scheme + "://" + u.Host, user, pass, true
+	return u.Bare(), u.Host(), u.User(), pass, true
 }
 
 // localRelative reports whether a URL git accepts is a relative path

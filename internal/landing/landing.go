@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"github.com/airlockdev/airlock/internal/changeset"
 	"github.com/airlockdev/airlock/internal/git"
 	"github.com/airlockdev/airlock/internal/manifest"
+	"github.com/airlockdev/airlock/internal/remoteurl"
 	"github.com/airlockdev/airlock/internal/safefs"
 )
 
@@ -136,51 +136,62 @@ func initPrivate(ctx context.Context, dir, from string) error {
 
 // Redact drops a password from a URL, for messages: airlock never shows
 // or stores a secret, even one the caller put in a URL. A password, a
-// token given as the URL's user, and the query are masked.
+// token given as the URL's user, and the query are masked. The URL is
+// split as git splits it (internal/remoteurl): a password net/url cannot
+// parse is one git still sends.
 func Redact(remote string) string {
-	u, err := url.Parse(remote)
-	if err != nil || (u.User == nil && u.RawQuery == "") {
-		return remote
-	}
-	if u.User != nil {
+	out := remote
+	if u, ok := remoteurl.Split(remote); ok && u.Secret() {
 		// A token is often the user part alone (https://TOKEN@host);
 		// ssh's conventional "git" user is no secret.
-		if _, pw := u.User.Password(); pw {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		} else if u.User.Username() != "git" {
-			u.User = url.User("xxxxx")
+		if _, set := u.RawPassword(); set {
+			out = u.WithUserinfo(u.RawUser() + ":xxxxx")
+		} else {
+			out = u.WithUserinfo("xxxxx")
 		}
 	}
-	if u.RawQuery != "" {
-		u.RawQuery = "xxxxx"
+	if q, ok := query(out); ok {
+		out = strings.Replace(out, "?"+q, "?xxxxx", 1)
 	}
-	return u.String()
+	return out
+}
+
+// query is a scheme URL's query, between its first '?' and the '#' after
+// it.
+func query(remote string) (string, bool) {
+	if !strings.Contains(remote, "://") {
+		return "", false
+	}
+	_, q, ok := strings.Cut(remote, "?")
+	if !ok || q == "" {
+		return "", false
+	}
+	q, _, _ = strings.Cut(q, "#")
+	return q, q != ""
 }
 
 // secrets lists the parts of a remote URL redact masks, so that they can
-// be masked in what git says too.
+// be masked in what git says too: as written and as git decodes them.
 func secrets(remote string) []string {
-	u, err := url.Parse(remote)
-	if err != nil {
-		return nil
-	}
 	var out []string
-	if u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			out = append(out, pw)
-		} else if name := u.User.Username(); name != "" && name != "git" {
-			out = append(out, name)
+	add := func(s string) {
+		if s != "" {
+			out = append(out, s, remoteurl.Unescape(s))
 		}
 	}
-	for _, vs := range u.Query() {
-		for _, v := range vs {
-			if v != "" {
-				out = append(out, v)
-			}
+	if u, ok := remoteurl.Split(remote); ok && u.Secret() {
+		if pw, set := u.RawPassword(); set && pw != "" {
+			add(pw)
+		} else {
+			add(u.RawUser())
 		}
 	}
-	if u.RawQuery != "" {
-		out = append(out, u.RawQuery)
+	if q, ok := query(remote); ok {
+		for _, kv := range strings.Split(q, "&") {
+			_, v, _ := strings.Cut(kv, "=")
+			add(v)
+		}
+		add(q)
 	}
 	return out
 }
@@ -228,6 +239,11 @@ func (l *Repo) FetchHeads(ctx context.Context) (string, string, error) {
 		}
 		if advice := l.access.sshAdvice(msg); advice != "" {
 			return "", "", fmt.Errorf("fetch %s from %s: %s; %s", l.Ref, l.Remote, msg, advice)
+		}
+		if len(l.access.dropped) > 0 {
+			// `git fetch` in the clone would read these; saying "check
+			// that it works" would send the user after a fetch that may.
+			return "", "", fmt.Errorf("fetch %s from %s: %s; the environment's one-command git configuration (GIT_CONFIG_COUNT, GIT_CONFIG_PARAMETERS) sets %s, which airlock does not pass on (it takes only the settings that say how to reach and authenticate to a server: http.*, credential.*, core.sshCommand, ssh.variant): put what the fetch needs in the clone's configuration, then check that `git fetch %s` works in %s without them", l.Ref, l.Remote, msg, strings.Join(l.access.dropped, ", "), l.Remote, l.BaseDir)
 		}
 		return "", "", fmt.Errorf("fetch %s from %s: %s; airlock authenticates as git does (ssh keys, credential helpers, never a prompt): check that `git fetch %s` works in %s", l.Ref, l.Remote, msg, l.Remote, l.BaseDir)
 	}

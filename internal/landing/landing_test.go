@@ -16,13 +16,18 @@ func TestRedact(t *testing.T) {
 		{"https://TOKEN@host/r.git", "https://xxxxx@host/r.git"},
 		{"ssh://git@host/r.git", "ssh://git@host/r.git"},
 		{"https://host/r.git?token=abc", "https://host/r.git?xxxxx"},
+		// What net/url cannot parse, and git sends.
+		{"https://u:bad^SECRET@host/r.git", "https://u:xxxxx@host/r.git"},
+		{"https://u:bad%SECRET@host/r.git", "https://u:xxxxx@host/r.git"},
+		{"https://bad^TOKEN@host/r.git?t=a^b#f", "https://xxxxx@host/r.git?xxxxx#f"},
+		{"u:p^w@host:r.git", "u:xxxxx@host:r.git"},
 	} {
 		if got := Redact(tt.in); got != tt.want {
 			t.Errorf("Redact(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
-	l := &Repo{access: &access{urls: []string{"https://user:secret@host/r.git", "https://host/r.git?token=abc"}}}
-	if got := l.mask("fatal: secret and abc and token=abc"); strings.Contains(got, "secret") || strings.Contains(got, "abc") {
+	l := &Repo{access: &access{urls: []string{"https://user:secret@host/r.git", "https://host/r.git?token=abc", "https://u:p%40^ss@h/"}}}
+	if got := l.mask("fatal: secret and abc and token=abc, p%40^ss p@^ss"); strings.Contains(got, "secret") || strings.Contains(got, "abc") || strings.Contains(got, "ss") {
 		t.Errorf("mask left a secret: %q", got)
 	}
 }
