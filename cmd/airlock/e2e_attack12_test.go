@@ -1,0 +1,200 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
+)
+
+// The attack12 review of partial commit (`airlock commit ID -- PATH...`):
+// what it holds, as regression tests. Its known breaks are in
+// e2e_attack12_breaks_test.go (build tag airlock_known_breaks).
+
+// attack12KillPoints are the fault points of a partial commit before its
+// apply began or after it was recorded; those within the apply (apply:1,
+// applied) are TestKnownBreakAttack12PartKilledMidApplyStrandsTheWhole.
+var attack12KillPoints = []string{"checked", "journal-synced", "apply-staged", "recorded"}
+
+// Killed at a fault point of a partial commit, then recovered: the part
+// either landed whole (a.txt new, recorded as committed) or not at all,
+// b.txt and c.txt are never touched, and committing the transaction
+// afterwards lands exactly all three, never reverting a.txt.
+func TestE2EAttack12PartialKilledAtEachPointEndsWholeOrNothing(t *testing.T) {
+	for _, point := range attack12KillPoints {
+		t.Run(point, func(t *testing.T) {
+			x := newH(t)
+			partialTx(t, x, "k")
+			r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + point}, "commit", "k", "--", "a.txt")
+			if r.Code != -1 {
+				t.Fatalf("the fault point %s did not kill airlock: %v", point, r)
+			}
+			wantCode(t, x.airlock("recover", "--workdir", x.base), 0)
+			a := testbin.ReadFile(t, filepath.Join(x.base, "a.txt"))
+			if a != "a-new\n" && a != "a-old\n" {
+				t.Fatalf("a.txt = %q after recover: half a part", a)
+			}
+			wantFiles(t, x, a, "b-old\n", "c-old\n")
+			show := x.airlock("show", "k.1")
+			landed := strings.Contains(show.Stdout, "status:    committed")
+			if landed != (a == "a-new\n") {
+				t.Fatalf("a.txt = %q but k.1 committed = %v:\n%s", a, landed, show.Stdout)
+			}
+			r = x.airlock("commit", "k")
+			wantCode(t, r, 0)
+			wantFiles(t, x, "a-new\n", "b-new\n", "c-new\n")
+		})
+	}
+}
+
+// After a part landed, a person edits the landed path; the rest (which
+// does not touch it) commits without drift and keeps the person's edit.
+// The same after `undo ID.1` (the rest does not put a.txt back) and after
+// `rebase` of the transaction.
+func TestE2EAttack12RestNeverRevertsOrReappliesThePart(t *testing.T) {
+	for _, after := range []string{"human edit", "undo", "rebase"} {
+		t.Run(after, func(t *testing.T) {
+			x := newH(t)
+			partialTx(t, x, "r")
+			r := x.airlock("commit", "r", "--", "a.txt")
+			wantCode(t, r, 0)
+			want := "a-new\n"
+			switch after {
+			case "human edit":
+				writeFile(t, filepath.Join(x.base, "a.txt"), "a-human\n")
+				want = "a-human\n"
+			case "undo":
+				wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "r.1"}}), 0)
+				want = "a-old\n"
+			case "rebase":
+				writeFile(t, filepath.Join(x.base, "a.txt"), "a-human\n")
+				wantCode(t, x.airlock("rebase", "r"), 0)
+				want = "a-human\n"
+			}
+			if got, w := nameStatus(t, x, "r"), "M\tb.txt\nM\tc.txt\n"; got != w {
+				t.Fatalf("the rest after %s:\n%s\nwant:\n%s", after, got, w)
+			}
+			r = x.airlock("commit", "r")
+			wantCode(t, r, 0)
+			wantFiles(t, x, want, "b-new\n", "c-new\n")
+		})
+	}
+}
+
+// undo of the first part reverts exactly it, after the second part and
+// the rest landed.
+func TestE2EAttack12UndoFirstPartAfterTheRestLanded(t *testing.T) {
+	x := newH(t)
+	partialTx(t, x, "u")
+	wantCode(t, x.airlock("commit", "u", "--", "a.txt"), 0)
+	wantCode(t, x.airlock("commit", "u", "--", "b.txt"), 0)
+	wantCode(t, x.airlock("commit", "u"), 0)
+	wantFiles(t, x, "a-new\n", "b-new\n", "c-new\n")
+	wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "u.1"}}), 0)
+	wantFiles(t, x, "a-old\n", "b-new\n", "c-new\n")
+	wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "u.2"}}), 0)
+	wantFiles(t, x, "a-old\n", "b-old\n", "c-new\n")
+}
+
+// A part's receipt verifies; with its paths edited (a path it did not
+// land added, or one it did removed) it does not.
+func TestE2EAttack12PartReceiptWithEditedPathsFailsVerify(t *testing.T) {
+	for _, edit := range []struct{ name, from, to string }{
+		{"widened", `"a.txt"`, `"a.txt", "b.txt"`},
+		{"renamed", `"a.txt"`, `"c.txt"`},
+	} {
+		t.Run(edit.name, func(t *testing.T) {
+			x := newH(t)
+			partialTx(t, x, "v")
+			wantCode(t, x.airlock("commit", "v", "--", "a.txt"), 0)
+			wantCode(t, x.airlock("receipt", "verify", "v.1"), 0)
+			p := filepath.Join(x.state, "tx", "v.1", "receipt.json")
+			b, err := os.ReadFile(p)
+			must(t, err)
+			s := string(b)
+			i := strings.Index(s, `"paths"`)
+			if i < 0 {
+				t.Fatalf("no paths in the part's receipt:\n%s", s)
+			}
+			s = s[:i] + strings.Replace(s[i:], edit.from, edit.to, 1)
+			must(t, os.WriteFile(p, []byte(s), 0o600))
+			r := x.airlock("receipt", "verify", "v.1")
+			if r.Code == 0 {
+				t.Fatalf("receipt verify accepted a part's receipt with paths %s:\n%s", edit.name, r)
+			}
+		})
+	}
+}
+
+// The agent hard-links an unselected staged file to the selected one:
+// the base gets a copy of the selected file alone, linked to nothing, and
+// the unselected file is untouched.
+func TestE2EAttack12HardLinkToUnselectedFileLandsACopy(t *testing.T) {
+	x := newH(t)
+	staged := partialTx(t, x, "hl")
+	must(t, os.Remove(filepath.Join(staged, "b.txt")))
+	must(t, os.Link(filepath.Join(staged, "a.txt"), filepath.Join(staged, "b.txt")))
+	r := x.airlock("commit", "hl", "--", "a.txt")
+	wantCode(t, r, 0)
+	wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+	var st syscall.Stat_t
+	must(t, syscall.Stat(filepath.Join(x.base, "a.txt"), &st))
+	if st.Nlink != 1 {
+		t.Errorf("the landed a.txt has %d links", st.Nlink)
+	}
+	// The agent writes through the link afterwards: the base does not move.
+	writeFile(t, filepath.Join(staged, "b.txt"), "through-link\n")
+	wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+}
+
+// A mode-only change lands as a mode change alone; a file in a directory
+// the transaction created lands with its directory and not its sibling.
+func TestE2EAttack12ModeOnlyAndCreatedParent(t *testing.T) {
+	x := newH(t)
+	staged := partialTx(t, x, "m")
+	writeFile(t, filepath.Join(staged, "a.txt"), "a-old\n")
+	must(t, os.Chmod(filepath.Join(staged, "a.txt"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(staged, "lib", "deep"), 0o755))
+	writeFile(t, filepath.Join(staged, "lib", "deep", "x"), "x\n")
+	writeFile(t, filepath.Join(staged, "lib", "y"), "y\n")
+	wantCode(t, x.airlock("commit", "m", "--", "a.txt", "lib/deep/x"), 0)
+	fi, err := os.Stat(filepath.Join(x.base, "a.txt"))
+	must(t, err)
+	if fi.Mode().Perm() != 0o755 {
+		t.Errorf("a.txt mode %v, want 0755", fi.Mode().Perm())
+	}
+	wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "lib", "deep", "x")); got != "x\n" {
+		t.Errorf("lib/deep/x = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(x.base, "lib", "y")); err == nil {
+		t.Errorf("the unselected lib/y landed with its parent")
+	}
+	if got, w := nameStatus(t, x, "m"), "M\tb.txt\nM\tc.txt\nA\tlib/y\n"; got != w {
+		t.Errorf("the rest:\n%s\nwant:\n%s", got, w)
+	}
+	wantCode(t, x.airlock("commit", "m"), 0)
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "lib", "y")); got != "y\n" {
+		t.Errorf("lib/y = %q after the rest", got)
+	}
+}
+
+// The agent deletes a directory; a person adds a file to it in the base
+// since open; the partial commit of the deletion does not take the
+// person's file with it.
+func TestE2EAttack12SelectedDirDeletionKeepsAPersonsNewFile(t *testing.T) {
+	x := newH(t)
+	must(t, os.MkdirAll(filepath.Join(x.base, "d"), 0o755))
+	writeFile(t, filepath.Join(x.base, "d", "x"), "x\n")
+	staged := partialTx(t, x, "dd")
+	must(t, os.RemoveAll(filepath.Join(staged, "d")))
+	writeFile(t, filepath.Join(x.base, "d", "human"), "mine\n")
+	r := x.airlock("commit", "dd", "--", "d")
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "d", "human")); got != "mine\n" {
+		t.Fatalf("the person's d/human is gone after the partial commit (exit %d):\n%s", r.Code, r)
+	}
+	wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+}
