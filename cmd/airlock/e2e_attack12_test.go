@@ -3,6 +3,7 @@ package main_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -197,4 +198,66 @@ func TestE2EAttack12SelectedDirDeletionKeepsAPersonsNewFile(t *testing.T) {
 		t.Fatalf("the person's d/human is gone after the partial commit (exit %d):\n%s", r.Code, r)
 	}
 	wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+}
+
+// attack12Names are changed files whose names a gitignore selector reads
+// otherwise: wildcards, a backslash, a leading ! or #, a trailing space,
+// and one name in NFC and NFD (and upper case).
+var attack12Names = []string{"x", "x ", `a\b`, "ab", "[ab]", "a", "b", "!bang", "bang", "#h", "*", "q?", "qq",
+	"Caf\u00e9", "Cafe\u0301", "CAFE"}
+
+// attack12Selected opens a transaction changing every attack12Names
+// file, commits the part sel selects and returns the paths it landed
+// ("" and exit 125 when it selects none).
+func attack12Selected(t *testing.T, sel ...string) (int, string) {
+	t.Helper()
+	x := newH(t)
+	for _, n := range attack12Names {
+		writeFile(t, filepath.Join(x.base, n), "old\n")
+	}
+	st := x.openTx("s")
+	for _, n := range attack12Names {
+		writeFile(t, filepath.Join(st, n), "new\n")
+	}
+	r := x.airlock(append([]string{"commit", "s", "--"}, sel...)...)
+	landed := []string{}
+	for _, n := range attack12Names {
+		if testbin.ReadFile(t, filepath.Join(x.base, n)) == "new\n" {
+			landed = append(landed, n)
+		}
+	}
+	// A part's receipt names what landed (sorted); a plain commit (the
+	// selection took everything) names none.
+	if sorted := slices.Sorted(slices.Values(landed)); r.Code == 0 && r.Settle["part_of"] != "" && r.Settle["paths"] != strings.Join(sorted, ",") {
+		t.Errorf("the part says it landed %q, the base holds new bytes at %q", r.Settle["paths"], sorted)
+	}
+	return r.Code, strings.Join(landed, "|")
+}
+
+// A name a selector would read otherwise, quoted as gitignore quotes it,
+// selects exactly that file; a leading # is a name (the selector is
+// anchored), NFC and NFD are different names, and case matters.
+func TestE2EAttack12QuotedNamesSelectExactlyThemselves(t *testing.T) {
+	for _, c := range []struct{ sel, want string }{
+		{`x\ `, "x "},
+		{`a\\b`, `a\b`},
+		{`\[ab]`, "[ab]"},
+		{`\!bang`, "!bang"},
+		{`\*`, "*"},
+		{`q\?`, "q?"},
+		{"#h", "#h"},
+		{"Caf\u00e9", "Caf\u00e9"},
+		{"Cafe\u0301", "Cafe\u0301"},
+	} {
+		t.Run(c.sel, func(t *testing.T) {
+			code, landed := attack12Selected(t, c.sel)
+			if code != 0 || landed != c.want {
+				t.Errorf("commit -- %q: exit %d, landed %q, want exactly %q", c.sel, code, landed, c.want)
+			}
+		})
+	}
+	// Case is not folded: "cafe" names nothing changed.
+	if code, landed := attack12Selected(t, "cafe"); code != 125 || landed != "" {
+		t.Errorf("commit -- cafe: exit %d, landed %q, want 125 and nothing", code, landed)
+	}
 }
