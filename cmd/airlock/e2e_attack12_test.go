@@ -1,8 +1,12 @@
 package main_test
 
 import (
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -260,4 +264,87 @@ func TestE2EAttack12QuotedNamesSelectExactlyThemselves(t *testing.T) {
 	if code, landed := attack12Selected(t, "cafe"); code != 125 || landed != "" {
 		t.Errorf("commit -- cafe: exit %d, landed %q, want 125 and nothing", code, landed)
 	}
+}
+
+// attack12Review starts `airlock review ID` and returns its page's URL
+// and the digest of the change set the page shows.
+func attack12Review(t *testing.T, x *h, id string) (proc, string, string) {
+	t.Helper()
+	p := x.start(run{args: []string{"review", id, "--json", "--no-browser", "--timeout", "1h", "--quiet"}})
+	page := reviewURL(t, p)
+	return p, page, attack12Digest(t, page)
+}
+
+// attack12Digest is the digest of the change set the review page shows
+// now.
+func attack12Digest(t *testing.T, page string) string {
+	t.Helper()
+	resp, err := http.Get(page)
+	must(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	must(t, err)
+	m := regexp.MustCompile(`id="digest">(sha256:[0-9a-f]{64})<`).FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("the review page shows no digest:\n%s", body)
+	}
+	return string(m[1])
+}
+
+// attack12Post posts form to the review page's action, as its form
+// would (same origin), and returns the answer's status and body.
+func attack12Post(t *testing.T, page, action string, form url.Values) (int, string) {
+	t.Helper()
+	u, err := url.Parse(page)
+	must(t, err)
+	req, err := http.NewRequest(http.MethodPost, page+action, strings.NewReader(form.Encode()))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", u.Scheme+"://"+u.Host)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp.StatusCode, string(body)
+}
+
+// The review page's checkbox subset, with the POST tampered: a path not
+// in the change set (wildcards, a leading !, a name never changed) lands
+// nothing (the page quotes each path as a literal name); a digest from before the agent's later write
+// is refused ReviewStale; the honest subset lands exactly the checked
+// file and the page stays on the rest.
+func TestE2EAttack12ReviewPostCannotWidenTheCheckedFiles(t *testing.T) {
+	x := newH(t)
+	staged := partialTx(t, x, "rv")
+	p, page, digest := attack12Review(t, x, "rv")
+	shown := []string{"a.txt", "b.txt", "c.txt"}
+	post := func(digest string, paths ...string) string {
+		t.Helper()
+		code, body := attack12Post(t, page, "commit", url.Values{"diff_digest": {digest}, "select": {"1"}, "path": paths, "shown": shown})
+		if code != http.StatusOK {
+			t.Fatalf("POST commit: %d\n%s", code, body)
+		}
+		return body
+	}
+	for _, paths := range [][]string{{"*"}, {"*.txt"}, {"a.txt", "nothere.txt"}, {"[abc].txt"}, {"!a.txt"}} {
+		post(digest, paths...)
+		wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+	}
+	// The agent writes b.txt after the page was rendered: the old digest
+	// lands nothing, not even the unchanged a.txt.
+	writeFile(t, filepath.Join(staged, "b.txt"), "b-newer\n")
+	if body := post(digest, "a.txt"); !strings.Contains(body, "ReviewStale") {
+		t.Errorf("a commit bound to the page's old digest did not say ReviewStale:\n%s", body)
+	}
+	wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+	now := attack12Digest(t, page)
+	post(now, "a.txt")
+	wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+	if got, w := nameStatus(t, x, "rv"), "M\tb.txt\nM\tc.txt\n"; got != w {
+		t.Errorf("the rest after the page's part:\n%s\nwant:\n%s", got, w)
+	}
+	attack12Post(t, page, "discard", url.Values{})
+	p.WaitSettled()
+	wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
 }
