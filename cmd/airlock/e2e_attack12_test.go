@@ -348,3 +348,35 @@ func TestE2EAttack12ReviewPostCannotWidenTheCheckedFiles(t *testing.T) {
 	p.WaitSettled()
 	wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
 }
+
+// A partial commit's validators run on the base plus the selected part
+// only, and what they saw is what lands: a validator that sees b.txt's
+// change (left out) or misses a.txt's (selected) fails; one that writes
+// its candidate lands none of those writes.
+func TestE2EAttack12ValidationSeesThePartAndBindsIt(t *testing.T) {
+	t.Run("candidate is base plus part", func(t *testing.T) {
+		x := newH(t)
+		partialTx(t, x, "v")
+		r := x.airlock("commit", "v", "--validate", "grep -qx a-new a.txt && grep -qx b-old b.txt && grep -qx c-old c.txt", "--", "a.txt")
+		wantCode(t, r, 0)
+		wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+		r = x.airlock("commit", "v", "--validate", "grep -qx b-new b.txt && grep -qx c-old c.txt", "--", "b.txt")
+		wantCode(t, r, 0)
+		r = x.airlock("commit", "v", "--validate", "grep -qx c-old c.txt", "--", "c.txt")
+		wantCode(t, r, 75)
+		if r.Settle["refusal"] != "ValidationFailed" || r.Settle["tx"] != "v" {
+			t.Fatalf("a validator that fails on the part's c.txt did not refuse the transaction:\n%s", r)
+		}
+		wantFiles(t, x, "a-new\n", "b-new\n", "c-old\n")
+	})
+	t.Run("validator writes its candidate", func(t *testing.T) {
+		x := newH(t)
+		partialTx(t, x, "v")
+		r := x.airlock("commit", "v", "--validate", `printf 'cand\n' > a.txt && printf 'cand\n' > c.txt && grep -qx cand a.txt`, "--", "a.txt")
+		wantCode(t, r, 0)
+		wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+		if got, w := nameStatus(t, x, "v"), "M\tb.txt\nM\tc.txt\n"; got != w {
+			t.Errorf("the rest after a validator wrote its candidate:\n%s\nwant:\n%s", got, w)
+		}
+	})
+}
