@@ -380,3 +380,114 @@ func TestE2EAttack12ValidationSeesThePartAndBindsIt(t *testing.T) {
 		}
 	})
 }
+
+// A part's receipt is signed like any (gpg.format=ssh): receipt verify
+// and log accept it, signed by the key; with its paths edited, receipt
+// verify fails.
+func TestE2EAttack12SignedPartReceipt(t *testing.T) {
+	x := newH(t)
+	alice := newSSHKey(t, "alice@example.invalid")
+	gitRepoBase(t, x, tree{"a.txt": F(0o644, "a-old\n"), "b.txt": F(0o644, "b-old\n")})
+	signWith(t, x.base, alice.private)
+	signers := allowedSigners(t, alice)
+	staged := x.openTx("sg", "--backend", "copy")
+	writeFile(t, filepath.Join(staged, "a.txt"), "a-new\n")
+	writeFile(t, filepath.Join(staged, "b.txt"), "b-new\n")
+	wantCode(t, x.airlock("commit", "sg", "--", "a.txt"), 0)
+	r := x.airlock("receipt", "verify", "sg.1", "--allowed-signers", signers)
+	wantCode(t, r, 0)
+	if !strings.Contains(r.Stdout, "signed by alice@example.invalid") {
+		t.Errorf("the part's receipt is not signed by alice:\n%s", r.Stdout)
+	}
+	r = x.exec(run{dir: x.base, args: []string{"log", "--allowed-signers", signers}})
+	wantCode(t, r, 0)
+	if !strings.Contains(r.Stdout, "(part of sg:") {
+		t.Errorf("log does not mark the part:\n%s", r.Stdout)
+	}
+	p := filepath.Join(x.state, "tx", "sg.1", "receipt.json")
+	b, err := os.ReadFile(p)
+	must(t, err)
+	s := string(b)
+	i := strings.Index(s, `"paths"`)
+	if i < 0 {
+		t.Fatalf("no paths in the part's receipt:\n%s", s)
+	}
+	s = s[:i] + strings.Replace(s[i:], `"a.txt"`, `"a.txt", "b.txt"`, 1)
+	must(t, os.WriteFile(p, []byte(s), 0o600))
+	if r := x.airlock("receipt", "verify", "sg.1", "--allowed-signers", signers); r.Code == 0 {
+		t.Errorf("receipt verify accepted a signed part's receipt with paths widened:\n%s", r)
+	}
+}
+
+// The agent swaps a selected directory for a symlink to an unselected
+// one while the partial commit freezes the selection (paused after the
+// first file): refused StagedChanged, nothing landed, the unselected
+// directory's files never reach the base.
+func TestE2EAttack12SelectedDirSwappedForSymlinkDuringFreeze(t *testing.T) {
+	x := newH(t)
+	must(t, os.MkdirAll(filepath.Join(x.base, "lib"), 0o755))
+	writeFile(t, filepath.Join(x.base, "lib", "x1"), "x1-old\n")
+	writeFile(t, filepath.Join(x.base, "lib", "x2"), "x2-old\n")
+	staged := x.openTx("sw")
+	writeFile(t, filepath.Join(staged, "lib", "x1"), "x1-new\n")
+	writeFile(t, filepath.Join(staged, "lib", "x2"), "x2-new\n")
+	must(t, os.MkdirAll(filepath.Join(staged, "secret"), 0o755))
+	writeFile(t, filepath.Join(staged, "secret", "x1"), "SECRET\n")
+	writeFile(t, filepath.Join(staged, "secret", "x2"), "SECRET\n")
+	pause := t.TempDir()
+	p := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=freeze:1:" + pause}, args: []string{"commit", "sw", "--", "lib"}})
+	waitPaused(t, p, pause)
+	must(t, os.Rename(filepath.Join(staged, "lib"), filepath.Join(staged, "lib.old")))
+	must(t, os.Symlink("secret", filepath.Join(staged, "lib")))
+	touch(t, filepath.Join(pause, "continue"))
+	r := p.WaitSettled()
+	if r.Code == 0 {
+		t.Fatalf("the partial commit landed although lib was swapped while it froze:\n%s", r)
+	}
+	if _, err := os.Lstat(filepath.Join(x.base, "secret")); err == nil {
+		t.Errorf("the unselected secret/ reached the base")
+	}
+	for _, n := range []string{"x1", "x2"} {
+		got := testbin.ReadFile(t, filepath.Join(x.base, "lib", n))
+		if got != n+"-old\n" {
+			t.Errorf("lib/%s = %q: part of a refused partial commit landed", n, got)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(x.base, "lib")); err != nil || !fi.IsDir() {
+		t.Errorf("the base's lib is no longer a directory (%v)", err)
+	}
+}
+
+// A rewind of the transaction started while its partial commit is
+// paused after its checks: whichever way the two are ordered, the part
+// lands what was frozen, and committing the rest afterwards makes the
+// base equal the staged tree.
+func TestE2EAttack12PartialCommitVsRewind(t *testing.T) {
+	x := newH(t)
+	staged := partialTx(t, x, "rw")
+	wantCode(t, x.airlock("checkpoint", "rw"), 0)
+	writeFile(t, filepath.Join(staged, "a.txt"), "a-newer\n")
+	pause := t.TempDir()
+	p := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=checked:" + pause}, args: []string{"commit", "rw", "--", "a.txt"}})
+	waitPaused(t, p, pause)
+	rw := x.start(run{args: []string{"rewind", "rw", "1"}})
+	touch(t, filepath.Join(pause, "continue"))
+	r, rr := p.WaitSettled(), rw.WaitSettled()
+	wantCode(t, r, 0)
+	wantFiles(t, x, "a-newer\n", "b-old\n", "c-old\n")
+	// Refused (a checkpoint from before a partial commit) or done first:
+	// either way the staged tree is what the rest must land.
+	if rr.Code != 0 && rr.Code != 125 {
+		t.Fatalf("rewind: exit %d\n%s", rr.Code, rr)
+	}
+	want := map[string]string{}
+	for _, n := range []string{"a.txt", "b.txt", "c.txt"} {
+		want[n] = testbin.ReadFile(t, filepath.Join(staged, n))
+	}
+	wantCode(t, x.airlock("commit", "rw"), 0)
+	for n, s := range want {
+		if b := testbin.ReadFile(t, filepath.Join(x.base, n)); b != s {
+			t.Errorf("%s: base %q, staged %q after the rest landed", n, b, s)
+		}
+	}
+}
