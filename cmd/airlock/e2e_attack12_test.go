@@ -491,3 +491,79 @@ func TestE2EAttack12PartialCommitVsRewind(t *testing.T) {
 		}
 	}
 }
+
+// Two partial commits of overlapping paths: the second waits for the
+// first, then its selection names a path that landed and is refused
+// (exit 125) whole: c.txt, which only it named, does not land either.
+func TestE2EAttack12OverlappingPartialCommits(t *testing.T) {
+	x := newH(t)
+	partialTx(t, x, "ov")
+	pause := t.TempDir()
+	first := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=checked:" + pause}, args: []string{"commit", "ov", "--", "a.txt", "b.txt"}})
+	waitPaused(t, first, pause)
+	second := x.start(run{args: []string{"commit", "ov", "--", "b.txt", "c.txt"}})
+	touch(t, filepath.Join(pause, "continue"))
+	r1, r2 := first.WaitSettled(), second.WaitSettled()
+	wantCode(t, r1, 0)
+	wantCode(t, r2, 125)
+	if !strings.Contains(r2.Stderr, `"b.txt"`) {
+		t.Errorf("the refusal does not name b.txt:\n%s", r2)
+	}
+	wantFiles(t, x, "a-new\n", "b-new\n", "c-old\n")
+	if got, w := nameStatus(t, x, "ov"), "M\tc.txt\n"; got != w {
+		t.Errorf("the rest:\n%s\nwant:\n%s", got, w)
+	}
+}
+
+// The agent writes while a partial commit of a.txt is paused after its
+// checks: to the selected a.txt (what was frozen lands, and the new
+// write is a change of the rest, against what landed) and to the
+// unselected b.txt (never lands with the part, is in the rest).
+func TestE2EAttack12AgentWritesDuringPartialCommit(t *testing.T) {
+	x := newH(t)
+	staged := partialTx(t, x, "aw")
+	pause := t.TempDir()
+	p := x.start(run{env: []string{"AIRLOCK_TEST_PAUSE=checked:" + pause}, args: []string{"commit", "aw", "--", "a.txt"}})
+	waitPaused(t, p, pause)
+	for n, s := range map[string]string{"a.txt": "a-newer\n", "b.txt": "b-newer\n"} {
+		tmp := filepath.Join(staged, "."+n+".tmp")
+		writeFile(t, tmp, s)
+		must(t, os.Rename(tmp, filepath.Join(staged, n)))
+	}
+	touch(t, filepath.Join(pause, "continue"))
+	r := p.WaitSettled()
+	wantCode(t, r, 0)
+	wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+	if got, w := nameStatus(t, x, "aw"), "M\ta.txt\nM\tb.txt\nM\tc.txt\n"; got != w {
+		t.Errorf("the rest after the agent wrote during the part:\n%s\nwant:\n%s", got, w)
+	}
+	r = x.airlock("commit", "aw")
+	wantCode(t, r, 0)
+	if r.Settle["merged_paths"] != "" {
+		t.Errorf("the rest merged %q: the part's landing counted as drift", r.Settle["merged_paths"])
+	}
+	wantFiles(t, x, "a-newer\n", "b-newer\n", "c-new\n")
+}
+
+// A file the transaction turns into a directory: selecting one file
+// beneath it lands the directory (replacing the file) and that file only.
+func TestE2EAttack12FileTurnedDirectoryPartial(t *testing.T) {
+	x := newH(t)
+	writeFile(t, filepath.Join(x.base, "lib"), "was a file\n")
+	staged := partialTx(t, x, "fd")
+	must(t, os.Remove(filepath.Join(staged, "lib")))
+	must(t, os.MkdirAll(filepath.Join(staged, "lib"), 0o755))
+	writeFile(t, filepath.Join(staged, "lib", "x"), "x\n")
+	writeFile(t, filepath.Join(staged, "lib", "y"), "y\n")
+	wantCode(t, x.airlock("commit", "fd", "--", "lib/x"), 0)
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "lib", "x")); got != "x\n" {
+		t.Errorf("lib/x = %q", got)
+	}
+	if _, err := os.Lstat(filepath.Join(x.base, "lib", "y")); err == nil {
+		t.Errorf("the unselected lib/y landed")
+	}
+	wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+	if got, w := nameStatus(t, x, "fd"), "M\ta.txt\nM\tb.txt\nM\tc.txt\nA\tlib/y\n"; got != w {
+		t.Errorf("the rest:\n%s\nwant:\n%s", got, w)
+	}
+}
