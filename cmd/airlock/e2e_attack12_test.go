@@ -567,3 +567,54 @@ func TestE2EAttack12FileTurnedDirectoryPartial(t *testing.T) {
 		t.Errorf("the rest:\n%s\nwant:\n%s", got, w)
 	}
 }
+
+// undo of a part whose path a later part landed again (the command wrote
+// it once more) does not silently take the later part's bytes away: it
+// is refused, or a.txt keeps what the later part landed.
+func TestE2EAttack12UndoPartAfterALaterPartOfTheSamePath(t *testing.T) {
+	x := newH(t)
+	staged := partialTx(t, x, "up")
+	wantCode(t, x.airlock("commit", "up", "--", "a.txt"), 0)
+	writeFile(t, filepath.Join(staged, "a.txt"), "a-newer\n")
+	r := x.airlock("commit", "up", "--", "a.txt")
+	wantCode(t, r, 0)
+	if r.Settle["tx"] != "up.2" {
+		t.Fatalf("want part up.2:\n%s", r)
+	}
+	wantFiles(t, x, "a-newer\n", "b-old\n", "c-old\n")
+	r = x.exec(run{dir: x.base, args: []string{"undo", "up.1"}})
+	if got := testbin.ReadFile(t, filepath.Join(x.base, "a.txt")); r.Code == 0 && got != "a-newer\n" {
+		t.Errorf("undo up.1 took away what up.2 landed: a.txt = %q\n%s", got, r)
+	}
+	// Undoing the later part first, then the earlier, goes back to open.
+	wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "up.2"}}), 0)
+	wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "up.1"}}), 0)
+	wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+}
+
+// Approval is per commit: --approve on a part that holds no protected
+// path does not let the rest's protected path land unapproved; a part
+// without a protected path needs no approval; one selecting it without
+// --approve is refused with a remedy that repeats the paths.
+func TestE2EAttack12ApprovalDoesNotCarryToTheRest(t *testing.T) {
+	x := newH(t)
+	writeFile(t, filepath.Join(x.base, ".envrc"), "export A=1\n")
+	staged := partialTx(t, x, "ap")
+	writeFile(t, filepath.Join(staged, ".envrc"), "export A=2\n")
+	wantCode(t, x.airlock("commit", "ap", "--", "a.txt"), 0)
+	r := x.airlock("commit", "ap", "--", ".envrc")
+	wantCode(t, r, 75)
+	if r.Settle["refusal"] != "ProtectedPathNotApproved" || r.Settle["tx"] != "ap" || !strings.Contains(r.Stderr, "--approve -- .envrc") {
+		t.Errorf("a part selecting .envrc without --approve is not refused ProtectedPathNotApproved with the paths in its remedy:\n%s", r)
+	}
+	wantCode(t, x.airlock("commit", "ap", "--approve", "--", "b.txt"), 0)
+	r = x.airlock("commit", "ap")
+	wantCode(t, r, 75)
+	if r.Settle["refusal"] != "ProtectedPathNotApproved" {
+		t.Errorf("the rest with .envrc is not refused ProtectedPathNotApproved:\n%s", r)
+	}
+	if got := testbin.ReadFile(t, filepath.Join(x.base, ".envrc")); got != "export A=1\n" {
+		t.Errorf(".envrc = %q: the rest's protected path landed unapproved", got)
+	}
+	wantFiles(t, x, "a-new\n", "b-new\n", "c-old\n")
+}
