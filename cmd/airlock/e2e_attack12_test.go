@@ -618,3 +618,28 @@ func TestE2EAttack12ApprovalDoesNotCarryToTheRest(t *testing.T) {
 	}
 	wantFiles(t, x, "a-new\n", "b-new\n", "c-old\n")
 }
+
+// undo of the transaction itself, after a part and the rest landed,
+// reverts the rest only; the part stays until its own undo. After a
+// discard of the rest, the part stays too, and its undo reverts it.
+func TestE2EAttack12UndoTheWholeRevertsTheRestOnly(t *testing.T) {
+	t.Run("undo ID", func(t *testing.T) {
+		x := newH(t)
+		partialTx(t, x, "w")
+		wantCode(t, x.airlock("commit", "w", "--", "a.txt"), 0)
+		wantCode(t, x.airlock("commit", "w"), 0)
+		wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "w"}}), 0)
+		wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+		wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "w.1"}}), 0)
+		wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+	})
+	t.Run("discard ID", func(t *testing.T) {
+		x := newH(t)
+		partialTx(t, x, "w")
+		wantCode(t, x.airlock("commit", "w", "--", "b.txt"), 0)
+		wantCode(t, x.airlock("discard", "w"), 0)
+		wantFiles(t, x, "a-old\n", "b-new\n", "c-old\n")
+		wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "w.1"}}), 0)
+		wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+	})
+}
