@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -491,6 +492,10 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing.Repo, w *workspace, 
 	if err != nil {
 		return nil, nil, err
 	}
+	drifted, err := driftedAncestors(ctx, l, head, snap.Head, paths)
+	if err != nil {
+		return nil, nil, err
+	}
 	ignored, err := t.gitIgnored(ctx, set)
 	if err != nil {
 		return nil, nil, err
@@ -510,6 +515,10 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing.Repo, w *workspace, 
 		if ignored[c.Path] && h.Kind() == manifest.KindNone && b.Kind() == manifest.KindNone {
 			cand.after = append(cand.after, h)
 			cand.ignored = append(cand.ignored, c.Path)
+			continue
+		}
+		if drifted[p] {
+			unmergeable = append(unmergeable, c.Path)
 			continue
 		}
 		if h.Kind() == manifest.KindDir || r.Kind() == manifest.KindDir {
@@ -590,6 +599,57 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing.Repo, w *workspace, 
 	cand.beforeDigest = landing.EntriesGitDigest(changed, before)
 	cand.afterDigest = landing.EntriesGitDigest(changed, after)
 	return cand, nil, nil
+}
+
+// driftedAncestors are the paths (of paths, repository paths) under a
+// directory that head holds as a file, link or submodule where base (the
+// commit the transaction opened at) held a directory or nothing, and that
+// the change set does not change itself: the head changed what the path
+// lives in, which a check of the path alone cannot see (it is absent on
+// both sides). Applied, the change would silently replace the head's file
+// with the directory its path needs. A local commit refuses the same
+// shape BaseDrift, naming the changed path; so does this. An ancestor the
+// change set changes is left to the check of that path.
+func driftedAncestors(ctx context.Context, l *landing.Repo, head, base string, paths []string) (map[string]bool, error) {
+	changed := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		changed[p] = true
+	}
+	seen := map[string]bool{}
+	var dirs []string
+	for _, p := range paths {
+		for d := path.Dir(p); d != "." && d != "/" && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			if !changed[d] {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	now, err := l.LsTree(ctx, head, dirs)
+	if err != nil {
+		return nil, err
+	}
+	then, err := l.LsTree(ctx, base, dirs)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(d string) bool {
+		h, b := now[d].Kind(), then[d].Kind()
+		return h != manifest.KindDir && h != manifest.KindNone && (b == manifest.KindDir || b == manifest.KindNone)
+	}
+	out := map[string]bool{}
+	for _, p := range paths {
+		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+			if !changed[d] && bad(d) {
+				out[p] = true
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // mergeRemote three-way merges a file the head changed: ancestor the

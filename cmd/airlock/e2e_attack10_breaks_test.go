@@ -4,7 +4,6 @@ package main_test
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -141,61 +140,6 @@ func TestKnownBreakAttack10AlreadyOnAnotherRemote(t *testing.T) {
 				has := exec.Command("git", "cat-file", "-e", commitY+"^{commit}")
 				has.Dir, has.Env = bareX, gitEnv()
 				t.Errorf("%s, landed into y.git as %s (in x.git at all: %v), is reported already landed into x.git's main\n%s", inY, commitY, has.Run() == nil, r)
-			}
-		})
-	}
-}
-
-// One transaction makes the directory d a file; a later one adds d/y.
-// (Where d did not exist at open, the later change set adds the
-// directory d itself, and is refused BaseDrift: that case holds.)
-// The later one's commit must hold only its change set (d/y added, as
-// its receipt says: +1 ~0 -0), or the later one be refused for the
-// overlap. Today, in a batch and landed one after the other alike, its
-// commit also deletes the earlier transaction's file d: the earlier
-// change is silently undone by a commit whose receipt does not say so.
-// Root cause: buildCandidate (remote.go) checks the head against the
-// transaction's base only at each changed path (ls-tree of d/y: absent
-// on both, so "untouched"), never at an added path's parent directories;
-// `update-index --index-info` then replaces the file d with the
-// directory d that d/y needs.
-func TestKnownBreakAttack10AddUnderAFileMadeDeletesIt(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		serial bool
-		seed   map[string]string
-	}{
-		{"dir-made-file-batch", false, map[string]string{"f.txt": "f\n", "d/x": "x\n"}},
-		{"dir-made-file-one-after-the-other", true, map[string]string{"f.txt": "f\n", "d/x": "x\n"}},
-	} {
-		serial := tc.serial
-		t.Run(tc.name, func(t *testing.T) {
-			_, bare, hst := batchRemote(t, "df.git", tc.seed)
-			toFile := hst.open(nil)
-			staged := hst.stagedPath(toFile)
-			if err := os.RemoveAll(filepath.Join(staged, "d")); err != nil {
-				t.Fatal(err)
-			}
-			testbin.WriteFiles(t, staged, map[string]string{"d": "now a file\n"})
-			under := hst.open(map[string]string{"d/y": "y\n"})
-			var out string
-			if serial {
-				for _, id := range []string{toFile, under} {
-					out += hst.run(nil, landArgs("true", id)...).Stdout
-				}
-			} else {
-				out = hst.run(nil, landArgs("true", toFile, under)...).Stdout
-			}
-			on := landed(t, bare, "main")
-			if len(on[toFile]) != 1 {
-				t.Fatalf("%s (d made a file) did not land:\n%s", toFile, out)
-			}
-			if len(on[under]) == 0 {
-				return // refused for the overlap: held
-			}
-			c := on[under][0]
-			if got := gitIn(t, bare, "diff-tree", "-r", "--name-status", "--no-commit-id", c+"^", c); got != "A\td/y" {
-				t.Errorf("the commit of %s (its change set: d/y added) changes\n%s\nthe earlier transaction's file d is gone from main:\n%s\n%s", under, got, gitIn(t, bare, "ls-tree", "-r", "--name-only", "main"), out)
 			}
 		})
 	}

@@ -631,3 +631,96 @@ func TestE2EAttack10BrokenHeadRefusesAllPushesNothing(t *testing.T) {
 	}
 	t.Logf("a broken head: %d validator runs for %d transactions (one at a time: %d)", lineCount(t, runs), n, n)
 }
+
+// One transaction changes what a path lives in (the directory d made a
+// file, or the file d edited), a later one, opened before it, changes the
+// path's shape under it (adds d/y; makes the file d a directory holding
+// d/y). The later one is refused BaseDrift — in a batch, landed one after
+// the other, and committed locally alike — and the earlier one's d stays
+// as it made it: a landing never replaces the head's file with the
+// directory its change set's path needs. (buildCandidate checked the head
+// only at each changed path, absent on both sides here, never at the
+// path's directories: d/y's commit deleted d under a receipt of +1 ~0 -0.)
+func TestE2EAttack10ShapeChangeUnderAChangedPathIsBaseDrift(t *testing.T) {
+	shapes := []struct {
+		name         string
+		seed         map[string]string
+		first, later func(t *testing.T, staged string)
+		want         string // d on the branch after the first
+	}{
+		{
+			name: "dir-made-file-then-add-under",
+			seed: map[string]string{"f.txt": "f\n", "d/x": "x\n"},
+			first: func(t *testing.T, staged string) {
+				if err := os.RemoveAll(filepath.Join(staged, "d")); err != nil {
+					t.Fatal(err)
+				}
+				testbin.WriteFiles(t, staged, map[string]string{"d": "now a file\n"})
+			},
+			later: func(t *testing.T, staged string) {
+				testbin.WriteFiles(t, staged, map[string]string{"d/y": "y\n"})
+			},
+			want: "now a file\n",
+		},
+		{
+			name: "file-edited-then-made-dir",
+			seed: map[string]string{"f.txt": "f\n", "d": "a file\n"},
+			first: func(t *testing.T, staged string) {
+				testbin.WriteFiles(t, staged, map[string]string{"d": "edited\n"})
+			},
+			later: func(t *testing.T, staged string) {
+				if err := os.Remove(filepath.Join(staged, "d")); err != nil {
+					t.Fatal(err)
+				}
+				testbin.WriteFiles(t, staged, map[string]string{"d/y": "y\n"})
+			},
+			want: "edited\n",
+		},
+	}
+	for _, sh := range shapes {
+		for _, mode := range []string{"batch", "one-after-the-other", "local"} {
+			t.Run(sh.name+"/"+mode, func(t *testing.T) {
+				_, bare, hst := batchRemote(t, "df.git", sh.seed)
+				first := hst.open(nil)
+				sh.first(t, hst.stagedPath(first))
+				later := hst.open(nil)
+				sh.later(t, hst.stagedPath(later))
+				var out string
+				switch mode {
+				case "batch":
+					out = hst.run(nil, landArgs("true", first, later)...).String()
+				case "one-after-the-other":
+					for _, id := range []string{first, later} {
+						out += hst.run(nil, landArgs("true", id)...).String()
+					}
+				case "local":
+					if r := hst.run(nil, "commit", first); r.Code != 0 {
+						t.Fatalf("commit %s: %s", first, r)
+					}
+					r := hst.run(nil, "commit", later)
+					if r.Code != 75 || !strings.Contains(r.Stderr, "BaseDrift") {
+						t.Errorf("commit %s: want exit 75, BaseDrift\n%s", later, r)
+					}
+					if got := testbin.ReadFile(t, filepath.Join(hst.clone, "d")); got != sh.want {
+						t.Errorf("the base's d holds %q after the refused commit, want %q", got, sh.want)
+					}
+					return
+				}
+				on := landed(t, bare, "main")
+				if len(on[first]) != 1 {
+					t.Fatalf("%s did not land:\n%s", first, out)
+				}
+				if len(on[later]) != 0 {
+					t.Errorf("%s landed as %v over %s's d: its commit changes\n%s\n%s", later, on[later], first,
+						gitIn(t, bare, "diff-tree", "-r", "--name-status", "--no-commit-id", on[later][0]+"^", on[later][0]), out)
+				}
+				if !strings.Contains(out, "refused  "+later+"  refused (BaseDrift)") {
+					t.Errorf("%s not refused BaseDrift:\n%s", later, out)
+				}
+				if got := gitIn(t, bare, "show", "main:d"); got+"\n" != sh.want {
+					t.Errorf("main's d holds %q, want %q", got, sh.want)
+				}
+			})
+		}
+	}
+}
