@@ -427,7 +427,7 @@ func (b *batch) push(ctx context.Context, head, notes string, accepted []*batchM
 	fault.Point("land-remote:pushed")
 	for i, m := range accepted {
 		m.rl.out.Commit = commits[i]
-		res, err := m.t.recordLanded(ctx, rcs[i], data[i], m.rl.set, m.rl.sc)
+		res, err := m.t.recordLanded(ctx, b.l, rcs[i], data[i], m.rl.set, m.rl.sc)
 		warnConfirmed(res, b.l, pushed)
 		m.t.warnIgnored(res, b.l, m.cand)
 		m.rl.out.Result = res

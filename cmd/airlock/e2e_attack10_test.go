@@ -724,3 +724,54 @@ func TestE2EAttack10ShapeChangeUnderAChangedPathIsBaseDrift(t *testing.T) {
 		}
 	}
 }
+
+// A transaction landed into one remote's main, asked to land into
+// another remote's main (a URL given as --remote), alone and in a batch:
+// it is not reported `already` (its commit is not on that branch), and
+// nothing is pushed for it; the land fails (exit 125) naming the remote
+// and the commit it landed as. Asked again for the remote it landed
+// into, by URL, it is `already` that commit. (landedAlready compared only
+// the receipt's landed_branch with the target ref.)
+func TestE2EAttack10LandedElsewhereIsNotAlready(t *testing.T) {
+	srv, bareX, hst := batchRemote(t, "x.git", map[string]string{"a.txt": "a\n"})
+	srv.seed(t, "y.git", map[string]string{"y.txt": "y\n"})
+	second := filepath.Join(hst.base, "second")
+	gitIn(t, hst.base, "clone", "-q", srv.url("y.git"), second)
+	res := hst.run(nil, "open", "--workdir", second)
+	if res.Code != 0 {
+		t.Fatalf("open in the clone of y.git: %s", res)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	inY := lines[0]
+	testbin.WriteFiles(t, lines[1], map[string]string{"two.txt": "two\n"})
+	if r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", "--validate", "true", inY); r.Code != 0 {
+		t.Fatalf("land into y.git: %s", r)
+	}
+	commitY := gitIn(t, filepath.Join(srv.root, "y.git"), "rev-parse", "main")
+	fresh := hst.open(map[string]string{"fresh.txt": "f\n"})
+	for name, ids := range map[string][]string{"alone": {inY}, "batch": {fresh, inY}} {
+		t.Run(name, func(t *testing.T) {
+			r := hst.run(nil, append([]string{"land", "-q", "--remote", srv.url("x.git"), "--branch", "main", "--validate", "true"}, ids...)...)
+			if strings.Contains(r.Stdout, "already  "+inY) || r.Code != 125 {
+				t.Errorf("%s, landed into y.git as %s, is not refused exit 125 when landed into x.git's main\n%s", inY, commitY, r)
+			}
+			for _, want := range []string{inY, "y.git", commitY, "nothing was pushed"} {
+				if !strings.Contains(r.Stdout+r.Stderr, want) {
+					t.Errorf("the refusal does not name %q:\n%s", want, r)
+				}
+			}
+			has := exec.Command("git", "cat-file", "-e", commitY+"^{commit}")
+			has.Dir, has.Env = bareX, gitEnv()
+			if has.Run() == nil {
+				t.Errorf("y.git's commit %s of %s was pushed into x.git", commitY, inY)
+			}
+		})
+	}
+	if len(landed(t, bareX, "main")[fresh]) != 1 {
+		t.Errorf("%s did not land into x.git beside the refusal", fresh)
+	}
+	r := hst.run(nil, "land", "-q", "--remote", srv.url("y.git"), "--branch", "main", "--validate", "true", inY)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "already  "+inY+"  "+commitY) {
+		t.Errorf("%s asked again for y.git, by URL: want already %s\n%s", inY, commitY, r)
+	}
+}
