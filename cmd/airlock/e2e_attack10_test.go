@@ -396,6 +396,9 @@ func TestE2EAttack10BisectWithinItsBound(t *testing.T) {
 				t.Fatalf("want the culprit refused ValidationFailed\n%s", r)
 			}
 			bound := 2 + bits.Len(uint(tc.n-1))
+			if tc.bad == 0 {
+				bound++ // the head, validated once to tell it from the first
+			}
 			if got := lineCount(t, runs); got > bound {
 				t.Errorf("the validator ran %d times for one culprit in %d, bound %d", got, tc.n, bound)
 			}
@@ -624,11 +627,15 @@ func TestE2EAttack10BrokenHeadRefusesAllPushesNothing(t *testing.T) {
 	}
 	head := gitIn(t, bare, "rev-parse", "main")
 	r := hst.run(nil, landArgs(counter(runs), ids...)...)
-	if r.Code != 75 || strings.Count(r.Stdout, "refused (ValidationFailed)") != n {
-		t.Errorf("want all %d refused ValidationFailed\n%s", n, r)
+	if r.Code != 75 || strings.Count(r.Stdout, "refused (ValidationFailed)") != n || strings.Count(r.Stdout, "already fails its validators") != n {
+		t.Errorf("want all %d refused ValidationFailed, saying the branch already fails\n%s", n, r)
 	}
 	if h := gitIn(t, bare, "rev-parse", "main"); h != head {
 		t.Errorf("main moved to %s", h)
+	}
+	// The batch, the bisection down to the first, the head once.
+	if got, bound := lineCount(t, runs), 2+bits.Len(uint(n-1)); got > bound {
+		t.Errorf("a broken head cost %d validator runs for %d transactions, bound %d", got, n, bound)
 	}
 	t.Logf("a broken head: %d validator runs for %d transactions (one at a time: %d)", lineCount(t, runs), n, n)
 }
