@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/airlockdev/airlock/internal/changeset"
@@ -173,7 +175,7 @@ func remoteTarget(ctx context.Context, o RemoteOptions) (string, int, error) {
 // to go on with, or (rl nil) the outcome that ended it here.
 func (t *Tx) prepareRemote(ctx context.Context, o RemoteOptions, ref string) (*remoteLanding, *RemoteLanded, error) {
 	var err error
-	if out, done, err := t.landedAlready(ref); done || err != nil {
+	if out, done, err := t.landedAlready(ctx, o.Remote, ref); done || err != nil {
 		return nil, out, err
 	}
 	// Before the snapshot is asked for: an interrupted apply is the first
@@ -274,21 +276,76 @@ func (rl *remoteLanding) settle(ctx context.Context, t *Tx, out Outcome, r *Refu
 }
 
 // landedAlready reports the first outcome of a transaction that has
-// already settled: landed into ref (nothing to push), or anything else,
-// which is an error.
-func (t *Tx) landedAlready(ref string) (*RemoteLanded, bool, error) {
+// already settled: landed into ref of remote (nothing to push), or
+// anything else, which is an error. The receipt names the branch, not the
+// remote: the commit is looked for on the branch the remote holds now, as
+// FindLanded looks for an unrecorded landing, so a transaction landed into
+// another remote's branch of the same name is not reported there.
+func (t *Tx) landedAlready(ctx context.Context, remote, ref string) (*RemoteLanded, bool, error) {
 	res, done, err := t.settledAlready()
 	if err != nil || !done {
 		return nil, done, err
 	}
 	if res.Receipt.LandedCommit != "" && res.Receipt.LandedBranch == ref {
-		return &RemoteLanded{ID: t.ID(), Commit: res.Receipt.LandedCommit, Already: true, Result: res}, true, nil
+		on, err := t.onRemoteBranch(ctx, remote, ref, res.Receipt.LandedCommit)
+		if err != nil {
+			return nil, true, err
+		}
+		if on {
+			return &RemoteLanded{ID: t.ID(), Commit: res.Receipt.LandedCommit, Already: true, Result: res}, true, nil
+		}
 	}
 	where := "to its base"
 	if res.Receipt.LandedBranch != "" {
-		where = "into " + res.Receipt.LandedBranch
+		where = fmt.Sprintf("into %s as %s", res.Receipt.LandedBranch, res.Receipt.LandedCommit)
+		if r := t.landedRemote(); r != "" {
+			where = fmt.Sprintf("into %s of %s as %s", res.Receipt.LandedBranch, r, res.Receipt.LandedCommit)
+		}
+		if res.Receipt.LandedBranch == ref {
+			where += fmt.Sprintf(", which is not on %s of %s", ref, landing.Redact(remote))
+		}
 	}
-	return nil, true, fmt.Errorf("transaction %s already settled as %s %s; only an open or refused transaction can land", t.ID(), res.Outcome, where)
+	return nil, true, fmt.Errorf("transaction %s already settled as %s %s; nothing was pushed: only an open or refused transaction can land (to land the same change elsewhere, open a new transaction and make it again)", t.ID(), res.Outcome, where)
+}
+
+// landedRemoteKey is the member of a landing's committed event that names
+// the remote it landed into (its URL, redacted).
+const landedRemoteKey = "landed_remote"
+
+// landedRemote is the remote the transaction's committed event says it
+// landed into, "" when it names none (a landing recorded before the
+// remote was).
+func (t *Tx) landedRemote() string {
+	evs, err := t.st.Events()
+	if err != nil {
+		return ""
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Event == eventCommitted {
+			r, _ := evs[i].Detail[landedRemoteKey].(string)
+			return r
+		}
+	}
+	return ""
+}
+
+// onRemoteBranch fetches ref from remote, into a scratch repository that
+// goes when it returns, and reports whether commit is on it.
+func (t *Tx) onRemoteBranch(ctx context.Context, remote, ref, commit string) (bool, error) {
+	scratch, err := os.MkdirTemp("", "airlock-landed-")
+	if err != nil {
+		return false, fmt.Errorf("make a scratch repository to look for %s on %s: %w", commit, ref, err)
+	}
+	defer os.RemoveAll(scratch)
+	l, err := t.openLandingAt(ctx, filepath.Join(scratch, "repo.git"), remote, ref)
+	if err != nil {
+		return false, err
+	}
+	head, _, err := l.FetchHeads(ctx)
+	if err != nil {
+		return false, fmt.Errorf("transaction %s landed as %s; look for it on %s of %s: %w", t.ID(), commit, ref, l.Remote, err)
+	}
+	return l.Contains(ctx, head, commit)
 }
 
 // landOnce is one attempt of a landing: fetch the heads; find an earlier
@@ -363,7 +420,7 @@ func (t *Tx) landOnce(ctx context.Context, rl *remoteLanding) (bool, *Refusal, e
 	}
 	fault.Point("land-remote:pushed")
 	out.Commit = commit
-	out.Result, rl.err = t.recordLanded(ctx, rc, data, set, rl.sc)
+	out.Result, rl.err = t.recordLanded(ctx, l, rc, data, set, rl.sc)
 	warnConfirmed(out.Result, l, pushed)
 	t.warnIgnored(out.Result, l, cand)
 	return true, nil, nil
@@ -403,7 +460,12 @@ func (t *Tx) gitIgnored(ctx context.Context, set *changeset.Set) (map[string]boo
 // openLanding resolves the remote against the base's repository and makes
 // (or reuses) the transaction's private repository.
 func (t *Tx) openLanding(ctx context.Context, remote, ref string) (*landing.Repo, error) {
-	return landing.Open(ctx, t.st.Path(remoteRepoDir), t.Base(), t.Base(), remote, ref)
+	return t.openLandingAt(ctx, t.st.Path(remoteRepoDir), remote, ref)
+}
+
+// openLandingAt is openLanding with its private repository at dir.
+func (t *Tx) openLandingAt(ctx context.Context, dir, remote, ref string) (*landing.Repo, error) {
+	return landing.Open(ctx, dir, t.Base(), t.Base(), remote, ref)
 }
 
 // remoteGate is the project's gate as the branch head holds it: its
@@ -491,6 +553,10 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing.Repo, w *workspace, 
 	if err != nil {
 		return nil, nil, err
 	}
+	drifted, err := driftedAncestors(ctx, l, head, snap.Head, paths)
+	if err != nil {
+		return nil, nil, err
+	}
 	ignored, err := t.gitIgnored(ctx, set)
 	if err != nil {
 		return nil, nil, err
@@ -510,6 +576,10 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing.Repo, w *workspace, 
 		if ignored[c.Path] && h.Kind() == manifest.KindNone && b.Kind() == manifest.KindNone {
 			cand.after = append(cand.after, h)
 			cand.ignored = append(cand.ignored, c.Path)
+			continue
+		}
+		if drifted[p] {
+			unmergeable = append(unmergeable, c.Path)
 			continue
 		}
 		if h.Kind() == manifest.KindDir || r.Kind() == manifest.KindDir {
@@ -590,6 +660,57 @@ func (t *Tx) buildCandidate(ctx context.Context, l *landing.Repo, w *workspace, 
 	cand.beforeDigest = landing.EntriesGitDigest(changed, before)
 	cand.afterDigest = landing.EntriesGitDigest(changed, after)
 	return cand, nil, nil
+}
+
+// driftedAncestors are the paths (of paths, repository paths) under a
+// directory that head holds as a file, link or submodule where base (the
+// commit the transaction opened at) held a directory or nothing, and that
+// the change set does not change itself: the head changed what the path
+// lives in, which a check of the path alone cannot see (it is absent on
+// both sides). Applied, the change would silently replace the head's file
+// with the directory its path needs. A local commit refuses the same
+// shape BaseDrift, naming the changed path; so does this. An ancestor the
+// change set changes is left to the check of that path.
+func driftedAncestors(ctx context.Context, l *landing.Repo, head, base string, paths []string) (map[string]bool, error) {
+	changed := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		changed[p] = true
+	}
+	seen := map[string]bool{}
+	var dirs []string
+	for _, p := range paths {
+		for d := path.Dir(p); d != "." && d != "/" && !seen[d]; d = path.Dir(d) {
+			seen[d] = true
+			if !changed[d] {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, nil
+	}
+	now, err := l.LsTree(ctx, head, dirs)
+	if err != nil {
+		return nil, err
+	}
+	then, err := l.LsTree(ctx, base, dirs)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(d string) bool {
+		h, b := now[d].Kind(), then[d].Kind()
+		return h != manifest.KindDir && h != manifest.KindNone && (b == manifest.KindDir || b == manifest.KindNone)
+	}
+	out := map[string]bool{}
+	for _, p := range paths {
+		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+			if !changed[d] && bad(d) {
+				out[p] = true
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // mergeRemote three-way merges a file the head changed: ancestor the
@@ -732,12 +853,12 @@ func (t *Tx) sealLanded(ctx context.Context, l *landing.Repo, commit, prev strin
 // recordLanded settles the transaction as committed into the remote: its
 // receipt is the note just pushed. The base was not touched and its own
 // receipt chain does not move; the staged workspace goes.
-func (t *Tx) recordLanded(ctx context.Context, rc *receipt.Receipt, data []byte, set *changeset.Set, sc *settlement) (*Result, error) {
+func (t *Tx) recordLanded(ctx context.Context, l *landing.Repo, rc *receipt.Receipt, data []byte, set *changeset.Set, sc *settlement) (*Result, error) {
 	path, err := t.writeReceipt(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s landed as %s, but its receipt was not written here: %w", t.ID(), rc.LandedCommit, err)
 	}
-	res, err := t.settled(Committed, nil, rc, path, set, sc, map[string]any{"landed_branch": rc.LandedBranch, "landed_commit": rc.LandedCommit})
+	res, err := t.settled(Committed, nil, rc, path, set, sc, map[string]any{"landed_branch": rc.LandedBranch, "landed_commit": rc.LandedCommit, landedRemoteKey: l.URL()})
 	if err != nil {
 		return nil, err
 	}
@@ -780,7 +901,7 @@ func (t *Tx) recordFound(ctx context.Context, l *landing.Repo, commit, notes str
 	case rc.DiffDigest != set.Digest():
 		return nil, notMine("its receipt is of another change set (" + rc.DiffDigest + ")")
 	}
-	r, err := t.recordLanded(ctx, rc, data, set, &settlement{validated: rc.Validators})
+	r, err := t.recordLanded(ctx, l, rc, data, set, &settlement{validated: rc.Validators})
 	if r != nil {
 		r.Repeat = true
 	}

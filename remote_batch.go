@@ -35,7 +35,10 @@ import (
 // after it are built again on what landed, without it, and validated in
 // the next round: they land only on a tree that passed. One culprit in n
 // transactions costs 1 + ceil(log2 n) validations in its round and one
-// more for the rest.
+// more for the rest. When the first transaction alone fails, the head's
+// own tree is validated once more: a head that fails refuses every
+// transaction of the batch in that round (1 + ceil(log2 n) + 1 runs, not
+// one round per transaction).
 //
 // A refusal found while building depends on the transactions built
 // before it; it stands only when none of them left the round (the
@@ -251,6 +254,33 @@ func (b *batch) round(ctx context.Context, queue []*batchMember) ([]*batchMember
 		b.failAll(queue, err)
 		return nil, false
 	}
+	if culprit != nil && culprit == built[0] {
+		// The first transaction alone fails: the head may be what
+		// fails. Then no transaction is the culprit, and bisecting the
+		// rest one round each would spend a validation per transaction
+		// to refuse them all.
+		broken, err := b.headFails(ctx, culprit, head)
+		if err != nil {
+			b.failAll(queue, err)
+			return nil, false
+		}
+		if broken != nil {
+			// A transaction refused building before the first one built
+			// was refused against the head alone: that refusal stands.
+			first := slices.Index(queue, culprit)
+			for k, m := range queue {
+				switch {
+				case b.done[m.i]:
+				case k < first && m.refusal != nil:
+					b.settle(ctx, m, m.refusal)
+				default:
+					m.rl.sc.validated = culprit.rl.sc.validated
+					b.settle(ctx, m, broken)
+				}
+			}
+			return nil, false
+		}
+	}
 	if len(accepted) > 0 {
 		moved, err := b.push(ctx, head, notes, accepted)
 		if err != nil {
@@ -376,6 +406,23 @@ func (b *batch) validate(ctx context.Context, built []*batchMember) ([]*batchMem
 	return built[:lo], built[hi-1], why, nil
 }
 
+// headFails validates head's own tree (checked out of m's index, which
+// m, refused either way, no longer needs) with m's validators; it returns
+// the refusal of every transaction of the batch when the head fails
+// them, nil when it passes.
+func (b *batch) headFails(ctx context.Context, m *batchMember, head string) (*Refusal, error) {
+	ir := b.l.Git.WithIndex(m.t.st.Path(remoteIndexFile))
+	if _, err := ir.Run(ctx, "read-tree", head); err != nil {
+		return nil, fmt.Errorf("read %s into the landing's index: %w", head, err)
+	}
+	r, ran, err := m.t.validateTree(ctx, b.l, m.cmds, m.gate, &m.rl.snap)
+	if err != nil || r == nil {
+		return nil, err
+	}
+	m.rl.sc.validated = ran
+	return refuse(ValidationFailed, nil, "%s of %s already fails its validators at %.12s, without any transaction of the batch (%s): no transaction is the culprit; make the branch pass, then land again", b.l.Ref, b.l.Remote, head, r.Reason), nil
+}
+
 // validateAt runs the validators on m's candidate, the tree of the batch
 // up to m, checked out of m's index; the validators that ran are m's.
 func (b *batch) validateAt(ctx context.Context, m *batchMember) (*Refusal, error) {
@@ -427,7 +474,7 @@ func (b *batch) push(ctx context.Context, head, notes string, accepted []*batchM
 	fault.Point("land-remote:pushed")
 	for i, m := range accepted {
 		m.rl.out.Commit = commits[i]
-		res, err := m.t.recordLanded(ctx, rcs[i], data[i], m.rl.set, m.rl.sc)
+		res, err := m.t.recordLanded(ctx, b.l, rcs[i], data[i], m.rl.set, m.rl.sc)
 		warnConfirmed(res, b.l, pushed)
 		m.t.warnIgnored(res, b.l, m.cand)
 		m.rl.out.Result = res

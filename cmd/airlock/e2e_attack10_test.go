@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlockdev/airlock/internal/receipt"
 	"github.com/airlockdev/airlock/internal/testbin"
 )
 
@@ -395,6 +396,9 @@ func TestE2EAttack10BisectWithinItsBound(t *testing.T) {
 				t.Fatalf("want the culprit refused ValidationFailed\n%s", r)
 			}
 			bound := 2 + bits.Len(uint(tc.n-1))
+			if tc.bad == 0 {
+				bound++ // the head, validated once to tell it from the first
+			}
 			if got := lineCount(t, runs); got > bound {
 				t.Errorf("the validator ran %d times for one culprit in %d, bound %d", got, tc.n, bound)
 			}
@@ -623,11 +627,258 @@ func TestE2EAttack10BrokenHeadRefusesAllPushesNothing(t *testing.T) {
 	}
 	head := gitIn(t, bare, "rev-parse", "main")
 	r := hst.run(nil, landArgs(counter(runs), ids...)...)
-	if r.Code != 75 || strings.Count(r.Stdout, "refused (ValidationFailed)") != n {
-		t.Errorf("want all %d refused ValidationFailed\n%s", n, r)
+	if r.Code != 75 || strings.Count(r.Stdout, "refused (ValidationFailed)") != n || strings.Count(r.Stdout, "already fails its validators") != n {
+		t.Errorf("want all %d refused ValidationFailed, saying the branch already fails\n%s", n, r)
 	}
 	if h := gitIn(t, bare, "rev-parse", "main"); h != head {
 		t.Errorf("main moved to %s", h)
 	}
+	// The batch, the bisection down to the first, the head once.
+	if got, bound := lineCount(t, runs), 2+bits.Len(uint(n-1)); got > bound {
+		t.Errorf("a broken head cost %d validator runs for %d transactions, bound %d", got, n, bound)
+	}
 	t.Logf("a broken head: %d validator runs for %d transactions (one at a time: %d)", lineCount(t, runs), n, n)
+}
+
+// One transaction changes what a path lives in (the directory d made a
+// file, or the file d edited), a later one, opened before it, changes the
+// path's shape under it (adds d/y; makes the file d a directory holding
+// d/y). The later one is refused BaseDrift — in a batch, landed one after
+// the other, and committed locally alike — and the earlier one's d stays
+// as it made it: a landing never replaces the head's file with the
+// directory its change set's path needs. (buildCandidate checked the head
+// only at each changed path, absent on both sides here, never at the
+// path's directories: d/y's commit deleted d under a receipt of +1 ~0 -0.)
+func TestE2EAttack10ShapeChangeUnderAChangedPathIsBaseDrift(t *testing.T) {
+	shapes := []struct {
+		name         string
+		seed         map[string]string
+		first, later func(t *testing.T, staged string)
+		want         string // d on the branch after the first
+	}{
+		{
+			name: "dir-made-file-then-add-under",
+			seed: map[string]string{"f.txt": "f\n", "d/x": "x\n"},
+			first: func(t *testing.T, staged string) {
+				if err := os.RemoveAll(filepath.Join(staged, "d")); err != nil {
+					t.Fatal(err)
+				}
+				testbin.WriteFiles(t, staged, map[string]string{"d": "now a file\n"})
+			},
+			later: func(t *testing.T, staged string) {
+				testbin.WriteFiles(t, staged, map[string]string{"d/y": "y\n"})
+			},
+			want: "now a file\n",
+		},
+		{
+			name: "file-edited-then-made-dir",
+			seed: map[string]string{"f.txt": "f\n", "d": "a file\n"},
+			first: func(t *testing.T, staged string) {
+				testbin.WriteFiles(t, staged, map[string]string{"d": "edited\n"})
+			},
+			later: func(t *testing.T, staged string) {
+				if err := os.Remove(filepath.Join(staged, "d")); err != nil {
+					t.Fatal(err)
+				}
+				testbin.WriteFiles(t, staged, map[string]string{"d/y": "y\n"})
+			},
+			want: "edited\n",
+		},
+	}
+	for _, sh := range shapes {
+		for _, mode := range []string{"batch", "one-after-the-other", "local"} {
+			t.Run(sh.name+"/"+mode, func(t *testing.T) {
+				_, bare, hst := batchRemote(t, "df.git", sh.seed)
+				first := hst.open(nil)
+				sh.first(t, hst.stagedPath(first))
+				later := hst.open(nil)
+				sh.later(t, hst.stagedPath(later))
+				var out string
+				switch mode {
+				case "batch":
+					out = hst.run(nil, landArgs("true", first, later)...).String()
+				case "one-after-the-other":
+					for _, id := range []string{first, later} {
+						out += hst.run(nil, landArgs("true", id)...).String()
+					}
+				case "local":
+					if r := hst.run(nil, "commit", first); r.Code != 0 {
+						t.Fatalf("commit %s: %s", first, r)
+					}
+					r := hst.run(nil, "commit", later)
+					if r.Code != 75 || !strings.Contains(r.Stderr, "BaseDrift") {
+						t.Errorf("commit %s: want exit 75, BaseDrift\n%s", later, r)
+					}
+					if got := testbin.ReadFile(t, filepath.Join(hst.clone, "d")); got != sh.want {
+						t.Errorf("the base's d holds %q after the refused commit, want %q", got, sh.want)
+					}
+					return
+				}
+				on := landed(t, bare, "main")
+				if len(on[first]) != 1 {
+					t.Fatalf("%s did not land:\n%s", first, out)
+				}
+				if len(on[later]) != 0 {
+					t.Errorf("%s landed as %v over %s's d: its commit changes\n%s\n%s", later, on[later], first,
+						gitIn(t, bare, "diff-tree", "-r", "--name-status", "--no-commit-id", on[later][0]+"^", on[later][0]), out)
+				}
+				if !strings.Contains(out, "refused  "+later+"  refused (BaseDrift)") {
+					t.Errorf("%s not refused BaseDrift:\n%s", later, out)
+				}
+				if got := gitIn(t, bare, "show", "main:d"); got+"\n" != sh.want {
+					t.Errorf("main's d holds %q, want %q", got, sh.want)
+				}
+			})
+		}
+	}
+}
+
+// A transaction landed into one remote's main, asked to land into
+// another remote's main (a URL given as --remote), alone and in a batch:
+// it is not reported `already` (its commit is not on that branch), and
+// nothing is pushed for it; the land fails (exit 125) naming the remote
+// and the commit it landed as. Asked again for the remote it landed
+// into, by URL, it is `already` that commit. (landedAlready compared only
+// the receipt's landed_branch with the target ref.)
+func TestE2EAttack10LandedElsewhereIsNotAlready(t *testing.T) {
+	srv, bareX, hst := batchRemote(t, "x.git", map[string]string{"a.txt": "a\n"})
+	srv.seed(t, "y.git", map[string]string{"y.txt": "y\n"})
+	second := filepath.Join(hst.base, "second")
+	gitIn(t, hst.base, "clone", "-q", srv.url("y.git"), second)
+	res := hst.run(nil, "open", "--workdir", second)
+	if res.Code != 0 {
+		t.Fatalf("open in the clone of y.git: %s", res)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	inY := lines[0]
+	testbin.WriteFiles(t, lines[1], map[string]string{"two.txt": "two\n"})
+	if r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", "--validate", "true", inY); r.Code != 0 {
+		t.Fatalf("land into y.git: %s", r)
+	}
+	commitY := gitIn(t, filepath.Join(srv.root, "y.git"), "rev-parse", "main")
+	fresh := hst.open(map[string]string{"fresh.txt": "f\n"})
+	for name, ids := range map[string][]string{"alone": {inY}, "batch": {fresh, inY}} {
+		t.Run(name, func(t *testing.T) {
+			r := hst.run(nil, append([]string{"land", "-q", "--remote", srv.url("x.git"), "--branch", "main", "--validate", "true"}, ids...)...)
+			if strings.Contains(r.Stdout, "already  "+inY) || r.Code != 125 {
+				t.Errorf("%s, landed into y.git as %s, is not refused exit 125 when landed into x.git's main\n%s", inY, commitY, r)
+			}
+			for _, want := range []string{inY, "y.git", commitY, "nothing was pushed"} {
+				if !strings.Contains(r.Stdout+r.Stderr, want) {
+					t.Errorf("the refusal does not name %q:\n%s", want, r)
+				}
+			}
+			has := exec.Command("git", "cat-file", "-e", commitY+"^{commit}")
+			has.Dir, has.Env = bareX, gitEnv()
+			if has.Run() == nil {
+				t.Errorf("y.git's commit %s of %s was pushed into x.git", commitY, inY)
+			}
+		})
+	}
+	if len(landed(t, bareX, "main")[fresh]) != 1 {
+		t.Errorf("%s did not land into x.git beside the refusal", fresh)
+	}
+	r := hst.run(nil, "land", "-q", "--remote", srv.url("y.git"), "--branch", "main", "--validate", "true", inY)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "already  "+inY+"  "+commitY) {
+		t.Errorf("%s asked again for y.git, by URL: want already %s\n%s", inY, commitY, r)
+	}
+}
+
+// A note rewritten and sealed again (the digest is documented as
+// recomputable by anyone, docs/json.md) is held only by what `receipt
+// verify --remote` checks against the branch itself. json.md says a batch
+// receipt's batch_tree is "the tree of a commit at or after this one on
+// the branch", and a receipt's added/modified/deleted are its commit's
+// change: a note that says otherwise about the commit it is attached to
+// must not verify: verify checks each batch_tree against the trees of
+// the commits at and after its own on the first-parent line, and that
+// the counts can account for every path the commit changed against its
+// parent. (It checked only each note's own digest, its tx and
+// landed_commit against the commit, the previous links and the tree
+// binding: these re-sealed notes verified, exit 0.) An unsigned chain
+// whose every note agrees with its commit is as far as it goes: a forger
+// who makes a whole consistent chain is stopped by signed receipts.
+func TestE2EAttack10ResealedNoteContradictingItsCommitIsCaught(t *testing.T) {
+	_, bare, hst := batchRemote(t, "z.git", map[string]string{"a.txt": "a\n"})
+	var ids []string
+	for k := 0; k < 3; k++ {
+		ids = append(ids, hst.open(map[string]string{fmt.Sprintf("f%d.txt", k): "x\n"}))
+	}
+	if r := hst.run(nil, landArgs("true", ids...)...); r.Code != 0 {
+		t.Fatalf("land the batch: %s", r)
+	}
+	commits := firstParents(t, bare)
+	if len(commits) != 3 {
+		t.Fatalf("main has %v since the seed", commits)
+	}
+	good := gitIn(t, bare, "rev-parse", "refs/notes/airlock")
+	seedTree := gitIn(t, bare, "rev-parse", "main~3^{tree}")
+	load := func(c string) *receipt.Receipt {
+		rc, err := receipt.Verify([]byte(gitIn(t, bare, "notes", "--ref=airlock", "show", c)))
+		if err != nil {
+			t.Fatalf("the note of %s does not verify before tampering: %v", c, err)
+		}
+		return rc
+	}
+	seal := func(rc *receipt.Receipt) string {
+		data, err := rc.Seal()
+		if err != nil {
+			t.Fatalf("seal the forged receipt: %v", err)
+		}
+		return string(data)
+	}
+	write := func(t *testing.T, m map[string]string) {
+		t.Helper()
+		work := testbin.RealDir(t)
+		gitIn(t, work, "clone", "-q", "--bare", bare, "tamper.git")
+		tdir := filepath.Join(work, "tamper.git")
+		gitIn(t, tdir, "fetch", "-q", bare, "+refs/notes/airlock:refs/notes/airlock")
+		for c, body := range m {
+			cmd := exec.Command("git", "notes", "--ref=airlock", "add", "-f", "-F", "-", c)
+			cmd.Dir, cmd.Env, cmd.Stdin = tdir, gitEnv(), strings.NewReader(body)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("rewrite the note of %s: %v\n%s", c, err, out)
+			}
+		}
+		gitIn(t, tdir, "push", "-q", "-f", bare, "refs/notes/airlock:refs/notes/airlock")
+	}
+	cases := map[string]func() map[string]string{
+		// The newest receipt says the batch was validated on the seed's
+		// tree, which holds none of the batch.
+		"newest batch_tree": func() map[string]string {
+			rc := load(commits[2])
+			rc.BatchTree = seedTree
+			return map[string]string{commits[2]: seal(rc)}
+		},
+		// The middle receipt names that tree too; the newest is linked to
+		// it again, so the chain holds.
+		"middle batch_tree relinked": func() map[string]string {
+			mid := load(commits[1])
+			mid.BatchTree = seedTree
+			midData := seal(mid)
+			top := load(commits[2])
+			top.Previous = mid.Digest
+			return map[string]string{commits[1]: midData, commits[2]: seal(top)}
+		},
+		// The newest receipt's counts say 5 files were modified; its commit
+		// adds one file.
+		"newest counts": func() map[string]string {
+			rc := load(commits[2])
+			rc.Added, rc.Modified = 0, 5
+			return map[string]string{commits[2]: seal(rc)}
+		},
+	}
+	for name, forge := range cases {
+		t.Run(strings.ReplaceAll(name, " ", "-"), func(t *testing.T) {
+			defer gitIn(t, bare, "update-ref", "refs/notes/airlock", good)
+			write(t, forge())
+			v := hst.run(nil, "receipt", "verify", "--remote", "origin", "--branch", "main")
+			if v.Code != 1 {
+				t.Errorf("receipt verify --remote accepts a re-sealed note (%s) that contradicts its commit on the branch: want exit 1\n%s", name, v)
+			}
+			if want := map[bool]string{true: "batch_tree", false: "counts"}[strings.Contains(name, "batch_tree")]; !strings.Contains(v.Stdout+v.Stderr, want) {
+				t.Errorf("receipt verify --remote does not say what is wrong (%s): want it to name %s\n%s", name, want, v)
+			}
+		})
+	}
 }

@@ -119,8 +119,8 @@ func sshVerifies(t *testing.T, data []byte, signers, principal string) error {
 // (same parent, message and trailer, other content), move its note onto
 // the new commit with landed_commit changed and the digest recomputed,
 // and force-push both refs. With digests set, the forger recomputes the
-// receipt's base and result digests from the new tree too (the formula is
-// public); the signature, if any, is carried over as it was: only the
+// receipt's base and result digests and its counts from the new tree too
+// (the formulas are public); the signature, if any, is carried over as it was: only the
 // key's owner can make a new one.
 func forge(t *testing.T, url, commit string, digests bool) string {
 	t.Helper()
@@ -144,6 +144,7 @@ func forge(t *testing.T, url, commit string, digests bool) string {
 	if digests {
 		var paths []string
 		var before, after []landing.TreeEntry
+		rc.Added, rc.Modified, rc.Deleted = 0, 0, 0
 		for _, rec := range strings.Split(strings.TrimSpace(gitIn(t, w, "diff-tree", "-r", "--no-renames", commit+"^", forged)), "\n") {
 			meta, path, _ := strings.Cut(rec, "\t")
 			f := strings.Fields(strings.TrimPrefix(meta, ":"))
@@ -154,6 +155,14 @@ func forge(t *testing.T, url, commit string, digests bool) string {
 				return landing.TreeEntry{Mode: mode, OID: oid}
 			}
 			paths, before, after = append(paths, path), append(before, entry(f[0], f[2])), append(after, entry(f[1], f[3]))
+			switch f[4] {
+			case "A":
+				rc.Added++
+			case "D":
+				rc.Deleted++
+			default:
+				rc.Modified++
+			}
 		}
 		rc.BaseDigest, rc.ResultDigest = landing.EntriesGitDigest(paths, before), landing.EntriesGitDigest(paths, after)
 	}

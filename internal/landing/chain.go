@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -119,27 +120,39 @@ func (l *Repo) WalkChain(ctx context.Context, head, notes string) (*Chain, error
 	if err != nil {
 		return nil, err
 	}
-	b, err := l.Git.Run(ctx, "log", "--first-parent", "--format=%H%x00%P%x00%s%x00%(trailers:key="+TxTrailer+",valueonly,separator=%x00)", head, "--")
+	b, err := l.Git.Run(ctx, "log", "--first-parent", "--format=%H%x00%T%x00%P%x00%s%x00%(trailers:key="+TxTrailer+",valueonly,separator=%x00)", head, "--")
 	if err != nil {
 		return nil, fmt.Errorf("walk %s: %w", l.Ref, err)
 	}
-	type landed struct{ commit, parents, tx string }
+	type landed struct {
+		commit, parents, tx string
+		at                  int // its place on the first-parent line, 0 the head
+	}
 	var commits []landed
 	var plain []Unreceipted // commits without the trailer, newest first
+	// newest is, per tree, the newest place on the first-parent line of a
+	// commit holding it: a batch receipt's batch_tree must be the tree of
+	// a commit at or after its own (newest at most its place).
+	newest := map[string]int{}
+	at := 0
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Split(line, "\x00")
-		if len(f) < 4 {
+		if len(f) < 5 {
 			continue
 		}
-		if f[3] == "" {
-			plain = append(plain, Unreceipted{Commit: f[0], Subject: f[2], newer: len(commits)})
+		if _, ok := newest[f[1]]; !ok {
+			newest[f[1]] = at
+		}
+		at++
+		if f[4] == "" {
+			plain = append(plain, Unreceipted{Commit: f[0], Subject: f[3], newer: len(commits)})
 			continue
 		}
-		if len(f) > 4 && f[4] != "" {
-			lg.Broken = fmt.Sprintf("commit %s carries %d %s trailers; a landed commit carries one", f[0], len(f)-3, TxTrailer)
+		if len(f) > 5 && f[5] != "" {
+			lg.Broken = fmt.Sprintf("commit %s carries %d %s trailers; a landed commit carries one", f[0], len(f)-4, TxTrailer)
 			return lg, nil
 		}
-		commits = append(commits, landed{f[0], f[1], f[3]})
+		commits = append(commits, landed{f[0], f[2], f[4], at - 1})
 	}
 	// Commits no landing made, newer than the oldest landing: a human's
 	// merge or push between landings is normal, but it is named, so that
@@ -186,6 +199,12 @@ func (l *Repo) WalkChain(ctx context.Context, head, notes string) (*Chain, error
 		} else if why != "" {
 			lg.Broken = fmt.Sprintf("commit %s (transaction %s): %s", c.commit, c.tx, why)
 			return lg, nil
+		}
+		if rc.Validated == receipt.ValidatedBatch {
+			if n, ok := newest[rc.BatchTree]; !ok || n > c.at {
+				lg.Broken = fmt.Sprintf("the receipt of commit %s (transaction %s) says its validators ran on batch_tree %s, which no commit at or after it on %s holds: the batch that landed it did not end on that tree", c.commit, c.tx, rc.BatchTree, l.Ref)
+				return lg, nil
+			}
 		}
 		lg.Entries = append(lg.Entries, Entry{Commit: c.commit, Receipt: rc, Data: contents[blob]})
 	}
@@ -260,8 +279,9 @@ func (l *Repo) catBlobs(ctx context.Context, oids []string) (map[string][]byte, 
 // describes: one parent, and its tree against that parent (git diff-tree,
 // no rename detection) hashes to the receipt's base_digest and
 // result_digest as EntriesGitDigest forms them — every path the commit
-// changed, merged paths included, as the parent and the commit hold it.
-// It returns why not, or "".
+// changed, merged paths included, as the parent and the commit hold it;
+// and its counts account for those paths (countsCover). It returns why
+// not, or "".
 func (l *Repo) treeBinding(ctx context.Context, commit, parents string, rc *receipt.Receipt) (string, error) {
 	ps := strings.Fields(parents)
 	if len(ps) != 1 {
@@ -279,6 +299,7 @@ func (l *Repo) treeBinding(ctx context.Context, commit, parents string, rc *rece
 		}
 		return TreeEntry{Mode: mode, OID: oid}
 	}
+	var status []byte
 	recs := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
 	for i := 0; i+1 < len(recs); i += 2 {
 		f := strings.Fields(strings.TrimPrefix(recs[i], ":"))
@@ -288,6 +309,7 @@ func (l *Repo) treeBinding(ctx context.Context, commit, parents string, rc *rece
 		paths = append(paths, recs[i+1])
 		before = append(before, entry(f[0], f[2]))
 		after = append(after, entry(f[1], f[3]))
+		status = append(status, f[4][0])
 	}
 	if got := EntriesGitDigest(paths, after); got != rc.ResultDigest {
 		return fmt.Sprintf("its tree does not match its receipt's change set: the %d paths it changed against %.12s hash to %s, the receipt's result_digest is %s", len(paths), ps[0], got, rc.ResultDigest), nil
@@ -295,5 +317,80 @@ func (l *Repo) treeBinding(ctx context.Context, commit, parents string, rc *rece
 	if got := EntriesGitDigest(paths, before); got != rc.BaseDigest {
 		return fmt.Sprintf("its parent %.12s does not match its receipt's change set: the %d paths it changed hash to %s there, the receipt's base_digest is %s", ps[0], len(paths), got, rc.BaseDigest), nil
 	}
-	return "", nil
+	return countsCover(paths, status, rc), nil
+}
+
+// The kinds of path a landed commit changes, as its receipt's counts
+// must account for them: each needs one change of the change set at
+// that path, of an op that could have made it (see countsCover).
+const (
+	diffAdded        = iota // added where the parent held nothing: an add
+	diffAddedOverDir        // added where the parent held a directory: an add, or a directory made a file (a modify)
+	diffRemoved             // a delete, or a file made a directory (a modify)
+	diffChanged             // a modify
+	diffKinds
+)
+
+// countsCover checks that a receipt's added, modified and deleted can
+// account for the paths its commit changed (paths, with git diff-tree's
+// status letters): each such path is one change of the change set, so
+// the counts must hold one change of a fitting op per path. The counts
+// may say more than the commit shows — a change git does not see (an
+// empty directory, a permission bit git ignores, a path git ignores, one
+// the head already held) is counted and not committed — never less, and
+// never of the wrong op. It returns why not, or "".
+func countsCover(paths []string, status []byte, rc *receipt.Receipt) string {
+	// A path added over a directory takes that directory's files out:
+	// diff-tree lists them removed under it.
+	removedUnder := map[string]bool{}
+	for i, p := range paths {
+		if status[i] == 'D' {
+			for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+				removedUnder[d] = true
+			}
+		}
+	}
+	var need [diffKinds]int
+	for i, p := range paths {
+		switch status[i] {
+		case 'A':
+			if removedUnder[p] {
+				need[diffAddedOverDir]++
+			} else {
+				need[diffAdded]++
+			}
+		case 'D':
+			need[diffRemoved]++
+		default: // M, T: the path is there on both sides
+			need[diffChanged]++
+		}
+	}
+	const (
+		add = 1 << iota
+		mod
+		del
+	)
+	fits := [diffKinds]int{diffAdded: add, diffAddedOverDir: add | mod, diffRemoved: del | mod, diffChanged: mod}
+	have := map[int]int{add: rc.Added, mod: rc.Modified, del: rc.Deleted}
+	// Hall's condition: every set of kinds needs no more changes than
+	// the ops that fit any of them hold.
+	for set := 1; set < 1<<diffKinds; set++ {
+		demand, ops := 0, 0
+		for k := range diffKinds {
+			if set&(1<<k) != 0 {
+				demand += need[k]
+				ops |= fits[k]
+			}
+		}
+		supply := 0
+		for op, n := range have {
+			if ops&op != 0 {
+				supply += n
+			}
+		}
+		if demand > supply {
+			return fmt.Sprintf("its receipt's counts (+%d ~%d -%d) cannot account for the %d paths it changed against its parent (%d added, %d added over a directory, %d removed, %d modified), each of which is one change of its change set", rc.Added, rc.Modified, rc.Deleted, len(paths), need[diffAdded], need[diffAddedOverDir], need[diffRemoved], need[diffChanged])
+		}
+	}
+	return ""
 }

@@ -292,6 +292,29 @@ func (l *Repo) FindLanded(ctx context.Context, head, since, id string) (string, 
 	return "", nil
 }
 
+// Contains reports whether commit is head or one of its ancestors; a
+// commit the private repository does not have is not.
+func (l *Repo) Contains(ctx context.Context, head, commit string) (bool, error) {
+	if _, err := l.Git.Run(ctx, "cat-file", "-e", commit+"^{commit}"); err != nil {
+		return false, nil
+	}
+	_, err := l.Git.Run(ctx, "merge-base", "--is-ancestor", commit, head)
+	var e *git.Error
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &e) && e.Stderr == "":
+		return false, nil // exit 1: not an ancestor
+	}
+	return false, fmt.Errorf("is %s on %s: %w", commit, l.Ref, err)
+}
+
+// URL is the remote's fetch URL as resolved, redacted (see Redact): where
+// a landing went, for a record anyone may read.
+func (l *Repo) URL() string {
+	return Redact(l.access.urls[0])
+}
+
 // TreeEntry is one entry of a git tree.
 type TreeEntry struct {
 	Mode, OID string
