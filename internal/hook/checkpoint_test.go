@@ -25,7 +25,11 @@ func TestClaudeCodePostToolUseCheckpoints(t *testing.T) {
 	claude := testbin.Require(t, "claude", "the PostToolUse checkpoint is checked against the real Claude Code; .ci/run installs @anthropic-ai/claude-code from npm")
 	w := newWorld(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
 	mustCode(t, w.run(w.base, "", nil, w.bin, "init", "claude"), 0)
-	in, _ := json.Marshal(map[string]any{"session_id": "s1", "cwd": w.base, "hook_event_name": "WorktreeCreate", "name": "steps"})
+	// The session claude runs as below: the hook checkpoints only its own
+	// session's transaction, as `claude --worktree` opens it with the
+	// session's id.
+	const session = "5f0c8a4e-7d3b-4c1a-9e2f-1b6d8c0a4e71"
+	in, _ := json.Marshal(map[string]any{"session_id": session, "cwd": w.base, "hook_event_name": "WorktreeCreate", "name": "steps"})
 	r := w.run(w.base, string(in), nil, w.bin, "hook", "claude", "worktree-create")
 	mustCode(t, r, 0)
 	staged := strings.TrimSpace(r.Stdout)
@@ -42,7 +46,7 @@ func TestClaudeCodePostToolUseCheckpoints(t *testing.T) {
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	r = w.run(staged, "", []string{"ANTHROPIC_BASE_URL=" + srv.URL, "ANTHROPIC_API_KEY=sk-fake", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
-		claude, "-p", "edit the files", "--output-format", "json", "--permission-mode", "acceptEdits", "--allowedTools", "Bash,Write")
+		claude, "-p", "edit the files", "--session-id", session, "--output-format", "json", "--permission-mode", "acceptEdits", "--allowedTools", "Bash,Write")
 	mustCode(t, r, 0)
 	api.mu.Lock()
 	for i := range 2 {
