@@ -85,15 +85,19 @@ func (e *SelectionError) Error() string {
 }
 
 // selection compiles a partial commit's paths into selectors anchored at
-// the base. A path names that path and, when it is a directory,
-// everything beneath it; the gitignore wildcards (*, ?, [...], **) match
-// as in a .gitignore at the base's root; a leading ! takes back what an
-// earlier path selected. An absolute path must lie inside the base.
-func selection(id, base string, paths []string) (*selector.Set, []*selector.Set, error) {
+// the base. A path that is, byte for byte, a changed path of the
+// transaction or a directory above one (changed reports which) selects
+// exactly that path and what is beneath it, whatever bytes its name
+// holds. Any other path is a gitignore selector: the wildcards (*, ?,
+// [...], **) match as in a .gitignore at the base's root, a leading !
+// takes back what an earlier path selected. An absolute path must lie
+// inside the base. changed may be nil: every path is then read as a
+// selector, which is enough to refuse one that leaves the base.
+func selection(id, base string, paths []string, changed func(rel string) bool) (*selector.Set, []*selector.Set, error) {
 	all := make([]string, 0, len(paths))
 	var each []*selector.Set
 	for _, arg := range paths {
-		pat, err := anchor(base, arg)
+		pat, err := anchor(base, arg, changed)
 		if err != nil {
 			return nil, nil, &SelectionError{TxID: id, Selector: arg, Reason: err.Error()}
 		}
@@ -113,17 +117,84 @@ func selection(id, base string, paths []string) (*selector.Set, []*selector.Set,
 	return sel, each, nil
 }
 
-// anchor turns one path argument into a selector anchored at the base.
-func anchor(base, arg string) (string, error) {
+// changedPaths reports whether rel is a path of set (a change or an
+// unsupported entry) or a directory above one: the names a partial
+// commit's path selects literally.
+func changedPaths(set *changeset.Set) func(rel string) bool {
+	names := map[string]bool{}
+	add := func(p string) {
+		for ; p != "." && p != "/" && !names[p]; p = path.Dir(p) {
+			names[p] = true
+		}
+	}
+	for _, c := range set.Changes {
+		add(c.Path)
+	}
+	for _, u := range set.Unsupported {
+		add(string(u))
+	}
+	return func(rel string) bool { return names[rel] }
+}
+
+// anchor turns one path argument into a selector anchored at the base. A
+// name changed reports is quoted (PathSelector), so that it selects
+// itself: without that, gitignore would drop its trailing spaces and read
+// its backslashes as escapes, and a typed name could land another file.
+// The argument is tried whole first, so a changed file named "!x" is
+// that file, not a negation.
+func anchor(base, arg string, changed func(rel string) bool) (string, error) {
+	if changed != nil {
+		if rel, dirOnly, err := baseRel(base, arg); err == nil && rel != "." && changed(rel) {
+			return literal(rel, dirOnly), nil
+		}
+	}
 	neg := strings.HasPrefix(arg, "!")
-	p := strings.TrimPrefix(arg, "!")
+	p, dirOnly, err := baseRel(base, strings.TrimPrefix(arg, "!"))
+	if err != nil {
+		return "", err
+	}
+	var pat string
+	switch {
+	case p == ".":
+		// The whole base: everything at its top, and so beneath.
+		pat = "/*"
+	case changed != nil && changed(p):
+		pat = literal(p, dirOnly)
+	default:
+		if changed != nil && strings.HasSuffix(p, " ") && !strings.HasSuffix(p, `\ `) {
+			return "", errors.New(`ends in a space, which a selector drops, and names no changed path of the transaction (a selector for a name ending in a space puts \ before the space: "x\ ")`)
+		}
+		pat = "/" + p
+		if dirOnly {
+			pat += "/"
+		}
+	}
+	if neg {
+		pat = "!" + pat
+	}
+	return pat, nil
+}
+
+// literal is the anchored selector of exactly the base-relative path rel.
+func literal(rel string, dirOnly bool) string {
+	pat := "/" + PathSelector(rel)
+	if dirOnly {
+		pat += "/"
+	}
+	return pat
+}
+
+// baseRel is arg as a clean slash-separated path relative to the base,
+// and whether it ended in a slash (a directory only).
+func baseRel(base, arg string) (string, bool, error) {
+	p := arg
 	if p == "" {
-		return "", errors.New("is empty")
+		return "", false, errors.New("is empty")
 	}
 	if filepath.IsAbs(p) {
 		rel, err := filepath.Rel(base, filepath.Clean(p))
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return "", fmt.Errorf("is outside the base %s", base)
+			return "", false, fmt.Errorf("is outside the base %s", base)
 		}
 		if strings.HasSuffix(p, "/") && rel != "." {
 			rel += "/"
@@ -133,22 +204,11 @@ func anchor(base, arg string) (string, error) {
 	dirOnly := strings.HasSuffix(p, "/")
 	for _, c := range strings.Split(strings.TrimSuffix(p, "/"), "/") {
 		if c == ".." {
-			return "", errors.New("leaves the base (a path is relative to the base and has no .. in it)")
+			return "", false, errors.New("leaves the base (a path is relative to the base and has no .. in it)")
 		}
 	}
 	p = path.Clean(p)
-	if p == "." {
-		// The whole base: everything at its top, and so beneath.
-		p, dirOnly = "*", false
-	}
-	if dirOnly {
-		p += "/"
-	}
-	pat := "/" + p
-	if neg {
-		pat = "!" + pat
-	}
-	return pat, nil
+	return p, dirOnly && p != ".", nil
 }
 
 // take is the part of set the selection names: each change whose path it
@@ -292,8 +352,9 @@ func (t *Tx) contentDigest() (func(c changeset.Change) string, func()) {
 // change set as the transaction's next part, or, where the selection
 // names the whole change set, commits the transaction itself.
 func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
-	sel, each, err := selection(t.ID(), t.Base(), o.Paths)
-	if err != nil {
+	// Read as selectors first, so that a path leaving the base is
+	// refused before anything is locked or measured.
+	if _, _, err := selection(t.ID(), t.Base(), o.Paths, nil); err != nil {
 		return nil, err
 	}
 	if b, err := stage.Get(t.rec.Backend); err == nil {
@@ -317,6 +378,10 @@ func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
 		return nil, fmt.Errorf("transaction %s is already %s: it has nothing left to commit part of", t.ID(), status)
 	}
 	set, err := t.diff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sel, each, err := selection(t.ID(), t.Base(), o.Paths, changedPaths(set))
 	if err != nil {
 		return nil, err
 	}

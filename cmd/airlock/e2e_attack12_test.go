@@ -266,6 +266,29 @@ func TestE2EAttack12QuotedNamesSelectExactlyThemselves(t *testing.T) {
 	}
 }
 
+// A person types the name of a changed file, shell-quoted, and exactly
+// that file lands, though a gitignore selector would read the name as
+// another changed file's ('x ' as x, 'a\b' as ab): a PATH that is a
+// changed path byte for byte is that path. A trailing space that names no
+// changed path is refused, not dropped.
+func TestE2EAttack12TypedNameSelectsExactlyThatFile(t *testing.T) {
+	for _, c := range []struct{ sel, want string }{
+		{"x ", "x "},
+		{`a\b`, `a\b`},
+		{"!bang", "!bang"},
+		{"*", "*"},
+	} {
+		t.Run(c.sel, func(t *testing.T) {
+			if code, landed := attack12Selected(t, c.sel); code != 0 || landed != c.want {
+				t.Errorf("commit -- %q: exit %d, landed %q, want exactly %q", c.sel, code, landed, c.want)
+			}
+		})
+	}
+	if code, landed := attack12Selected(t, "b "); code != 125 || landed != "" {
+		t.Errorf(`commit -- "b ": exit %d, landed %q, want 125 and nothing`, code, landed)
+	}
+}
+
 // attack12Review starts `airlock review ID` and returns its page's URL
 // and the digest of the change set the page shows.
 func attack12Review(t *testing.T, x *h, id string) (proc, string, string) {
