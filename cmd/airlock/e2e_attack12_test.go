@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -332,9 +333,10 @@ func attack12Post(t *testing.T, page, action string, form url.Values) (int, stri
 	return resp.StatusCode, string(body)
 }
 
-// The review page's checkbox subset, with the POST tampered: a path not
-// in the change set (wildcards, a leading !, a name never changed) lands
-// nothing (the page quotes each path as a literal name); a digest from before the agent's later write
+// The review page's checkbox subset, with the POST tampered: a path that
+// is not exactly a file the page showed (wildcards, a leading !, a name
+// never changed) is a 400 naming it and lands nothing; a digest from
+// before the agent's later write
 // is refused ReviewStale; the honest subset lands exactly the checked
 // file and the page stays on the rest.
 func TestE2EAttack12ReviewPostCannotWidenTheCheckedFiles(t *testing.T) {
@@ -351,7 +353,10 @@ func TestE2EAttack12ReviewPostCannotWidenTheCheckedFiles(t *testing.T) {
 		return body
 	}
 	for _, paths := range [][]string{{"*"}, {"*.txt"}, {"a.txt", "nothere.txt"}, {"[abc].txt"}, {"!a.txt"}} {
-		post(digest, paths...)
+		code, body := attack12Post(t, page, "commit", url.Values{"diff_digest": {digest}, "select": {"1"}, "path": paths, "shown": shown})
+		if bad := paths[len(paths)-1]; code != http.StatusBadRequest || !strings.Contains(body, strconv.Quote(bad)) {
+			t.Errorf("POST commit of %q: %d, want 400 naming %q:\n%s", paths, code, bad, body)
+		}
 		wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
 	}
 	// The agent writes b.txt after the page was rendered: the old digest
@@ -370,6 +375,46 @@ func TestE2EAttack12ReviewPostCannotWidenTheCheckedFiles(t *testing.T) {
 	attack12Post(t, page, "discard", url.Values{})
 	p.WaitSettled()
 	wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+}
+
+// A POST that checks at most a.txt lands at most a.txt, whatever else
+// the form says: the server holds the files the page bound to the digest
+// showed, so a path of "." or the base's absolute path is not one of them
+// (400, naming it, nothing lands), and a form with no shown fields still
+// checks one of three files, a partial commit, not a plain one.
+func TestE2EAttack12ReviewPostLandsOnlyTheCheckedFiles(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		form   func(x *h, digest string) url.Values
+		status int
+		a      string
+	}{
+		{"dot", func(x *h, d string) url.Values {
+			return url.Values{"diff_digest": {d}, "select": {"1"}, "path": {"."}, "shown": {"a.txt", "b.txt", "c.txt"}}
+		}, http.StatusBadRequest, "a-old\n"},
+		{"absolute base", func(x *h, d string) url.Values {
+			return url.Values{"diff_digest": {d}, "select": {"1"}, "path": {x.base}, "shown": {"a.txt", "b.txt", "c.txt"}}
+		}, http.StatusBadRequest, "a-old\n"},
+		{"no shown", func(x *h, d string) url.Values {
+			return url.Values{"diff_digest": {d}, "select": {"1"}, "path": {"a.txt"}}
+		}, http.StatusOK, "a-new\n"},
+		{"unknown digest", func(x *h, d string) url.Values {
+			return url.Values{"diff_digest": {"sha256:" + strings.Repeat("0", 64)}, "select": {"1"}, "path": {"a.txt"}}
+		}, http.StatusBadRequest, "a-old\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x := newH(t)
+			partialTx(t, x, "rv")
+			p, page, digest := attack12Review(t, x, "rv")
+			if code, body := attack12Post(t, page, "commit", c.form(x, digest)); code != c.status {
+				t.Errorf("POST commit: %d, want %d:\n%s", code, c.status, body)
+			}
+			wantFiles(t, x, c.a, "b-old\n", "c-old\n")
+			// Not settled: the page is still open on the rest.
+			attack12Post(t, page, "discard", url.Values{})
+			p.WaitSettled()
+		})
+	}
 }
 
 // A partial commit's validators run on the base plus the selected part
