@@ -205,6 +205,41 @@ func TestE2EAttack12SelectedDirDeletionKeepsAPersonsNewFile(t *testing.T) {
 	wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
 }
 
+// A partial commit killed within its apply (after the first operation,
+// or after the last before the commit is recorded) is rolled back by
+// recover, exactly: a.txt holds its old bytes again and the part k.1 is
+// refused InterruptedApply. The transaction's own record of the base
+// takes the restored files as the part's does, so the part commits again
+// (as k.2), and then the rest, as after a whole commit killed at the same
+// point.
+func TestE2EAttack12PartKilledMidApplyCommitsAgain(t *testing.T) {
+	for _, point := range []string{"apply:1", "applied"} {
+		t.Run(point, func(t *testing.T) {
+			x := newH(t)
+			partialTx(t, x, "k")
+			r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + point}, "commit", "k", "--", "a.txt")
+			if r.Code != -1 {
+				t.Fatalf("the fault point %s did not kill airlock: %v", point, r)
+			}
+			wantCode(t, x.airlock("recover", "--workdir", x.base), 0)
+			wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+			if show := x.airlock("show", "k.1"); !strings.Contains(show.Stdout, "InterruptedApply") {
+				t.Fatalf("the part is not refused InterruptedApply after recover:\n%s", show.Stdout)
+			}
+			r = x.airlock("commit", "k", "--", "a.txt")
+			if r.Code != 0 {
+				t.Errorf("retrying the part after recover rolled it back:\n%s", r)
+			}
+			r = x.airlock("commit", "k")
+			if r.Code != 0 {
+				rb := x.airlock("rebase", "k")
+				t.Fatalf("committing the transaction after recover rolled its part back is refused (rebase exit %d):\n%s", rb.Code, r)
+			}
+			wantFiles(t, x, "a-new\n", "b-new\n", "c-new\n")
+		})
+	}
+}
+
 // attack12Names are changed files whose names a gitignore selector reads
 // otherwise: wildcards, a backslash, a leading ! or #, a trailing space,
 // and one name in NFC and NFD (and upper case).
