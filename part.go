@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/basecheck"
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -367,6 +368,9 @@ func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
 		return nil, err
 	}
 	defer unlockTx()
+	if err := t.finishParts(ctx); err != nil {
+		return nil, err
+	}
 	status, err := t.Status()
 	if err != nil {
 		return nil, err
@@ -406,8 +410,9 @@ func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
 	pt.part.args, pt.part.each = o.Paths, each
 	res, err := pt.commitLocked(ctx, o)
 	if res != nil && res.Outcome == Committed && !res.Repeat {
+		fault.Point("part-landed")
 		if aerr := t.advance(pt.part); aerr != nil {
-			return res, fmt.Errorf("%s landed as %s, but transaction %s could not record it (%w): its diff still shows the landed paths, and committing them again lands the same content", strings.Join(res.Receipt.Paths, ", "), pt.ID(), t.ID(), aerr)
+			return res, fmt.Errorf("%s landed as %s, but transaction %s could not record it (%w): its diff still shows the landed paths until the next commit or rebase of %s records the landing from %s", strings.Join(res.Receipt.Paths, ", "), pt.ID(), t.ID(), aerr, t.ID(), pt.ID())
 		}
 		res.PartOf = t.ID()
 		return res, err
@@ -652,4 +657,115 @@ func (t *Tx) partLanded() bool {
 		return true
 	}
 	return slices.ContainsFunc(evs, func(e state.Event) bool { return e.Event == eventPartCommitted })
+}
+
+// advanced reports whether t recorded the landing of its part id (the
+// event advance writes last).
+func (t *Tx) advanced(id string) (bool, error) {
+	evs, err := t.st.Events()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(evs, func(e state.Event) bool {
+		return e.Event == eventPartCommitted && e.Detail["part"] == id
+	}), nil
+}
+
+// finishAdvance records in t the landing of its committed part pt, if the
+// process that landed it died between the part's receipt and the advance.
+// Everything the advance needs is in the part's state: the frozen change
+// set that landed, and the applied journal, whose paths are measured in
+// the base now (root, under the base's lock) keeping the digests of the
+// bytes written, so a later change of a path by anyone is drift against
+// what landed. Idempotent: a part already recorded is left alone, and a
+// crash within it leaves it to be done again.
+func (t *Tx) finishAdvance(root *safefs.Root, pt *Tx) error {
+	if done, err := t.advanced(pt.ID()); err != nil || done {
+		return err
+	}
+	set, err := changeset.Load(pt.st.Path(changeSetFile))
+	if err != nil {
+		return fmt.Errorf("part %s landed, but its change set cannot be read: %w", pt.ID(), err)
+	}
+	j, err := pt.readJournal(appliedFile)
+	if err != nil {
+		return fmt.Errorf("part %s landed, but its applied journal cannot be read: %w", pt.ID(), err)
+	}
+	landed, err := landedEntries(root, j.Ops)
+	if err != nil {
+		return fmt.Errorf("part %s landed, but %w", pt.ID(), err)
+	}
+	return t.advance(&part{id: pt.ID(), set: set, landed: landed})
+}
+
+// finishParts completes the advance of every part of t that committed
+// without t recording it (finishAdvance), before an operation on t reads
+// its manifests; t's settle lock is held. A part whose apply is still
+// marked in flight is recover's to finish. Parts are found by their ids,
+// ID.N; a part that was given a fresh id (ID.N would pass 64 characters)
+// is finished by recover only.
+func (t *Tx) finishParts(ctx context.Context) error {
+	ids, err := t.store.st().IDs()
+	if err != nil {
+		return err
+	}
+	var pending []*Tx
+	for _, id := range ids {
+		n, ok := strings.CutPrefix(id, t.ID()+".")
+		if !ok || strings.Trim(n, "0123456789") != "" {
+			continue
+		}
+		pt, err := t.store.Tx(id)
+		if err != nil || pt.rec.PartOf != t.ID() {
+			continue
+		}
+		if st, err := pt.Status(); err != nil || st != StatusCommitted {
+			continue
+		}
+		if done, err := t.advanced(id); err != nil {
+			return err
+		} else if !done {
+			pending = append(pending, pt)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	b, err := t.stateBase()
+	if err != nil {
+		return err
+	}
+	unlock, err := b.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, inflight, err := b.Inflight(); err != nil || inflight {
+		return err
+	}
+	root, err := safefs.OpenRoot(t.Base())
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, pt := range pending {
+		if err := t.finishAdvance(root, pt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishWholeAdvance is finishAdvance for the part t over the base at
+// base, whose lock the caller (recover) holds.
+func (t *Tx) finishWholeAdvance(base string) error {
+	root, err := safefs.OpenRoot(base)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := t.part.whole.finishAdvance(root, t); err != nil {
+		return fmt.Errorf("recover %s: %w", base, err)
+	}
+	return nil
 }

@@ -300,6 +300,13 @@ func (t *Tx) rollForward(ctx context.Context, b *state.Base, jdir string, out *R
 			return nil, err
 		}
 	}
+	if t.part != nil {
+		// A part landed: its whole records the landing, as the part's
+		// commit would have done right after its receipt.
+		if err := t.finishWholeAdvance(out.Base); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.finishChain(b); err != nil {
 		return nil, err
 	}

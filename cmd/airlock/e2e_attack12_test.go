@@ -20,10 +20,10 @@ import (
 // what it holds, as regression tests. Its known breaks are in
 // e2e_attack12_breaks_test.go (build tag airlock_known_breaks).
 
-// attack12KillPoints are the fault points of a partial commit before its
-// apply began or after it was recorded; those within the apply (apply:1,
-// applied) are TestKnownBreakAttack12PartKilledMidApplyStrandsTheWhole.
-var attack12KillPoints = []string{"checked", "journal-synced", "apply-staged", "recorded"}
+// attack12KillPoints are the fault points of a partial commit, from
+// before its apply began to after the part landed (before the
+// transaction recorded it).
+var attack12KillPoints = []string{"checked", "journal-synced", "apply-staged", "apply:1", "applied", "recorded", "part-landed"}
 
 // Killed at a fault point of a partial commit, then recovered: the part
 // either landed whole (a.txt new, recorded as committed) or not at all,
@@ -237,6 +237,53 @@ func TestE2EAttack12PartKilledMidApplyCommitsAgain(t *testing.T) {
 			}
 			wantFiles(t, x, "a-new\n", "b-new\n", "c-new\n")
 		})
+	}
+}
+
+// Killed after the part's receipt, before the transaction records the
+// landing: with its apply still marked in flight (recorded; recover
+// finishes it) or not (part-landed; the next commit of the transaction
+// finishes it, under its lock). Either way the landing is recorded from
+// the part's own state, so afterwards
+//
+//   - undo w.1 puts a.txt back, and committing the rest of w leaves it
+//     back: the part's content is not re-applied over the undo;
+//   - a person edits a.txt, and the rest (b.txt, c.txt) commits, leaving
+//     the person's a.txt.
+func TestE2EAttack12WindowFinishedLandedPathIsNoChange(t *testing.T) {
+	for _, point := range []string{"recorded", "part-landed"} {
+		for _, after := range []string{"undo", "human edit"} {
+			t.Run(point+"/"+after, func(t *testing.T) {
+				x := newH(t)
+				partialTx(t, x, "w")
+				r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + point}, "commit", "w", "--", "a.txt")
+				if r.Code != -1 {
+					t.Fatalf("the fault point did not kill airlock: %v", r)
+				}
+				wantCode(t, x.airlock("recover", "--workdir", x.base), 0)
+				if point == "recorded" {
+					// recover finished the landing's record.
+					if got, w := nameStatus(t, x, "w"), "M\tb.txt\nM\tc.txt\n"; got != w {
+						t.Errorf("the rest after recover:\n%s\nwant:\n%s", got, w)
+					}
+				}
+				want := "a-old\n"
+				if after == "undo" {
+					wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "w.1"}}), 0)
+				} else {
+					writeFile(t, filepath.Join(x.base, "a.txt"), "a-human\n")
+					want = "a-human\n"
+				}
+				r = x.airlock("commit", "w")
+				if r.Code != 0 {
+					t.Fatalf("the rest does not commit after %s and %s:\n%s", point, after, r)
+				}
+				if got := testbin.ReadFile(t, filepath.Join(x.base, "a.txt")); got != want {
+					t.Errorf("a.txt = %q after the rest landed, want %q (what %s left)", got, want, after)
+				}
+				wantFiles(t, x, want, "b-new\n", "c-new\n")
+			})
+		}
 	}
 }
 
