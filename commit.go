@@ -142,7 +142,6 @@ func (t *Tx) commit(ctx context.Context, o CommitOptions) (*Result, error) {
 	// A test that cancels the commit holds it at a pause point until the
 	// commit has seen the cancel (fault.WhenDone).
 	defer fault.WhenDone(ctx, "commit-cancelled")()
-	t.pooling = recycles() && t.rec.Backend == stage.Copy && !t.partLanded()
 	// One settle of a transaction at a time: a second commit of the same
 	// transaction waits, then reports the first outcome.
 	unlockTx, err := t.settleLock(ctx)
@@ -150,6 +149,10 @@ func (t *Tx) commit(ctx context.Context, o CommitOptions) (*Result, error) {
 		return nil, err
 	}
 	defer unlockTx()
+	if err := t.finishParts(ctx); err != nil {
+		return nil, err
+	}
+	t.pooling = recycles() && t.rec.Backend == stage.Copy && !t.partLanded()
 	return t.commitLocked(ctx, o)
 }
 

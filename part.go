@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlockdev/airlock/internal/basecheck"
 	"github.com/airlockdev/airlock/internal/changeset"
+	"github.com/airlockdev/airlock/internal/fault"
 	"github.com/airlockdev/airlock/internal/journal"
 	"github.com/airlockdev/airlock/internal/manifest"
 	"github.com/airlockdev/airlock/internal/safefs"
@@ -85,15 +86,19 @@ func (e *SelectionError) Error() string {
 }
 
 // selection compiles a partial commit's paths into selectors anchored at
-// the base. A path names that path and, when it is a directory,
-// everything beneath it; the gitignore wildcards (*, ?, [...], **) match
-// as in a .gitignore at the base's root; a leading ! takes back what an
-// earlier path selected. An absolute path must lie inside the base.
-func selection(id, base string, paths []string) (*selector.Set, []*selector.Set, error) {
+// the base. A path that is, byte for byte, a changed path of the
+// transaction or a directory above one (changed reports which) selects
+// exactly that path and what is beneath it, whatever bytes its name
+// holds. Any other path is a gitignore selector: the wildcards (*, ?,
+// [...], **) match as in a .gitignore at the base's root, a leading !
+// takes back what an earlier path selected. An absolute path must lie
+// inside the base. changed may be nil: every path is then read as a
+// selector, which is enough to refuse one that leaves the base.
+func selection(id, base string, paths []string, changed func(rel string) bool) (*selector.Set, []*selector.Set, error) {
 	all := make([]string, 0, len(paths))
 	var each []*selector.Set
 	for _, arg := range paths {
-		pat, err := anchor(base, arg)
+		pat, err := anchor(base, arg, changed)
 		if err != nil {
 			return nil, nil, &SelectionError{TxID: id, Selector: arg, Reason: err.Error()}
 		}
@@ -113,17 +118,84 @@ func selection(id, base string, paths []string) (*selector.Set, []*selector.Set,
 	return sel, each, nil
 }
 
-// anchor turns one path argument into a selector anchored at the base.
-func anchor(base, arg string) (string, error) {
+// changedPaths reports whether rel is a path of set (a change or an
+// unsupported entry) or a directory above one: the names a partial
+// commit's path selects literally.
+func changedPaths(set *changeset.Set) func(rel string) bool {
+	names := map[string]bool{}
+	add := func(p string) {
+		for ; p != "." && p != "/" && !names[p]; p = path.Dir(p) {
+			names[p] = true
+		}
+	}
+	for _, c := range set.Changes {
+		add(c.Path)
+	}
+	for _, u := range set.Unsupported {
+		add(string(u))
+	}
+	return func(rel string) bool { return names[rel] }
+}
+
+// anchor turns one path argument into a selector anchored at the base. A
+// name changed reports is quoted (PathSelector), so that it selects
+// itself: without that, gitignore would drop its trailing spaces and read
+// its backslashes as escapes, and a typed name could land another file.
+// The argument is tried whole first, so a changed file named "!x" is
+// that file, not a negation.
+func anchor(base, arg string, changed func(rel string) bool) (string, error) {
+	if changed != nil {
+		if rel, dirOnly, err := baseRel(base, arg); err == nil && rel != "." && changed(rel) {
+			return literal(rel, dirOnly), nil
+		}
+	}
 	neg := strings.HasPrefix(arg, "!")
-	p := strings.TrimPrefix(arg, "!")
+	p, dirOnly, err := baseRel(base, strings.TrimPrefix(arg, "!"))
+	if err != nil {
+		return "", err
+	}
+	var pat string
+	switch {
+	case p == ".":
+		// The whole base: everything at its top, and so beneath.
+		pat = "/*"
+	case changed != nil && changed(p):
+		pat = literal(p, dirOnly)
+	default:
+		if changed != nil && strings.HasSuffix(p, " ") && !strings.HasSuffix(p, `\ `) {
+			return "", errors.New(`ends in a space, which a selector drops, and names no changed path of the transaction (a selector for a name ending in a space puts \ before the space: "x\ ")`)
+		}
+		pat = "/" + p
+		if dirOnly {
+			pat += "/"
+		}
+	}
+	if neg {
+		pat = "!" + pat
+	}
+	return pat, nil
+}
+
+// literal is the anchored selector of exactly the base-relative path rel.
+func literal(rel string, dirOnly bool) string {
+	pat := "/" + PathSelector(rel)
+	if dirOnly {
+		pat += "/"
+	}
+	return pat
+}
+
+// baseRel is arg as a clean slash-separated path relative to the base,
+// and whether it ended in a slash (a directory only).
+func baseRel(base, arg string) (string, bool, error) {
+	p := arg
 	if p == "" {
-		return "", errors.New("is empty")
+		return "", false, errors.New("is empty")
 	}
 	if filepath.IsAbs(p) {
 		rel, err := filepath.Rel(base, filepath.Clean(p))
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			return "", fmt.Errorf("is outside the base %s", base)
+			return "", false, fmt.Errorf("is outside the base %s", base)
 		}
 		if strings.HasSuffix(p, "/") && rel != "." {
 			rel += "/"
@@ -133,22 +205,11 @@ func anchor(base, arg string) (string, error) {
 	dirOnly := strings.HasSuffix(p, "/")
 	for _, c := range strings.Split(strings.TrimSuffix(p, "/"), "/") {
 		if c == ".." {
-			return "", errors.New("leaves the base (a path is relative to the base and has no .. in it)")
+			return "", false, errors.New("leaves the base (a path is relative to the base and has no .. in it)")
 		}
 	}
 	p = path.Clean(p)
-	if p == "." {
-		// The whole base: everything at its top, and so beneath.
-		p, dirOnly = "*", false
-	}
-	if dirOnly {
-		p += "/"
-	}
-	pat := "/" + p
-	if neg {
-		pat = "!" + pat
-	}
-	return pat, nil
+	return p, dirOnly && p != ".", nil
 }
 
 // take is the part of set the selection names: each change whose path it
@@ -292,8 +353,9 @@ func (t *Tx) contentDigest() (func(c changeset.Change) string, func()) {
 // change set as the transaction's next part, or, where the selection
 // names the whole change set, commits the transaction itself.
 func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
-	sel, each, err := selection(t.ID(), t.Base(), o.Paths)
-	if err != nil {
+	// Read as selectors first, so that a path leaving the base is
+	// refused before anything is locked or measured.
+	if _, _, err := selection(t.ID(), t.Base(), o.Paths, nil); err != nil {
 		return nil, err
 	}
 	if b, err := stage.Get(t.rec.Backend); err == nil {
@@ -306,6 +368,9 @@ func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
 		return nil, err
 	}
 	defer unlockTx()
+	if err := t.finishParts(ctx); err != nil {
+		return nil, err
+	}
 	status, err := t.Status()
 	if err != nil {
 		return nil, err
@@ -317,6 +382,10 @@ func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
 		return nil, fmt.Errorf("transaction %s is already %s: it has nothing left to commit part of", t.ID(), status)
 	}
 	set, err := t.diff(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sel, each, err := selection(t.ID(), t.Base(), o.Paths, changedPaths(set))
 	if err != nil {
 		return nil, err
 	}
@@ -341,8 +410,9 @@ func (t *Tx) commitPart(ctx context.Context, o CommitOptions) (*Result, error) {
 	pt.part.args, pt.part.each = o.Paths, each
 	res, err := pt.commitLocked(ctx, o)
 	if res != nil && res.Outcome == Committed && !res.Repeat {
+		fault.Point("part-landed")
 		if aerr := t.advance(pt.part); aerr != nil {
-			return res, fmt.Errorf("%s landed as %s, but transaction %s could not record it (%w): its diff still shows the landed paths, and committing them again lands the same content", strings.Join(res.Receipt.Paths, ", "), pt.ID(), t.ID(), aerr)
+			return res, fmt.Errorf("%s landed as %s, but transaction %s could not record it (%w): its diff still shows the landed paths until the next commit or rebase of %s records the landing from %s", strings.Join(res.Receipt.Paths, ", "), pt.ID(), t.ID(), aerr, t.ID(), pt.ID())
 		}
 		res.PartOf = t.ID()
 		return res, err
@@ -587,4 +657,115 @@ func (t *Tx) partLanded() bool {
 		return true
 	}
 	return slices.ContainsFunc(evs, func(e state.Event) bool { return e.Event == eventPartCommitted })
+}
+
+// advanced reports whether t recorded the landing of its part id (the
+// event advance writes last).
+func (t *Tx) advanced(id string) (bool, error) {
+	evs, err := t.st.Events()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(evs, func(e state.Event) bool {
+		return e.Event == eventPartCommitted && e.Detail["part"] == id
+	}), nil
+}
+
+// finishAdvance records in t the landing of its committed part pt, if the
+// process that landed it died between the part's receipt and the advance.
+// Everything the advance needs is in the part's state: the frozen change
+// set that landed, and the applied journal, whose paths are measured in
+// the base now (root, under the base's lock) keeping the digests of the
+// bytes written, so a later change of a path by anyone is drift against
+// what landed. Idempotent: a part already recorded is left alone, and a
+// crash within it leaves it to be done again.
+func (t *Tx) finishAdvance(root *safefs.Root, pt *Tx) error {
+	if done, err := t.advanced(pt.ID()); err != nil || done {
+		return err
+	}
+	set, err := changeset.Load(pt.st.Path(changeSetFile))
+	if err != nil {
+		return fmt.Errorf("part %s landed, but its change set cannot be read: %w", pt.ID(), err)
+	}
+	j, err := pt.readJournal(appliedFile)
+	if err != nil {
+		return fmt.Errorf("part %s landed, but its applied journal cannot be read: %w", pt.ID(), err)
+	}
+	landed, err := landedEntries(root, j.Ops)
+	if err != nil {
+		return fmt.Errorf("part %s landed, but %w", pt.ID(), err)
+	}
+	return t.advance(&part{id: pt.ID(), set: set, landed: landed})
+}
+
+// finishParts completes the advance of every part of t that committed
+// without t recording it (finishAdvance), before an operation on t reads
+// its manifests; t's settle lock is held. A part whose apply is still
+// marked in flight is recover's to finish. Parts are found by their ids,
+// ID.N; a part that was given a fresh id (ID.N would pass 64 characters)
+// is finished by recover only.
+func (t *Tx) finishParts(ctx context.Context) error {
+	ids, err := t.store.st().IDs()
+	if err != nil {
+		return err
+	}
+	var pending []*Tx
+	for _, id := range ids {
+		n, ok := strings.CutPrefix(id, t.ID()+".")
+		if !ok || strings.Trim(n, "0123456789") != "" {
+			continue
+		}
+		pt, err := t.store.Tx(id)
+		if err != nil || pt.rec.PartOf != t.ID() {
+			continue
+		}
+		if st, err := pt.Status(); err != nil || st != StatusCommitted {
+			continue
+		}
+		if done, err := t.advanced(id); err != nil {
+			return err
+		} else if !done {
+			pending = append(pending, pt)
+		}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	b, err := t.stateBase()
+	if err != nil {
+		return err
+	}
+	unlock, err := b.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if _, inflight, err := b.Inflight(); err != nil || inflight {
+		return err
+	}
+	root, err := safefs.OpenRoot(t.Base())
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, pt := range pending {
+		if err := t.finishAdvance(root, pt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finishWholeAdvance is finishAdvance for the part t over the base at
+// base, whose lock the caller (recover) holds.
+func (t *Tx) finishWholeAdvance(base string) error {
+	root, err := safefs.OpenRoot(base)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if err := t.part.whole.finishAdvance(root, t); err != nil {
+		return fmt.Errorf("recover %s: %w", base, err)
+	}
+	return nil
 }

@@ -1,7 +1,11 @@
 package airlock
 
 import (
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/changeset"
 )
 
 // PathSelector selects exactly the path it was given, and nothing its
@@ -9,7 +13,7 @@ import (
 func TestPathSelector(t *testing.T) {
 	names := []string{"a.txt", "*", "a*b", "q?", "[x]", `back\slash`, "!bang", "sp ", "dir/*.go", "#hash", "a b"}
 	for _, name := range names {
-		sel, each, err := selection("t", "/base", []string{PathSelector(name)})
+		sel, each, err := selection("t", "/base", []string{PathSelector(name)}, nil)
 		if err != nil {
 			t.Fatalf("%q: %v", name, err)
 		}
@@ -52,7 +56,7 @@ func TestSelectionAnchored(t *testing.T) {
 		{[]string{"."}, "any/thing", true},
 	}
 	for _, c := range cases {
-		sel, _, err := selection("t", "/base", c.args)
+		sel, _, err := selection("t", "/base", c.args, nil)
 		if err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
@@ -61,8 +65,50 @@ func TestSelectionAnchored(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"../x", "a/../../x", "/elsewhere/x", "/base/../x", "", "!"} {
-		if _, _, err := selection("t", "/base", []string{bad}); err == nil {
+		if _, _, err := selection("t", "/base", []string{bad}, nil); err == nil {
 			t.Errorf("%q was taken", bad)
 		}
+	}
+}
+
+// A path that is a changed path, byte for byte, selects exactly it, though
+// a selector would read it as another name; one that is not is read as a
+// selector, and one that ends in an unquoted space is refused.
+func TestSelectionLiteralChangedPath(t *testing.T) {
+	set := &changeset.Set{}
+	for _, p := range []string{"x", "x ", `a\b`, "ab", "!bang", "bang", "*", "q", "[d]/f", "d/f"} {
+		set.Changes = append(set.Changes, changeset.Change{Path: p})
+	}
+	changed := changedPaths(set)
+	cases := []struct {
+		arg  string
+		want []string
+	}{
+		{"x ", []string{"x "}},
+		{`a\b`, []string{`a\b`}},
+		{"!bang", []string{"!bang"}},
+		{"*", []string{"*"}},
+		{"[d]", []string{"[d]/f"}},
+		{"/base/x ", []string{"x "}},
+		{"[xq]", []string{"x", "q"}},
+		{`a\\b`, []string{`a\b`}},
+	}
+	for _, c := range cases {
+		sel, _, err := selection("t", "/base", []string{c.arg}, changed)
+		if err != nil {
+			t.Fatalf("%q: %v", c.arg, err)
+		}
+		var got []string
+		for _, ch := range set.Changes {
+			if sel.Match(ch.Path, false) {
+				got = append(got, ch.Path)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q selects %q, want %q", c.arg, got, c.want)
+		}
+	}
+	if _, _, err := selection("t", "/base", []string{"y "}, changed); err == nil || !strings.Contains(err.Error(), "ends in a space") {
+		t.Errorf(`"y " (no changed path) was taken: %v`, err)
 	}
 }

@@ -109,6 +109,9 @@ func (t *Tx) Rebase(ctx context.Context) (_ *Rebased, err error) {
 		return nil, err
 	}
 	defer unlockTx()
+	if err := t.finishParts(ctx); err != nil {
+		return nil, err
+	}
 	status, err := t.Status()
 	if err != nil {
 		return nil, err

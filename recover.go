@@ -208,6 +208,13 @@ func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, n
 		return nil, err
 	}
 	defer unlockTx()
+	if t.rec.PartOf != "" {
+		unlockWhole, err := t.linkWhole(s, id, base)
+		if err != nil {
+			return nil, err
+		}
+		defer unlockWhole()
+	}
 	jdir := t.st.Path(journalDir)
 	status, err := t.Status()
 	if err != nil {
@@ -217,6 +224,31 @@ func (s *Store) recoverMarked(ctx context.Context, b *state.Base, base string, n
 		return t.rollForward(ctx, b, jdir, out)
 	}
 	return t.recoverRollBack(ctx, b, base, jdir, o, out)
+}
+
+// linkWhole makes the part t, whose apply recover resolves, the part of
+// its whole transaction again, locked: the paths its journal names are
+// the whole's too, and the whole's records of the base and the staged
+// tree must end consistent with what recover leaves (rebaseOpen after a
+// rollback, advance after a landing), as a whole commit's own are. A
+// whole whose state is gone leaves nothing to keep consistent.
+func (t *Tx) linkWhole(s *Store, id, base string) (func(), error) {
+	w, err := s.Tx(t.rec.PartOf)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return func() {}, nil
+		}
+		return nil, fmt.Errorf("transaction %s, whose apply over %s is marked in flight, is a part of transaction %s, whose state cannot be read (%w); nothing was done", id, base, t.rec.PartOf, err)
+	}
+	unlock, err := w.st.TryLock()
+	if errors.Is(err, state.ErrLocked) {
+		return nil, stepErrorf("transaction %s, whose part %s has its apply over %s marked in flight, is locked by another airlock process right now; nothing was done: %s again once it has finished", w.ID(), id, base, Step{Kind: StepRecover, Base: base})
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.part = &part{whole: w, id: t.ID()}
+	return unlock, nil
 }
 
 // recoverableAt refuses to recover t through base, whose identity is now
@@ -268,6 +300,13 @@ func (t *Tx) rollForward(ctx context.Context, b *state.Base, jdir string, out *R
 			return nil, err
 		}
 	}
+	if t.part != nil {
+		// A part landed: its whole records the landing, as the part's
+		// commit would have done right after its receipt.
+		if err := t.finishWholeAdvance(out.Base); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.finishChain(b); err != nil {
 		return nil, err
 	}
@@ -312,6 +351,13 @@ func (t *Tx) recoverRollBack(ctx context.Context, b *state.Base, base, jdir stri
 	out.Digest = rr.Digest
 	if err := t.rebaseOpen(root, j.Ops); err != nil {
 		return nil, fmt.Errorf("recover %s: %w", base, err)
+	}
+	if t.part != nil {
+		// The part's manifests are copies of the whole's, which stays
+		// open over the restored paths.
+		if err := t.part.whole.rebaseOpen(root, j.Ops); err != nil {
+			return nil, fmt.Errorf("recover %s: %w", base, err)
+		}
 	}
 	if out.Displaced, err = t.keepDisplaced(jdir, rr); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,10 +20,10 @@ import (
 // what it holds, as regression tests. Its known breaks are in
 // e2e_attack12_breaks_test.go (build tag airlock_known_breaks).
 
-// attack12KillPoints are the fault points of a partial commit before its
-// apply began or after it was recorded; those within the apply (apply:1,
-// applied) are TestKnownBreakAttack12PartKilledMidApplyStrandsTheWhole.
-var attack12KillPoints = []string{"checked", "journal-synced", "apply-staged", "recorded"}
+// attack12KillPoints are the fault points of a partial commit, from
+// before its apply began to after the part landed (before the
+// transaction recorded it).
+var attack12KillPoints = []string{"checked", "journal-synced", "apply-staged", "apply:1", "applied", "recorded", "part-landed"}
 
 // Killed at a fault point of a partial commit, then recovered: the part
 // either landed whole (a.txt new, recorded as committed) or not at all,
@@ -204,6 +205,88 @@ func TestE2EAttack12SelectedDirDeletionKeepsAPersonsNewFile(t *testing.T) {
 	wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
 }
 
+// A partial commit killed within its apply (after the first operation,
+// or after the last before the commit is recorded) is rolled back by
+// recover, exactly: a.txt holds its old bytes again and the part k.1 is
+// refused InterruptedApply. The transaction's own record of the base
+// takes the restored files as the part's does, so the part commits again
+// (as k.2), and then the rest, as after a whole commit killed at the same
+// point.
+func TestE2EAttack12PartKilledMidApplyCommitsAgain(t *testing.T) {
+	for _, point := range []string{"apply:1", "applied"} {
+		t.Run(point, func(t *testing.T) {
+			x := newH(t)
+			partialTx(t, x, "k")
+			r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + point}, "commit", "k", "--", "a.txt")
+			if r.Code != -1 {
+				t.Fatalf("the fault point %s did not kill airlock: %v", point, r)
+			}
+			wantCode(t, x.airlock("recover", "--workdir", x.base), 0)
+			wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
+			if show := x.airlock("show", "k.1"); !strings.Contains(show.Stdout, "InterruptedApply") {
+				t.Fatalf("the part is not refused InterruptedApply after recover:\n%s", show.Stdout)
+			}
+			r = x.airlock("commit", "k", "--", "a.txt")
+			if r.Code != 0 {
+				t.Errorf("retrying the part after recover rolled it back:\n%s", r)
+			}
+			r = x.airlock("commit", "k")
+			if r.Code != 0 {
+				rb := x.airlock("rebase", "k")
+				t.Fatalf("committing the transaction after recover rolled its part back is refused (rebase exit %d):\n%s", rb.Code, r)
+			}
+			wantFiles(t, x, "a-new\n", "b-new\n", "c-new\n")
+		})
+	}
+}
+
+// Killed after the part's receipt, before the transaction records the
+// landing: with its apply still marked in flight (recorded; recover
+// finishes it) or not (part-landed; the next commit of the transaction
+// finishes it, under its lock). Either way the landing is recorded from
+// the part's own state, so afterwards
+//
+//   - undo w.1 puts a.txt back, and committing the rest of w leaves it
+//     back: the part's content is not re-applied over the undo;
+//   - a person edits a.txt, and the rest (b.txt, c.txt) commits, leaving
+//     the person's a.txt.
+func TestE2EAttack12WindowFinishedLandedPathIsNoChange(t *testing.T) {
+	for _, point := range []string{"recorded", "part-landed"} {
+		for _, after := range []string{"undo", "human edit"} {
+			t.Run(point+"/"+after, func(t *testing.T) {
+				x := newH(t)
+				partialTx(t, x, "w")
+				r := x.airlockEnv([]string{"AIRLOCK_TEST_FAULT=" + point}, "commit", "w", "--", "a.txt")
+				if r.Code != -1 {
+					t.Fatalf("the fault point did not kill airlock: %v", r)
+				}
+				wantCode(t, x.airlock("recover", "--workdir", x.base), 0)
+				if point == "recorded" {
+					// recover finished the landing's record.
+					if got, w := nameStatus(t, x, "w"), "M\tb.txt\nM\tc.txt\n"; got != w {
+						t.Errorf("the rest after recover:\n%s\nwant:\n%s", got, w)
+					}
+				}
+				want := "a-old\n"
+				if after == "undo" {
+					wantCode(t, x.exec(run{dir: x.base, args: []string{"undo", "w.1"}}), 0)
+				} else {
+					writeFile(t, filepath.Join(x.base, "a.txt"), "a-human\n")
+					want = "a-human\n"
+				}
+				r = x.airlock("commit", "w")
+				if r.Code != 0 {
+					t.Fatalf("the rest does not commit after %s and %s:\n%s", point, after, r)
+				}
+				if got := testbin.ReadFile(t, filepath.Join(x.base, "a.txt")); got != want {
+					t.Errorf("a.txt = %q after the rest landed, want %q (what %s left)", got, want, after)
+				}
+				wantFiles(t, x, want, "b-new\n", "c-new\n")
+			})
+		}
+	}
+}
+
 // attack12Names are changed files whose names a gitignore selector reads
 // otherwise: wildcards, a backslash, a leading ! or #, a trailing space,
 // and one name in NFC and NFD (and upper case).
@@ -266,6 +349,29 @@ func TestE2EAttack12QuotedNamesSelectExactlyThemselves(t *testing.T) {
 	}
 }
 
+// A person types the name of a changed file, shell-quoted, and exactly
+// that file lands, though a gitignore selector would read the name as
+// another changed file's ('x ' as x, 'a\b' as ab): a PATH that is a
+// changed path byte for byte is that path. A trailing space that names no
+// changed path is refused, not dropped.
+func TestE2EAttack12TypedNameSelectsExactlyThatFile(t *testing.T) {
+	for _, c := range []struct{ sel, want string }{
+		{"x ", "x "},
+		{`a\b`, `a\b`},
+		{"!bang", "!bang"},
+		{"*", "*"},
+	} {
+		t.Run(c.sel, func(t *testing.T) {
+			if code, landed := attack12Selected(t, c.sel); code != 0 || landed != c.want {
+				t.Errorf("commit -- %q: exit %d, landed %q, want exactly %q", c.sel, code, landed, c.want)
+			}
+		})
+	}
+	if code, landed := attack12Selected(t, "b "); code != 125 || landed != "" {
+		t.Errorf(`commit -- "b ": exit %d, landed %q, want 125 and nothing`, code, landed)
+	}
+}
+
 // attack12Review starts `airlock review ID` and returns its page's URL
 // and the digest of the change set the page shows.
 func attack12Review(t *testing.T, x *h, id string) (proc, string, string) {
@@ -309,9 +415,10 @@ func attack12Post(t *testing.T, page, action string, form url.Values) (int, stri
 	return resp.StatusCode, string(body)
 }
 
-// The review page's checkbox subset, with the POST tampered: a path not
-// in the change set (wildcards, a leading !, a name never changed) lands
-// nothing (the page quotes each path as a literal name); a digest from before the agent's later write
+// The review page's checkbox subset, with the POST tampered: a path that
+// is not exactly a file the page showed (wildcards, a leading !, a name
+// never changed) is a 400 naming it and lands nothing; a digest from
+// before the agent's later write
 // is refused ReviewStale; the honest subset lands exactly the checked
 // file and the page stays on the rest.
 func TestE2EAttack12ReviewPostCannotWidenTheCheckedFiles(t *testing.T) {
@@ -328,7 +435,10 @@ func TestE2EAttack12ReviewPostCannotWidenTheCheckedFiles(t *testing.T) {
 		return body
 	}
 	for _, paths := range [][]string{{"*"}, {"*.txt"}, {"a.txt", "nothere.txt"}, {"[abc].txt"}, {"!a.txt"}} {
-		post(digest, paths...)
+		code, body := attack12Post(t, page, "commit", url.Values{"diff_digest": {digest}, "select": {"1"}, "path": paths, "shown": shown})
+		if bad := paths[len(paths)-1]; code != http.StatusBadRequest || !strings.Contains(body, strconv.Quote(bad)) {
+			t.Errorf("POST commit of %q: %d, want 400 naming %q:\n%s", paths, code, bad, body)
+		}
 		wantFiles(t, x, "a-old\n", "b-old\n", "c-old\n")
 	}
 	// The agent writes b.txt after the page was rendered: the old digest
@@ -347,6 +457,46 @@ func TestE2EAttack12ReviewPostCannotWidenTheCheckedFiles(t *testing.T) {
 	attack12Post(t, page, "discard", url.Values{})
 	p.WaitSettled()
 	wantFiles(t, x, "a-new\n", "b-old\n", "c-old\n")
+}
+
+// A POST that checks at most a.txt lands at most a.txt, whatever else
+// the form says: the server holds the files the page bound to the digest
+// showed, so a path of "." or the base's absolute path is not one of them
+// (400, naming it, nothing lands), and a form with no shown fields still
+// checks one of three files, a partial commit, not a plain one.
+func TestE2EAttack12ReviewPostLandsOnlyTheCheckedFiles(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		form   func(x *h, digest string) url.Values
+		status int
+		a      string
+	}{
+		{"dot", func(x *h, d string) url.Values {
+			return url.Values{"diff_digest": {d}, "select": {"1"}, "path": {"."}, "shown": {"a.txt", "b.txt", "c.txt"}}
+		}, http.StatusBadRequest, "a-old\n"},
+		{"absolute base", func(x *h, d string) url.Values {
+			return url.Values{"diff_digest": {d}, "select": {"1"}, "path": {x.base}, "shown": {"a.txt", "b.txt", "c.txt"}}
+		}, http.StatusBadRequest, "a-old\n"},
+		{"no shown", func(x *h, d string) url.Values {
+			return url.Values{"diff_digest": {d}, "select": {"1"}, "path": {"a.txt"}}
+		}, http.StatusOK, "a-new\n"},
+		{"unknown digest", func(x *h, d string) url.Values {
+			return url.Values{"diff_digest": {"sha256:" + strings.Repeat("0", 64)}, "select": {"1"}, "path": {"a.txt"}}
+		}, http.StatusBadRequest, "a-old\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x := newH(t)
+			partialTx(t, x, "rv")
+			p, page, digest := attack12Review(t, x, "rv")
+			if code, body := attack12Post(t, page, "commit", c.form(x, digest)); code != c.status {
+				t.Errorf("POST commit: %d, want %d:\n%s", code, c.status, body)
+			}
+			wantFiles(t, x, c.a, "b-old\n", "c-old\n")
+			// Not settled: the page is still open on the rest.
+			attack12Post(t, page, "discard", url.Values{})
+			p.WaitSettled()
+		})
+	}
 }
 
 // A partial commit's validators run on the base plus the selected part

@@ -161,9 +161,9 @@ func TestE2EPartialCommitRestStaysExact(t *testing.T) {
 
 // Killed after the part's receipt, before the transaction recorded the
 // landing (the one window reference.md names): recover finds the part
-// committed; the transaction still lists the landed paths, and committing
-// them again merges the same content over itself, so nothing is lost or
-// doubled.
+// committed and records the landing in the transaction from the part's
+// state, so the transaction lists only the rest, and committing it lands
+// b.txt and c.txt without touching a.txt again (no merge of it).
 func TestE2EPartialCommitKilledBeforeTheAdvance(t *testing.T) {
 	x := newH(t)
 	partialTx(t, x, "kill")
@@ -177,10 +177,13 @@ func TestE2EPartialCommitKilledBeforeTheAdvance(t *testing.T) {
 	if !strings.Contains(show.Stdout, "status:    committed") {
 		t.Fatalf("the part is not committed after recover:\n%s", show.Stdout)
 	}
+	if got, w := nameStatus(t, x, "kill"), "M\tb.txt\nM\tc.txt\n"; got != w {
+		t.Errorf("the rest after recover:\n%s\nwant:\n%s", got, w)
+	}
 	r = x.airlock("commit", "kill")
 	wantCode(t, r, 0)
-	if r.Settle["merged_paths"] != "a.txt" {
-		t.Errorf("the landed path was not merged over itself:\n%s", r)
+	if r.Settle["merged_paths"] != "" {
+		t.Errorf("the rest's commit merged a path it does not change:\n%s", r)
 	}
 	wantFiles(t, x, "a-new\n", "b-new\n", "c-new\n")
 }

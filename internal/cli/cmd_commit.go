@@ -30,9 +30,11 @@ func newCommitCmd(io IO) *cobra.Command {
 
 With -- PATH..., only the changes under those paths land (a partial
 commit), through the same checks; the rest stays in the open transaction.
-A PATH is relative to the base and names everything beneath it;
-gitignore wildcards (*, ?, [...], **) match as at the base's root, and a
-leading ! takes back what an earlier PATH selected.`,
+A PATH is relative to the base and names everything beneath it. A PATH
+that is a changed path (or a directory above one) byte for byte selects
+exactly it; any other is a gitignore selector: wildcards (*, ?, [...],
+**) match as at the base's root, and a leading ! takes back what an
+earlier PATH selected.`,
 		Args: commitArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := checkValidate(c); err != nil {

@@ -243,7 +243,7 @@ type CommitInput struct {
 	Validate     string `json:"validate,omitempty" jsonschema:"an additional shell command run on the candidate tree (base + change set) after the project's validate from .airlock.toml, which always runs; either exiting non-zero refuses"`
 	ExpectDigest string `json:"expect_digest,omitempty" jsonschema:"commit only if the change set is still the one reviewed: its diff_digest (status returns it); otherwise the commit is refused ReviewStale"`
 	// Paths make the commit partial (CommitOptions.Paths).
-	Paths []string `json:"paths,omitempty" jsonschema:"commit only these paths (relative to the project; a directory names everything beneath it; gitignore wildcards; a leading ! takes back): the rest stays in the transaction for a later commit, and the result's tx is the part's own id (ID.N) for undo"`
+	Paths []string `json:"paths,omitempty" jsonschema:"commit only these paths (relative to the project; a directory names everything beneath it; a changed path, byte for byte, selects exactly itself; any other path is a gitignore selector: wildcards, a leading ! takes back): the rest stays in the transaction for a later commit, and the result's tx is the part's own id (ID.N) for undo"`
 }
 
 // DiscardInput is the discard tool's input.

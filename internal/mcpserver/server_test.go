@@ -520,3 +520,26 @@ func TestCommitPaths(t *testing.T) {
 		t.Errorf("commit of the rest: %+v", rest)
 	}
 }
+
+// commit's paths read a changed path's name as that path, byte for byte:
+// "x " lands "x " (not x, as a gitignore selector would read it), and a
+// path ending in a space that names no change is a tool error.
+func TestCommitPathsLiteralName(t *testing.T) {
+	w := newWorld(t, map[string]string{"x": "x\n", "x ": "xs\n"})
+	var o OpenOutput
+	w.call("open", map[string]any{"path": w.base, "id": "agent-1"}, &o)
+	writeFiles(t, o.Path, map[string]string{"x": "x2\n", "x ": "xs2\n"})
+
+	res := w.callRaw("commit", map[string]any{"id": o.ID, "paths": []string{"y "}})
+	if !res.IsError || !strings.Contains(text(res), `path "y " ends in a space`) {
+		t.Fatalf(`commit of "y ": error %v %q`, res.IsError, text(res))
+	}
+	var s SettleOutput
+	w.call("commit", map[string]any{"id": o.ID, "paths": []string{"x "}}, &s)
+	if s.Outcome != "committed" || !slices.Equal(s.Paths, []string{"x "}) {
+		t.Fatalf(`partial commit of "x ": %+v`, s)
+	}
+	if readFile(t, filepath.Join(w.base, "x ")) != "xs2\n" || readFile(t, filepath.Join(w.base, "x")) != "x\n" {
+		t.Errorf(`the base after committing "x " is not "x " landed, x untouched`)
+	}
+}

@@ -167,7 +167,7 @@ footer { color:var(--muted); font-size:12px; margin-top:24px; }
 </div>
 {{if .Files}}
 <table class="files">
-{{range $i, $f := .Files}}<tr>{{if $.Selectable}}<td><input type="checkbox" form="settle" name="path" value="{{.Path}}" id="pick{{$i}}" checked><input type="hidden" form="settle" name="shown" value="{{.Path}}"></td>{{end}}<td><span class="badge st-{{if eq .Status "added"}}committed{{else if eq .Status "deleted"}}refused{{else}}open{{end}}">{{.Status}}</span>{{if .Protected}} <span class="badge st-interrupted">protected</span>{{end}}</td>
+{{range $i, $f := .Files}}<tr>{{if $.Selectable}}<td><input type="checkbox" form="settle" name="path" value="{{.Path}}" id="pick{{$i}}" checked></td>{{end}}<td><span class="badge st-{{if eq .Status "added"}}committed{{else if eq .Status "deleted"}}refused{{else}}open{{end}}">{{.Status}}</span>{{if .Protected}} <span class="badge st-interrupted">protected</span>{{end}}</td>
 <td class="p"><a href="#f{{$i}}">{{.Path}}</a></td><td style="text-align:right"><span class="n-add">+{{.Added}}</span> <span class="n-del">−{{.Deleted}}</span></td></tr>
 {{end}}</table>
 {{range $i, $f := .Files}}

@@ -54,6 +54,12 @@ type Server struct {
 	mu      sync.Mutex // serialises actions
 	outcome Outcome
 	done    chan struct{} // closed once settled
+
+	// shown is, for each digest a page carried, the files that page
+	// listed: a commit from the page may check only those, whatever the
+	// form says it showed.
+	shownMu sync.Mutex
+	shown   map[string][]string
 }
 
 // New listens on a random port of 127.0.0.1 for a review of tx.
@@ -172,7 +178,17 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action string) {
 	// carries its digest, and the commit refuses (ReviewStale) unless the
 	// change set it freezes is still that one.
 	reviewed := r.PostFormValue("diff_digest")
-	paths, perr := picked(r)
+	var paths []string
+	var perr error
+	if action != "discard" && reviewed != "" {
+		var bad *badPick
+		if paths, perr = picked(r, s.shownFor(reviewed)); errors.As(perr, &bad) {
+			// A form the page cannot have sent: nothing is attempted and
+			// nothing recorded.
+			http.Error(w, "400 bad request: "+bad.Error(), http.StatusBadRequest)
+			return
+		}
+	}
 	switch {
 	case action == "discard":
 		res, err = s.tx.Discard(ctx, airlock.DiscardOptions{})
@@ -205,22 +221,59 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, action string) {
 	}
 }
 
+// badPick is a commit form naming a file the page did not show.
+type badPick struct{ why string }
+
+func (e *badPick) Error() string { return e.why }
+
+// shownFor is the files the page bound to digest listed; nil when no
+// page carried digest.
+func (s *Server) shownFor(digest string) []string {
+	s.shownMu.Lock()
+	defer s.shownMu.Unlock()
+	return s.shown[digest]
+}
+
+// remember records the files a page bound to digest lists.
+func (s *Server) remember(digest string, files []*file) {
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+	}
+	s.shownMu.Lock()
+	defer s.shownMu.Unlock()
+	if s.shown == nil {
+		s.shown = map[string][]string{}
+	}
+	s.shown[digest] = paths
+}
+
 // picked is the files a commit from the page takes: nil for all of those
-// the page showed (a plain commit; also a page without checkboxes), else
-// a selector for each file checked.
-func picked(r *http.Request) ([]string, error) {
+// the page bound to the form's digest showed (a plain commit; also a page
+// without checkboxes), else a selector for each file checked. Only the
+// server's record of what the page showed counts: a checked path that is
+// not exactly one of its files, or a digest no page carried, is a
+// *badPick.
+func picked(r *http.Request, shown []string) ([]string, error) {
 	if r.PostFormValue("select") == "" {
 		return nil, nil
 	}
-	checked := r.PostForm["path"]
+	if shown == nil {
+		return nil, &badPick{fmt.Sprintf("diff_digest %q is not the digest of a change set this review page showed; reload the page and commit from it", r.PostFormValue("diff_digest"))}
+	}
+	var checked []string
+	for _, p := range r.PostForm["path"] {
+		if !slices.Contains(shown, p) {
+			return nil, &badPick{fmt.Sprintf("path %q is not a file the review page showed (it showed %s); reload the page and check its files", p, strings.Join(shown, ", "))}
+		}
+		if !slices.Contains(checked, p) {
+			checked = append(checked, p)
+		}
+	}
 	if len(checked) == 0 {
 		return nil, errors.New("no file was checked: check the files to commit, or Discard")
 	}
-	all := true
-	for _, p := range r.PostForm["shown"] {
-		all = all && slices.Contains(checked, p)
-	}
-	if all {
+	if len(checked) == len(shown) {
 		return nil, nil
 	}
 	out := make([]string, len(checked))
@@ -338,6 +391,9 @@ func (s *Server) view(r *http.Request, out *Outcome) (*pageView, error) {
 	v.Notes = notes
 	if v.Files, err = parsePatch(&patch); err != nil {
 		return nil, err
+	}
+	if v.Digest != "" {
+		s.remember(v.Digest, v.Files)
 	}
 	if v.Open {
 		if err := s.verdict(ctx, v); err != nil {
