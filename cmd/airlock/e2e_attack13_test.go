@@ -1,0 +1,108 @@
+package main_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
+)
+
+// attack13: where batches (remote_batch.go) meet the bounded push
+// (remotenet), the clone's authentication (remoteauth) and signed
+// receipts (signing). Each scenario lands a batch of several
+// transactions with one `land --remote`.
+
+// cutBatchHost is a served repository behind a pushProxy cutting the
+// first push as mode says, a host whose clone names the proxy "cut",
+// and two transactions of that clone.
+func cutBatchHost(t *testing.T, mode cutMode) (bare, before string, hst *remoteHost, proxy *pushProxy, ids []string) {
+	t.Helper()
+	srv := startDaemon(t)
+	srv.seed(t, "p.git", map[string]string{"a.txt": "a\n"})
+	bare = filepath.Join(srv.root, "p.git")
+	gitIn(t, bare, "config", "receive.keepAlive", "0")
+	before = gitIn(t, bare, "rev-parse", "main")
+	daemon := strings.TrimPrefix(strings.TrimSuffix(srv.url("p.git"), "/p.git"), "git://")
+	proxy = startPushProxy(t, daemon, mode, false)
+	hst = newRemoteHost(t, srv.url("p.git"))
+	gitIn(t, hst.clone, "remote", "add", "cut", "git://"+proxy.addr+"/p.git")
+	ids = []string{hst.open(map[string]string{"x.txt": "x\n"}), hst.open(map[string]string{"y.txt": "y\n"})}
+	return
+}
+
+// A batch whose push reached the server but whose report was lost: every
+// member is landed and recorded committed, and landing them again says
+// `already` for each, moving nothing.
+func TestE2EAttack13BatchReportLostLandsEveryMember(t *testing.T) {
+	bare, _, hst, proxy, ids := cutBatchHost(t, cutAfterAccepted)
+	r := hst.run(nil, append([]string{"land", "-q", "--remote", "cut", "--branch", "main", "--remote-timeout", "5s"}, ids...)...)
+	select {
+	case <-proxy.cut:
+	default:
+		t.Fatalf("the proxy never cut the push\n%s", r)
+	}
+	on := landed(t, bare, "main")
+	head := gitIn(t, bare, "rev-parse", "main")
+	if r.Code != 0 {
+		t.Errorf("a batch whose push report was lost: want exit 0\n%s", r)
+	}
+	for _, id := range ids {
+		if len(on[id]) != 1 {
+			t.Errorf("%s is on main %d times, want once\n%s", id, len(on[id]), r)
+		}
+		if s := statusOf(t, hst, id); s != "committed" {
+			t.Errorf("%s is %s, want committed: it landed\n%s", id, s, r)
+		}
+	}
+	again := hst.run(nil, append([]string{"land", "-q", "--remote", "origin", "--branch", "main"}, ids...)...)
+	for _, id := range ids {
+		if !strings.Contains(again.Stdout, "already  "+id) {
+			t.Errorf("landed again after the lost report: want already %s\n%s", id, again)
+		}
+	}
+	if h := gitIn(t, bare, "rev-parse", "main"); h != head {
+		t.Errorf("landing again moved main %s → %s", head, h)
+	}
+	if v := hst.run(nil, "receipt", "verify", "--remote", "origin", "--branch", "main"); v.Code != 0 || !strings.Contains(v.Stdout, "receipts=2") {
+		t.Errorf("receipts of the batch whose report was lost:\n%s", v)
+	}
+}
+
+// Two clones of one URL, one with credentials (http.extraheader) and one
+// without: their transactions must not share a push. Each authenticates
+// as its own clone: the first lands, the second is refused as `git fetch
+// origin` in its clone is.
+func TestE2EAttack13BatchClonesWithOtherCredentialsLandApart(t *testing.T) {
+	srv := startAuthHTTP(t, "u", "pw", "tok")
+	srv.seed(t, "h.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "h.git")
+	url := srv.url("h.git")
+	hst := newAuthHost(t, srv, "h.git", url)
+	gitIn(t, hst.clone, "config", "http.extraheader", "Authorization: Bearer tok")
+	second := filepath.Join(hst.base, "second")
+	gitIn(t, hst.base, "clone", "-q", filepath.Join(srv.root, "h.git"), second)
+	gitIn(t, second, "remote", "set-url", "origin", url)
+	if out, err := (&remoteHost{h: hst.h, clone: second}).gitAs(nil, "fetch", "origin"); err == nil {
+		t.Fatalf("git fetch origin in the clone without credentials worked: the scenario does not hold\n%s", out)
+	}
+	one := hst.open(map[string]string{"one.txt": "one\n"})
+	res := hst.run(nil, "open", "--workdir", second)
+	if res.Code != 0 {
+		t.Fatalf("open in the second clone: %s", res)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	two := lines[0]
+	testbin.WriteFiles(t, lines[1], map[string]string{"two.txt": "two\n"})
+	r := hst.run(nil, "land", "-q", "--remote", "origin", "--branch", "main", one, two)
+	on := landed(t, bare, "main")
+	if len(on[one]) != 1 {
+		t.Errorf("the transaction of the clone with credentials did not land\n%s", r)
+	}
+	if len(on[two]) != 0 {
+		t.Errorf("the transaction of the clone without credentials landed: it pushed with the other clone's\n%s", r)
+	}
+	if s := statusOf(t, hst, two); s == "committed" {
+		t.Errorf("%s is committed, want kept", two)
+	}
+}
