@@ -106,3 +106,51 @@ func TestE2EAttack13BatchClonesWithOtherCredentialsLandApart(t *testing.T) {
 		t.Errorf("%s is committed, want kept", two)
 	}
 }
+
+// A batch of two clones' transactions where the second clone's signing
+// key cannot sign: nothing of the batch lands unsigned. The second is
+// not on main; the first, if it landed, carries a receipt signed with
+// its own clone's key, and each member's status agrees with the server.
+func TestE2EAttack13BatchUnsignableMemberLandsNothingUnsigned(t *testing.T) {
+	alice := newSSHKey(t, "alice@example.com")
+	signers := allowedSigners(t, alice)
+	srv := startDaemon(t)
+	srv.seed(t, "g.git", map[string]string{"a.txt": "a\n"})
+	bare := filepath.Join(srv.root, "g.git")
+	hst := newRemoteHost(t, srv.url("g.git"))
+	signWith(t, hst.clone, alice.private)
+	second := filepath.Join(hst.base, "second")
+	gitIn(t, hst.base, "clone", "-q", srv.url("g.git"), second)
+	missing := filepath.Join(testbin.RealDir(t), "no_such_key")
+	signWith(t, second, missing)
+	one := hst.open(map[string]string{"one.txt": "one\n"})
+	res := hst.run(nil, "open", "--workdir", second)
+	if res.Code != 0 {
+		t.Fatalf("open in the second clone: %s", res)
+	}
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	two := lines[0]
+	testbin.WriteFiles(t, lines[1], map[string]string{"two.txt": "two\n"})
+	r := hst.run([]string{"SSH_AUTH_SOCK="}, "land", "-q", "--remote", "origin", "--branch", "main", one, two)
+	on := landed(t, bare, "main")
+	if len(on[two]) != 0 {
+		t.Errorf("the transaction whose key cannot sign landed\n%s", r)
+	}
+	if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, missing) {
+		t.Errorf("want a failure naming the key that cannot sign\n%s", r)
+	}
+	if s := statusOf(t, hst, two); s == "committed" {
+		t.Errorf("%s is committed though it is not on main", two)
+	}
+	if c := on[one]; len(c) == 1 {
+		if err := sshVerifies(t, noteBytesOf(t, bare, c[0]), signers, "alice@example.com"); err != nil {
+			t.Errorf("%s landed with a receipt its clone's key did not sign: %v\n%s", one, err, r)
+		}
+		if s := statusOf(t, hst, one); s != "committed" {
+			t.Errorf("%s is on main but %s", one, s)
+		}
+	} else if s := statusOf(t, hst, one); s == "committed" {
+		t.Errorf("%s is committed though it is not on main", one)
+	}
+	t.Logf("the batch with one unsignable member:\n%s", r)
+}
