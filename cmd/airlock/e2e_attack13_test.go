@@ -1,9 +1,15 @@
 package main_test
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airlockdev/airlock/internal/testbin"
 )
@@ -153,4 +159,44 @@ func TestE2EAttack13BatchUnsignableMemberLandsNothingUnsigned(t *testing.T) {
 		t.Errorf("%s is committed though it is not on main", one)
 	}
 	t.Logf("the batch with one unsignable member:\n%s", r)
+}
+
+// A supervisor kills airlock (SIGKILL) while a batch's fetch hangs on a
+// silent remote: no git it started survives, and the server sees the
+// connection closed.
+func TestE2EAttack13BatchKilledLeavesNoGit(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc to find the processes by")
+	}
+	srv := startSilent(t)
+	hst, one := silentHost(t, srv.url("git"))
+	two := hst.open(map[string]string{"b.txt": "b\n"})
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	mark := "AIRLOCK_TEST_MARK=" + hex.EncodeToString(nonce[:])
+	p := testbin.Start(t, testbin.Cmd{Bin: airlockBin, Args: []string{"land", "-q", "--remote", "origin", "--branch", "main", one, two},
+		Dir: hst.clone, Env: hst.environ(mark), Timeout: 2 * time.Minute})
+	var c net.Conn
+	select {
+	case c = <-srv.accepted:
+	case <-p.Done():
+		t.Fatalf("land ended before it connected:\n%s", p.Wait())
+	}
+	if len(marked(t, mark)) < 2 {
+		t.Fatalf("while the batch's fetch hangs, want git and airlock among the marked processes, got %q", marked(t, mark))
+	}
+	if err := p.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.Wait()
+	if err := closed(c, 30*time.Second); err != nil {
+		t.Errorf("the connection the batch's git made: %v, after airlock was killed: %q", err, marked(t, mark))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for left := marked(t, mark); len(left) > 0; left = marked(t, mark) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after airlock was killed mid-batch, its processes survive: %q", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
