@@ -135,6 +135,11 @@ func (s *Store) landBatch(ctx context.Context, ids []string, o RemoteOptions) ([
 	defer os.RemoveAll(scratch)
 	first := members[0].t
 	b.l, err = landing.Open(ctx, filepath.Join(scratch, "repo.git"), first.Base(), first.Base(), o.Remote, ref)
+	if err == nil {
+		// The batch's own repository makes its fetch and push: bounded
+		// as each member's landing alone is.
+		b.l.Bounds = o.Limits.bounds()
+	}
 	for _, m := range members[1:] {
 		if err == nil {
 			err = b.l.ShareObjects(ctx, m.t.Base())
