@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/airlockdev/airlock/internal/testbin"
-	"golang.org/x/sys/unix"
 )
 
 // The servers the authentication scenarios land into: sshd with its own
@@ -217,22 +216,11 @@ func startAuthHTTP(t *testing.T, user, password, bearer string) *gitServer {
 // running after limit is killed, with its process group, and reported as
 // hung.
 func onControllingTerminal(cmd *exec.Cmd, limit time.Duration) (string, error) {
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	m, s, err := openPTY()
 	if err != nil {
-		return "", fmt.Errorf("no pseudo-terminals here: %w", err)
+		return "", err
 	}
 	defer m.Close()
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		return "", fmt.Errorf("unlock a pseudo-terminal: %w", err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		return "", fmt.Errorf("name a pseudo-terminal: %w", err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return "", fmt.Errorf("open a pseudo-terminal's slave: %w", err)
-	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s, s, s
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	err = cmd.Start()

@@ -19,22 +19,11 @@ import (
 // "\n" arrives as "\r\n") and how cmd ended. cmd.Stdout and cmd.Stderr
 // must be unset.
 func onTerminal(cmd *exec.Cmd) (raw string, err error) {
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	m, s, err := openPTY()
 	if err != nil {
-		return "", fmt.Errorf("no pseudo-terminals here: %w", err)
+		return "", err
 	}
 	defer m.Close()
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		return "", fmt.Errorf("unlock a pseudo-terminal: %w", err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		return "", fmt.Errorf("name a pseudo-terminal: %w", err)
-	}
-	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return "", fmt.Errorf("open a pseudo-terminal's slave: %w", err)
-	}
 	cmd.Stdout, cmd.Stderr = s, s
 	err = cmd.Start()
 	// The child holds the slave now: the master reads EIO once every
@@ -93,4 +82,28 @@ func screen(raw string) (string, error) {
 		b.WriteByte('\n')
 	}
 	return b.String(), nil
+}
+
+// openPTY opens a fresh pseudo-terminal: its master, and its slave to
+// hand a child. Neither becomes airlock's test's controlling terminal.
+func openPTY() (master, slave *os.File, err error) {
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("no pseudo-terminals here: %w", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("unlock a pseudo-terminal: %w", err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("name a pseudo-terminal: %w", err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		return nil, nil, fmt.Errorf("open a pseudo-terminal's slave: %w", err)
+	}
+	return m, s, nil
 }

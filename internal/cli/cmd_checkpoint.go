@@ -44,7 +44,7 @@ read: something is still writing in the workspace.`,
 }
 
 func runCheckpoint(ctx context.Context, io IO, o checkpointOptions) error {
-	tx, err := checkpointTx(o.id)
+	tx, err := openTx(o.id)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ the state it replaced), and its message.`,
 }
 
 func runCheckpoints(io IO, o checkpointsOptions) error {
-	tx, err := checkpointTx(o.id)
+	tx, err := openTx(o.id)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ paths.`,
 }
 
 func runRewind(ctx context.Context, io IO, o rewindOptions) error {
-	tx, err := checkpointTx(o.id)
+	tx, err := openTx(o.id)
 	if err != nil {
 		return err
 	}
@@ -185,13 +185,4 @@ func runRewind(ctx context.Context, io IO, o rewindOptions) error {
 	fmt.Fprintf(io.Err, "airlock: rewound %s to checkpoint %d (+%d ~%d -%d, %d path(s) written or removed); checkpoint %d holds what was there: airlock rewind %s %d undoes this\n",
 		tx.ID(), r.To.Number, r.To.Added, r.To.Modified, r.To.Deleted, r.Paths, r.Saved.Number, tx.ID(), r.Saved.Number)
 	return nil
-}
-
-// checkpointTx opens the transaction id of the state root.
-func checkpointTx(id string) (*airlock.Tx, error) {
-	st, err := store()
-	if err != nil {
-		return nil, err
-	}
-	return st.Tx(id)
 }

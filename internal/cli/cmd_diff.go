@@ -40,11 +40,7 @@ func runDiff(ctx context.Context, io IO, o diffOptions) error {
 	if o.stat && o.nameStatus {
 		return errors.New("--stat and --name-status cannot be combined")
 	}
-	st, err := store()
-	if err != nil {
-		return err
-	}
-	tx, err := st.Tx(o.id)
+	tx, err := openTx(o.id)
 	if err != nil {
 		return err
 	}

@@ -46,11 +46,7 @@ taken, merged or conflict.`,
 }
 
 func runRebase(ctx context.Context, io IO, o rebaseOptions) error {
-	st, err := store()
-	if err != nil {
-		return err
-	}
-	tx, err := st.Tx(o.id)
+	tx, err := openTx(o.id)
 	if err != nil {
 		return err
 	}

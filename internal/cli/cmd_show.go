@@ -33,11 +33,7 @@ func newShowCmd(io IO) *cobra.Command {
 }
 
 func runShow(ctx context.Context, io IO, o showOptions) error {
-	st, err := store()
-	if err != nil {
-		return err
-	}
-	tx, err := st.Tx(o.id)
+	tx, err := openTx(o.id)
 	if err != nil {
 		return err
 	}

@@ -158,6 +158,16 @@ func oneID(c *cobra.Command, args []string) error {
 // store opens the state root named by the environment.
 func store() (*airlock.Store, error) { return airlock.OpenStore("") }
 
+// openTx opens transaction id of the state root: what every command that
+// names one transaction starts with.
+func openTx(id string) (*airlock.Tx, error) {
+	st, err := store()
+	if err != nil {
+		return nil, err
+	}
+	return st.Tx(id)
+}
+
 // txFlags are the flags `run` and `open` share; each registers its own
 // --quiet (run's is a settling command's, with --block).
 type txFlags struct {
