@@ -362,13 +362,6 @@ func (t *Tx) rollBack(ctx context.Context, root *safefs.Root, base *state.Base, 
 	if err := t.rebaseOpen(root, ops); err != nil {
 		return nil, keep(err)
 	}
-	if t.part != nil {
-		// A part's manifests are copies of the whole's, which stays open
-		// over the restored paths.
-		if err := t.part.whole.rebaseOpen(root, ops); err != nil {
-			return nil, keep(err)
-		}
-	}
 	displaced, err := t.keepDisplaced(jdir, restored)
 	if err != nil {
 		return nil, keep(err)

@@ -19,7 +19,15 @@ import (
 // rebased: its restored content is that same content, proved by the
 // restore. A path that had drifted before the apply (and was merged) keeps
 // its open entry, so the drift is still seen.
+//
+// A part's manifests are copies of its whole's, which stays open over the
+// restored paths: the whole is rebased too.
 func (t *Tx) rebaseOpen(root *safefs.Root, ops []journal.Op) error {
+	if t.part != nil {
+		if err := t.part.whole.rebaseOpen(root, ops); err != nil {
+			return err
+		}
+	}
 	t.opened = nil
 	path := t.st.Path(baseManifestFile)
 	m, err := t.loadManifest(baseManifestFile)

@@ -352,13 +352,6 @@ func (t *Tx) recoverRollBack(ctx context.Context, b *state.Base, base, jdir stri
 	if err := t.rebaseOpen(root, j.Ops); err != nil {
 		return nil, fmt.Errorf("recover %s: %w", base, err)
 	}
-	if t.part != nil {
-		// The part's manifests are copies of the whole's, which stays
-		// open over the restored paths.
-		if err := t.part.whole.rebaseOpen(root, j.Ops); err != nil {
-			return nil, fmt.Errorf("recover %s: %w", base, err)
-		}
-	}
 	if out.Displaced, err = t.keepDisplaced(jdir, rr); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package airlock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -91,7 +92,7 @@ func (s *Store) landBatch(ctx context.Context, ids []string, o RemoteOptions) ([
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, c int) int { return compareStrings(ids[a], ids[c]) })
+	slices.SortFunc(order, func(a, c int) int { return cmp.Compare(ids[a], ids[c]) })
 	for _, i := range order {
 		if txs[i] == nil {
 			continue
@@ -175,16 +176,6 @@ func (s *Store) landBatch(ctx context.Context, ids []string, o RemoteOptions) ([
 		queue, lost = b.round(ctx, queue)
 	}
 	return b.out, true
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // end records the outcome of the transaction at i.

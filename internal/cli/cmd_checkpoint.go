@@ -180,7 +180,7 @@ func runRewind(ctx context.Context, io IO, o rewindOptions) error {
 		return err
 	}
 	if o.json {
-		return writeJSON(io, jsonout.Rewound{Tx: tx.ID(), To: jsonout.FromCheckpoint(tx.ID(), r.To), Saved: jsonout.FromCheckpoint(tx.ID(), r.Saved), Paths: r.Paths})
+		return writeJSON(io, jsonout.FromRewind(tx.ID(), r))
 	}
 	fmt.Fprintf(io.Err, "airlock: rewound %s to checkpoint %d (+%d ~%d -%d, %d path(s) written or removed); checkpoint %d holds what was there: airlock rewind %s %d undoes this\n",
 		tx.ID(), r.To.Number, r.To.Added, r.To.Modified, r.To.Deleted, r.Paths, r.Saved.Number, tx.ID(), r.Saved.Number)

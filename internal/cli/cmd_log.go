@@ -161,7 +161,7 @@ func commandLine(argv []string) string {
 	}
 	words := make([]string, len(argv))
 	for i, a := range argv {
-		words[i] = shellQuote(percentEscape(a, "%", true))
+		words[i] = commandline.ShellQuote(percentEscape(a, "%", true))
 	}
 	line := strings.Join(words, " ")
 	if r := []rune(line); len(r) > maxCommandLine {
@@ -181,6 +181,3 @@ func signedBefore(lg *airlock.Log, i int) bool {
 	}
 	return false
 }
-
-// shellQuote is commandline.ShellQuote.
-func shellQuote(w string) string { return commandline.ShellQuote(w) }

@@ -20,6 +20,11 @@ type Checkpoint struct {
 	Digest   string    `json:"digest"`
 }
 
+// FromRewind is rewind r of transaction tx as the JSON prints it.
+func FromRewind(tx string, r *airlock.Rewound) Rewound {
+	return Rewound{Tx: tx, To: FromCheckpoint(tx, r.To), Saved: FromCheckpoint(tx, r.Saved), Paths: r.Paths}
+}
+
 // FromCheckpoint is c of transaction tx as the JSON prints it.
 func FromCheckpoint(tx string, c airlock.Checkpoint) Checkpoint {
 	return Checkpoint{Tx: tx, Number: c.Number, Time: c.Time, Message: c.Message, Auto: string(c.Auto),

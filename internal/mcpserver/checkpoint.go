@@ -61,5 +61,5 @@ func (h *handlers) rewind(ctx context.Context, _ *mcp.CallToolRequest, in Rewind
 	if err != nil {
 		return nil, jsonout.Rewound{}, err
 	}
-	return nil, jsonout.Rewound{Tx: tx.ID(), To: jsonout.FromCheckpoint(tx.ID(), r.To), Saved: jsonout.FromCheckpoint(tx.ID(), r.Saved), Paths: r.Paths}, nil
+	return nil, jsonout.FromRewind(tx.ID(), r), nil
 }

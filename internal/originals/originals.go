@@ -248,12 +248,7 @@ func (s *Store) put(e manifest.Entry, src string) (moved bool, err error) {
 	_, err = os.Lstat(dst)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.Rename(src, dst); err != nil {
-			if err := copyFile(src, dst); err != nil {
-				return false, err
-			}
-		}
-		moved = true
+		return true, moveIn(src, dst)
 	case err == nil:
 		// An object already there is kept only once its bytes are proved
 		// to be its name's: one a same-user process overwrote is replaced
@@ -261,12 +256,7 @@ func (s *Store) put(e manifest.Entry, src string) (moved bool, err error) {
 		// as if it held them.
 		var bad *BadObjectError
 		if verr := s.Verify(e.Digest); errors.As(verr, &bad) {
-			if err := os.Rename(src, dst); err != nil {
-				if err := copyFile(src, dst); err != nil {
-					return false, err
-				}
-			}
-			return true, nil
+			return true, moveIn(src, dst)
 		} else if verr != nil {
 			return false, fmt.Errorf("originals: %w", verr)
 		}
@@ -280,7 +270,20 @@ func (s *Store) put(e manifest.Entry, src string) (moved bool, err error) {
 		return false, fmt.Errorf("originals: %w", err)
 	}
 	os.Remove(src)
-	return moved, nil
+	return false, nil
+}
+
+// moveIn makes src the object dst: renamed where both lie on one file
+// system, else copied and src removed. src is gone afterwards either way.
+func moveIn(src, dst string) error {
+	if err := os.Rename(src, dst); err == nil {
+		return nil
+	}
+	if err := copyFile(src, dst); err != nil {
+		return err
+	}
+	os.Remove(src)
+	return nil
 }
 
 func (s *Store) appendIndex(rs ...Record) error {
