@@ -60,11 +60,6 @@ func a9Marker(t *testing.T) (cmd, file string) {
 	return "echo ran >> " + file, file
 }
 
-func a9Ran(file string) bool {
-	_, err := os.Stat(file)
-	return err == nil
-}
-
 // An agent owns the staged tree, its copy of .git/config included. What
 // it plants there (a credential helper, core.sshCommand, an askpass, a
 // remote URL of its own, an fsmonitor, a pre-push hook) must not run or
@@ -95,7 +90,7 @@ func TestE2EAttack9StagedGitConfigPlantsNothing(t *testing.T) {
 	cmd := exec.Command("git", "fetch", "-q", "origin")
 	cmd.Dir, cmd.Env = staged, gitEnv("GIT_TERMINAL_PROMPT=0")
 	cmd.Run()
-	if !a9Ran(ran) {
+	if !testbin.Exists(ran) {
 		t.Fatalf("git fetch in the staged tree did not run the planted credential helper: the plant is inert")
 	}
 	os.Remove(ran)
@@ -107,7 +102,7 @@ func TestE2EAttack9StagedGitConfigPlantsNothing(t *testing.T) {
 	if len(landed(t, evil, "main")[id]) != 0 {
 		t.Errorf("the landing pushed to the URL the agent planted")
 	}
-	if a9Ran(ran) {
+	if testbin.Exists(ran) {
 		t.Errorf("code the agent planted in the staged .git ran at land: %s", testbin.ReadFile(t, ran))
 	}
 	if strings.Contains(testbin.ReadFile(t, filepath.Join(hst.clone, ".git", "config")), plant) {
@@ -147,7 +142,7 @@ func TestE2EAttack9CloneHooksAndFiltersDoNotRunAtLand(t *testing.T) {
 			t.Errorf("%q: %s", args, r)
 		}
 	}
-	if a9Ran(ran) {
+	if testbin.Exists(ran) {
 		t.Errorf("the clone's hook, fsmonitor or filter ran during land or log --remote: %s", testbin.ReadFile(t, ran))
 	}
 }
@@ -206,7 +201,7 @@ func TestE2EAttack9WorktreePlantedHelperRefusedBeforeFetch(t *testing.T) {
 	if r.Code != 75 || !strings.Contains(r.Stdout, "BoundaryEscape") {
 		t.Errorf("land after the agent changed the shared config: want refused (BoundaryEscape)\n%s", r)
 	}
-	if a9Ran(ran) {
+	if testbin.Exists(ran) {
 		t.Errorf("a credential helper the agent planted ran at land (exit %d, landed %d)\n%s", r.Code, len(landed(t, bare, "main")[id]), r)
 	}
 }
@@ -434,7 +429,7 @@ func TestE2EAttack9AskpassFromEnvironmentNotRun(t *testing.T) {
 			if r.Code != 125 {
 				t.Errorf("land without credentials: want exit 125\n%s", r)
 			}
-			if a9Ran(asked) {
+			if testbin.Exists(asked) {
 				t.Errorf("land ran %s, which would wait for an answer: it asked %q", v, testbin.ReadFile(t, asked))
 			}
 		})
@@ -460,7 +455,7 @@ func TestE2EAttack9CredentialHelperGetsNoTerminal(t *testing.T) {
 	if code != 125 {
 		t.Errorf("land without credentials: want exit 125, got %d\n%s", code, out)
 	}
-	if a9Ran(tty) {
+	if testbin.Exists(tty) {
 		t.Errorf("the credential helper could open the terminal land runs on, where a prompt waits forever")
 	}
 }

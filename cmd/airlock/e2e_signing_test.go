@@ -75,7 +75,7 @@ func signWith(t *testing.T, dir, key string) {
 	gitIn(t, dir, "config", "user.signingkey", key)
 }
 
-// noteOf is the receipt note of commit in the bare repository.
+// noteBytesOf is the receipt note of commit in the bare repository.
 func noteBytesOf(t *testing.T, bare, commit string) []byte {
 	t.Helper()
 	return []byte(gitIn(t, bare, "notes", "--ref="+landing.NotesRef, "show", commit) + "\n")

@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/airlockdev/airlock/internal/testbin"
 )
 
 func gitConfig(t *testing.T, dir string, args ...string) {
@@ -18,9 +20,7 @@ func gitConfig(t *testing.T, dir string, args ...string) {
 // is the home directory, a key:: literal stays as it is, the last of a key
 // set twice wins; the repository's config over the user's.
 func TestConfigOf(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testbin.Require(t, "git", "ConfigOf reads the configuration git reads; .ci/run installs git")
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
